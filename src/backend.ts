@@ -1,0 +1,118 @@
+/**
+ * The Backend contract: how incontext counts a request's prompt tokens and
+ * how a server reads and limits output caps.
+ *
+ * @module
+ */
+
+/** A JSON request body in the OpenAI chat completions shape (or another shape a backend counts). */
+export type JsonObject = { readonly [key: string]: unknown };
+
+/** The cap fields incontext reads from a request, at the top level and in `extra_body`. */
+export type CapField =
+  | "max_tokens"
+  | "max_completion_tokens"
+  | "max_output_tokens";
+
+/** Options handed to {@linkcode Backend.count}. */
+export interface CountOptions {
+  /** The served context length, in tokens. A backend may check it against the server's. */
+  readonly contextLength: number;
+  /** Aborts the count; the count then rejects. */
+  readonly signal?: AbortSignal;
+}
+
+/** Options handed to {@linkcode Backend.outputBudgetLimit}. */
+export interface OutputLimitOptions {
+  /** The served context length, in tokens. */
+  readonly contextLength: number;
+}
+
+/**
+ * Counts the exact prompt tokens of a request, and describes how the server
+ * reads output caps. Subclass it to add a backend, and register the subclass
+ * with {@linkcode backends}.
+ *
+ * @example Counting with a constant
+ * ```ts
+ * import { Backend, type JsonObject } from "@incontext/incontext";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * class FixedBackend extends Backend {
+ *   readonly source = "fixed";
+ *   count(_request: JsonObject): Promise<number> {
+ *     return Promise.resolve(42);
+ *   }
+ * }
+ * const backend: Backend = new FixedBackend();
+ * strictEqual(await backend.count({ messages: [] }, { contextLength: 8192 }), 42);
+ * strictEqual(backend.coerceOutputBudget("42"), undefined);
+ * ```
+ */
+export abstract class Backend {
+  /**
+   * A stable, non-sensitive label for where counts come from, such as
+   * `"vllm-tokenize"`. Never a URL or a secret: it is logged.
+   */
+  abstract readonly source: string;
+
+  /**
+   * Counts the prompt tokens of `request` exactly.
+   *
+   * @param request The request body, never mutated.
+   * @param options The context length and an abort signal.
+   * @returns The exact prompt token count.
+   * @throws On any doubt: budget() then falls back to a rough estimate.
+   */
+  abstract count(request: JsonObject, options: CountOptions): Promise<number>;
+
+  /**
+   * Forgets cached counts. A count in flight during the clear still reaches
+   * its caller but is not stored.
+   *
+   * @returns A promise that settles once the clear has taken effect.
+   */
+  clearCache(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /**
+   * Maps a cap field to the field this server reads.
+   *
+   * @param field The field incontext would write.
+   * @returns The field to write on the wire.
+   * @default identity
+   */
+  outputBudgetField(field: CapField): string {
+    return field;
+  }
+
+  /**
+   * Reads a cap value as this server would.
+   *
+   * @param value A cap field's value from the request.
+   * @returns A positive integer, or `undefined` when the server would not treat it as a cap.
+   * @default a positive, non-boolean integer number; anything else is `undefined`
+   */
+  coerceOutputBudget(value: unknown): number | undefined {
+    return typeof value === "number" && Number.isSafeInteger(value) && value > 0
+      ? value
+      : undefined;
+  }
+
+  /**
+   * The largest output cap this server accepts for `request`, beyond the
+   * compression window.
+   *
+   * @param _request The request body.
+   * @param _options The context length.
+   * @returns The limit, or `undefined` for none.
+   * @default undefined
+   */
+  outputBudgetLimit(
+    _request: JsonObject,
+    _options: OutputLimitOptions,
+  ): number | undefined {
+    return undefined;
+  }
+}

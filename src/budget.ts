@@ -1,0 +1,387 @@
+/**
+ * The budget function: the output cap still free below the compression
+ * window, counted exactly, with a rough fallback and a fail-open end.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import type { Backend, CapField, JsonObject } from "./backend.ts";
+import { type Estimator, roughEstimate } from "./estimate.ts";
+import { minDefined, readCallerCap, writeCap } from "./_caps.ts";
+import { requireInteger } from "./compute.ts";
+import { isPlainObject } from "./_request.ts";
+import {
+  type BudgetRoute,
+  type BudgetTarget,
+  routeMismatch,
+} from "./_route.ts";
+
+export type { BudgetRoute, BudgetTarget } from "./_route.ts";
+
+const logger = getLogger(["incontext", "budget"]);
+
+/** Options for {@linkcode budget}. */
+export interface BudgetOptions {
+  /** The compression window W: the prompt size at which the host compresses. */
+  readonly window: number;
+  /** The served context length, at least W. */
+  readonly contextLength: number;
+  /** Counts the prompt exactly. */
+  readonly backend: Backend;
+  /**
+   * F: tokens kept free on top of a rough estimate when the exact count fails.
+   *
+   * @default 1024
+   */
+  readonly fallbackMarginTokens?: number;
+  /**
+   * R: the smallest output worth asking for; below it the host must compress.
+   *
+   * @default 4096
+   */
+  readonly minOutputTokens?: number;
+  /**
+   * The rough estimator used when the exact count fails.
+   *
+   * @default roughEstimate
+   */
+  readonly estimate?: Estimator;
+  /**
+   * The field to write when the caller gave no cap (mapped through the
+   * backend's `outputBudgetField`).
+   *
+   * @default "max_tokens"
+   */
+  readonly defaultField?: CapField;
+  /** The one route this budget applies to; other requests pass untouched. */
+  readonly route?: BudgetRoute;
+  /** Where this request is going, when the host knows. */
+  readonly target?: BudgetTarget;
+  /** Aborts the exact count; the rough estimate is used instead. */
+  readonly signal?: AbortSignal;
+}
+
+/** What {@linkcode budget} decided. */
+export interface BudgetResult {
+  /**
+   * `"set"`: `request` carries the budget; `"compress"`: less than the
+   * minimum is left, the host must compress (request unchanged);
+   * `"unchanged"`: not budgeted (other route, unsupported shape, or every
+   * count failed).
+   */
+  readonly action: "set" | "compress" | "unchanged";
+  /** A rewritten copy for "set", else the caller's own object. */
+  readonly request: JsonObject;
+  /** The backend's source label, `"rough-fallback"`, or `"none"`. */
+  readonly source: string;
+  /** A one-line explanation without prompt text. */
+  readonly reason: string;
+  /** The prompt tokens counted (or estimated). */
+  readonly promptTokens?: number;
+  /** The cap written ("set") or that would be allowed ("compress"). */
+  readonly maxTokens?: number;
+  /** The wire field written ("set"). */
+  readonly field?: string;
+}
+
+/**
+ * Gives a request exactly the output budget still free below the
+ * compression window: `max_tokens = min(caller's cap, W - P)`, with P
+ * counted by the backend. When less than `minOutputTokens` would be left it
+ * answers "compress" and leaves the request alone; when the exact count
+ * fails it uses a rough estimate minus a margin; when that fails too it
+ * leaves the request unchanged. It never mutates the caller's request.
+ *
+ * @param request The request body (chat completions shape).
+ * @param options The window, context length, backend and tuning.
+ * @returns The decision and the request to send.
+ * @throws {RangeError} Only for invalid options, never for request content or backend failures.
+ *
+ * @example Budgeting against a fake backend
+ * ```ts
+ * import { budget } from "@incontext/incontext";
+ * import { FakeBackend } from "@incontext/incontext/testing";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const request = { model: "m", max_tokens: 65536, messages: [{ role: "user", content: "hi" }] };
+ * const result = await budget(request, {
+ *   window: 55705,
+ *   contextLength: 65536,
+ *   backend: new FakeBackend({ count: 1705 }),
+ * });
+ * strictEqual(result.action, "set");
+ * strictEqual(result.request.max_tokens, 54000);
+ * strictEqual(request.max_tokens, 65536); // the caller's object is untouched
+ * ```
+ */
+export async function budget(
+  request: JsonObject,
+  options: BudgetOptions,
+): Promise<BudgetResult> {
+  const settings = validateOptions(options);
+  const { backend } = options;
+  const source = readSource(backend);
+  const unsupported = unsupportedShape(request);
+  if (unsupported !== undefined) {
+    return unchanged(request, source, `unsupported request: ${unsupported}`);
+  }
+  const outside = options.route &&
+    routeMismatch(request, options.route, options.target);
+  if (outside) {
+    return unchanged(
+      request,
+      source,
+      `outside the budgeted route (${outside})`,
+    );
+  }
+  let cap, limit;
+  try {
+    cap = readCallerCap(request, backend, options.defaultField ?? "max_tokens");
+    limit = backend.outputBudgetLimit(request, {
+      contextLength: settings.contextLength,
+    });
+    if (limit !== undefined && !Number.isSafeInteger(limit)) {
+      throw new TypeError("outputBudgetLimit returned a non-integer");
+    }
+  } catch (error) {
+    return hookFailed(request, source, error);
+  }
+  const counted = await countPrompt(request, options, source);
+  if (counted === undefined) {
+    return unchanged(
+      request,
+      "none",
+      "exact count and rough estimate both failed",
+    );
+  }
+  const { window, fallbackMarginTokens, minOutputTokens } = settings;
+  const margin = counted.source === ROUGH ? fallbackMarginTokens : 0;
+  const remaining = window - counted.tokens - margin;
+  const required = minDefined(minOutputTokens, cap.value) ?? minOutputTokens;
+  const maxTokens = minDefined(remaining, cap.value, limit) ?? remaining;
+  const detail =
+    `compression_window=${window}, prompt_tokens=${counted.tokens}, max_tokens=${maxTokens}`;
+  if (maxTokens < required) {
+    logger.warn(
+      "action=requires_compression model={model} source={source} window={window} prompt_tokens={promptTokens} required={required}",
+      {
+        model: modelLabel(request),
+        source: counted.source,
+        window,
+        promptTokens: counted.tokens,
+        required,
+      },
+    );
+    return {
+      action: "compress",
+      request,
+      source: counted.source,
+      reason:
+        `${counted.source}: ${detail} is below the required ${required}: compress first`,
+      promptTokens: counted.tokens,
+      maxTokens,
+    };
+  }
+  let field;
+  try {
+    field = backend.outputBudgetField(cap.field);
+    if (typeof field !== "string" || field === "") {
+      throw new TypeError("outputBudgetField returned an invalid field");
+    }
+  } catch (error) {
+    return hookFailed(request, source, error);
+  }
+  logger.debug(
+    "action=set model={model} source={source} window={window} prompt_tokens={promptTokens} max_tokens={maxTokens}",
+    {
+      model: modelLabel(request),
+      source: counted.source,
+      window,
+      promptTokens: counted.tokens,
+      maxTokens,
+    },
+  );
+  return {
+    action: "set",
+    request: writeCap(request, field, maxTokens),
+    source: counted.source,
+    reason: `${counted.source}: ${detail}`,
+    promptTokens: counted.tokens,
+    maxTokens,
+    field,
+  };
+}
+
+const ROUGH = "rough-fallback";
+
+interface Settings {
+  readonly window: number;
+  readonly contextLength: number;
+  readonly fallbackMarginTokens: number;
+  readonly minOutputTokens: number;
+}
+
+function validateOptions(options: BudgetOptions): Settings {
+  const {
+    window,
+    contextLength,
+    fallbackMarginTokens = 1024,
+    minOutputTokens = 4096,
+  } = options;
+  const what = "compute the budget";
+  requireInteger(what, "window", window, 1);
+  requireInteger(what, "contextLength", contextLength, 1);
+  requireInteger(what, "fallbackMarginTokens", fallbackMarginTokens, 0);
+  requireInteger(what, "minOutputTokens", minOutputTokens, 1);
+  const rules: [boolean, string, number][] = [
+    [
+      window <= contextLength,
+      "'window' must not exceed 'contextLength'",
+      window,
+    ],
+    [
+      fallbackMarginTokens < window,
+      "'fallbackMarginTokens' must be below 'window'",
+      fallbackMarginTokens,
+    ],
+    [
+      minOutputTokens < window,
+      "'minOutputTokens' must be below 'window'",
+      minOutputTokens,
+    ],
+    [
+      fallbackMarginTokens + minOutputTokens < window,
+      "'fallbackMarginTokens' + 'minOutputTokens' must be below 'window'",
+      fallbackMarginTokens + minOutputTokens,
+    ],
+  ];
+  for (const [holds, rule, value] of rules) {
+    if (!holds) {
+      throw new RangeError(
+        `Cannot compute the budget as ${rule}: current value is ${value}`,
+      );
+    }
+  }
+  if (!(options.backend && typeof options.backend.count === "function")) {
+    throw new TypeError(
+      "Cannot compute the budget as 'backend' must be a Backend",
+    );
+  }
+  return { window, contextLength, fallbackMarginTokens, minOutputTokens };
+}
+
+/** The exact count, else the rough estimate, else undefined (both failed). */
+async function countPrompt(
+  request: JsonObject,
+  options: BudgetOptions,
+  source: string,
+): Promise<{ tokens: number; source: string } | undefined> {
+  let exactError: unknown;
+  try {
+    const tokens = await options.backend.count(request, {
+      contextLength: options.contextLength,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    if (Number.isSafeInteger(tokens) && tokens >= 0) return { tokens, source };
+    exactError = new TypeError("backend returned an invalid count");
+  } catch (error) {
+    exactError = error;
+  }
+  try {
+    const estimate = (options.estimate ?? roughEstimate)(request);
+    if (!Number.isFinite(estimate)) throw new TypeError("invalid estimate");
+    logger.warn(
+      "exact count failed, using the rough estimate: model={model} source={source} error={error}",
+      { model: modelLabel(request), source, error: errorType(exactError) },
+    );
+    return { tokens: Math.max(1, Math.ceil(estimate)), source: ROUGH };
+  } catch (error) {
+    logger.error(
+      "exact count and rough estimate failed, request left unchanged: model={model} source={source} error={error} estimate_error={estimateError}",
+      {
+        model: modelLabel(request),
+        source,
+        error: errorType(exactError),
+        estimateError: errorType(error),
+      },
+    );
+    return undefined;
+  }
+}
+
+function unsupportedShape(request: unknown): string | undefined {
+  if (!isPlainObject(request)) return "not a JSON object";
+  const extra = request.extra_body;
+  if (extra !== undefined && extra !== null && !isPlainObject(extra)) {
+    return "extra_body is not an object";
+  }
+  if (isPlainObject(extra) && Object.hasOwn(extra, "messages")) {
+    return Array.isArray(extra.messages)
+      ? undefined
+      : "extra_body.messages is not an array";
+  }
+  return Array.isArray(request.messages)
+    ? undefined
+    : "messages is missing or not an array";
+}
+
+function readSource(backend: Backend): string {
+  try {
+    const { source } = backend;
+    if (typeof source === "string" && source !== "") return source;
+  } catch (error) {
+    logger.error("backend source failed: error={error}", {
+      error: errorType(error),
+    });
+  }
+  return "unknown-backend";
+}
+
+function hookFailed(
+  request: JsonObject,
+  source: string,
+  error: unknown,
+): BudgetResult {
+  logger.error(
+    "backend hook failed, request left unchanged: model={model} source={source} error={error}",
+    {
+      model: modelLabel(request),
+      source,
+      error: errorType(error),
+    },
+  );
+  return unchanged(
+    request,
+    source,
+    `backend hook failed (${errorType(error)})`,
+  );
+}
+
+function unchanged(
+  request: JsonObject,
+  source: string,
+  reason: string,
+): BudgetResult {
+  return {
+    action: "unchanged",
+    request,
+    source,
+    reason: `${source}: ${reason}`,
+  };
+}
+
+/** The effective model name for logs: a string of at most 200 characters, else "unknown". */
+function modelLabel(request: unknown): string {
+  if (!isPlainObject(request)) return "unknown";
+  const extra = request.extra_body;
+  const model = isPlainObject(extra) && Object.hasOwn(extra, "model")
+    ? extra.model
+    : request.model;
+  return typeof model === "string" ? model.slice(0, 200) : "unknown";
+}
+
+/** An error's type name: the only part of an error that is safe to log. */
+export function errorType(error: unknown): string {
+  if (error instanceof Error) return error.name;
+  return error === null ? "null" : typeof error;
+}

@@ -1,0 +1,127 @@
+/**
+ * The built-in rough token estimator, following Hermes Agent's rules
+ * (2026-09): used only when the exact count fails.
+ *
+ * @module
+ */
+import type { JsonObject } from "./backend.ts";
+import { effectiveValue, isPlainObject } from "./_request.ts";
+
+/** Tokens charged for each image part, whatever its size. */
+export const IMAGE_TOKENS = 1500;
+
+/** A rough estimator: returns an approximate prompt token count for a request. */
+export type Estimator = (request: JsonObject) => number;
+
+// U+1100-11FF, U+2E80-9FFF, U+A960-A97F, U+AC00-D7AF, U+F900-FAFF, U+FF00-FFEF count one token each.
+const CJK =
+  /[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]/g;
+const NON_ASCII = /[\u0080-\uffff]/;
+const encoder = new TextEncoder();
+
+/**
+ * Estimates the tokens of a text: all-ASCII text counts ceil(chars / 4);
+ * otherwise each CJK code point is one token and the rest counts
+ * ceil(UTF-8 bytes / 4).
+ *
+ * @param text The text to estimate.
+ * @returns The estimated token count.
+ *
+ * @example ASCII and CJK
+ * ```ts
+ * import { estimateTextTokens } from "@incontext/incontext";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * strictEqual(estimateTextTokens("hello world"), 3);
+ * strictEqual(estimateTextTokens("你好 world"), 2 + 2);
+ * ```
+ */
+export function estimateTextTokens(text: string): number {
+  if (!NON_ASCII.test(text)) return Math.ceil(text.length / 4);
+  let cjk = 0;
+  const rest = text.replace(CJK, () => {
+    cjk += 1;
+    return "";
+  });
+  return cjk + Math.ceil(encoder.encode(rest).length / 4);
+}
+
+/**
+ * Estimates a chat request's prompt tokens without a tokenizer: the text of
+ * every message (content, text parts, reasoning, tool calls), 1500 per image
+ * part, and each tool's name + description + compact JSON of its parameters.
+ * `extra_body` values win over top-level ones, as the OpenAI SDKs merge them.
+ *
+ * @param request A chat completions request body.
+ * @returns The estimated prompt token count (0 for a request with no text).
+ *
+ * @example Estimating a short chat
+ * ```ts
+ * import { roughEstimate } from "@incontext/incontext";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const request = {
+ *   messages: [
+ *     { role: "user", content: "What is the capital of France?" },
+ *     { role: "user", content: [{ type: "image_url", image_url: { url: "data:," } }] },
+ *   ],
+ * };
+ * strictEqual(roughEstimate(request), 8 + 1500);
+ * ```
+ */
+export function roughEstimate(request: JsonObject): number {
+  const texts: string[] = [];
+  let images = 0;
+  const messages = effectiveValue(request, "messages");
+  if (Array.isArray(messages)) {
+    for (const message of messages) images += collectMessage(message, texts);
+  }
+  const tools = effectiveValue(request, "tools");
+  if (Array.isArray(tools)) {
+    for (const tool of tools) collectTool(tool, texts);
+  }
+  return estimateTextTokens(texts.join("")) + images * IMAGE_TOKENS;
+}
+
+function collectMessage(message: unknown, texts: string[]): number {
+  if (!isPlainObject(message)) return 0;
+  let images = 0;
+  const { content } = message;
+  if (typeof content === "string") texts.push(content);
+  else if (Array.isArray(content)) {
+    for (const part of content) {
+      if (!isPlainObject(part)) continue;
+      if (typeof part.text === "string") texts.push(part.text);
+      else if (isImagePart(part)) images += 1;
+    }
+  }
+  for (const key of ["reasoning", "reasoning_content"]) {
+    const value = message[key];
+    if (typeof value === "string") texts.push(value);
+  }
+  if (Array.isArray(message.tool_calls)) {
+    for (const call of message.tool_calls) {
+      if (!isPlainObject(call) || !isPlainObject(call.function)) continue;
+      const { name, arguments: args } = call.function;
+      if (typeof name === "string") texts.push(name);
+      if (typeof args === "string") texts.push(args);
+      else if (args !== undefined) texts.push(JSON.stringify(args) ?? "");
+    }
+  }
+  return images;
+}
+
+function isImagePart(part: Record<string, unknown>): boolean {
+  return part.type === "image_url" || part.type === "input_image" ||
+    part.type === "image";
+}
+
+function collectTool(tool: unknown, texts: string[]): void {
+  if (!isPlainObject(tool)) return;
+  const fn = isPlainObject(tool.function) ? tool.function : tool;
+  if (typeof fn.name === "string") texts.push(fn.name);
+  if (typeof fn.description === "string") texts.push(fn.description);
+  if (fn.parameters !== undefined) {
+    texts.push(JSON.stringify(fn.parameters) ?? "");
+  }
+}

@@ -1,0 +1,92 @@
+import {
+  Backend,
+  type CountOptions,
+  type JsonObject,
+  type OutputLimitOptions,
+} from "./backend.ts";
+
+/** Options for {@linkcode FakeBackend}. */
+export interface FakeBackendOptions {
+  /**
+   * The count to return: a number, or a function of the request.
+   *
+   * @default 0
+   */
+  readonly count?: number | ((request: JsonObject) => number | Promise<number>);
+  /** When set, every count rejects with this error. */
+  readonly error?: Error;
+  /**
+   * The source label.
+   *
+   * @default "fake"
+   */
+  readonly source?: string;
+  /** What `outputBudgetLimit` returns. */
+  readonly outputLimit?: number;
+}
+
+/**
+ * An in-memory backend for unit tests: returns a fixed or computed count (or
+ * fails), and records every request it was asked to count.
+ *
+ * @example Counting and failing on demand
+ * ```ts
+ * import { FakeBackend } from "@incontext/incontext/testing";
+ * import { rejects, strictEqual } from "node:assert/strict";
+ *
+ * const backend = new FakeBackend({ count: 12 });
+ * strictEqual(await backend.count({ messages: [] }, { contextLength: 8192 }), 12);
+ * strictEqual(backend.calls.length, 1);
+ * await rejects(new FakeBackend({ error: new Error("down") }).count({}, { contextLength: 1 }));
+ * ```
+ */
+export class FakeBackend extends Backend {
+  /** The source label. */
+  readonly source: string;
+  /** Every request counted, in order. */
+  readonly calls: JsonObject[] = [];
+  #options: FakeBackendOptions;
+
+  /**
+   * Creates a fake backend.
+   *
+   * @param options The count, error, source and output limit.
+   */
+  constructor(options: FakeBackendOptions = {}) {
+    super();
+    this.#options = options;
+    this.source = options.source ?? "fake";
+  }
+
+  /**
+   * Returns the configured count, or rejects with the configured error.
+   *
+   * @param request The request, recorded.
+   * @param options Aborting rejects the count.
+   * @returns The configured count.
+   */
+  override async count(
+    request: JsonObject,
+    options: CountOptions,
+  ): Promise<number> {
+    this.calls.push(request);
+    options.signal?.throwIfAborted();
+    if (this.#options.error) throw this.#options.error;
+    const { count = 0 } = this.#options;
+    return typeof count === "number" ? count : await count(request);
+  }
+
+  /**
+   * Returns the configured output limit.
+   *
+   * @param _request Ignored.
+   * @param _options Ignored.
+   * @returns The configured limit, or undefined.
+   */
+  override outputBudgetLimit(
+    _request: JsonObject,
+    _options: OutputLimitOptions,
+  ): number | undefined {
+    return this.#options.outputLimit;
+  }
+}

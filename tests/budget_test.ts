@@ -1,0 +1,428 @@
+import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
+import {
+  Backend,
+  budget,
+  type BudgetOptions,
+  type JsonObject,
+} from "../mod.ts";
+import { FakeBackend } from "../testing.ts";
+
+const W = 55705;
+const C = 65536;
+
+function options(overrides: Partial<BudgetOptions> = {}): BudgetOptions {
+  return {
+    window: W,
+    contextLength: C,
+    backend: new FakeBackend({ count: 1705 }),
+    ...overrides,
+  };
+}
+
+function chat(extra: JsonObject = {}): JsonObject {
+  return { model: "m", messages: [{ role: "user", content: "hi" }], ...extra };
+}
+
+Deno.test("budget() sets the output budget left below the window", async (t) => {
+  await t.step(
+    "writes W - P as max_tokens when the caller gave no cap",
+    async () => {
+      const request = chat();
+      const result = await budget(request, options());
+      strictEqual(result.action, "set");
+      strictEqual(result.maxTokens, 54000);
+      strictEqual(result.promptTokens, 1705);
+      strictEqual(result.field, "max_tokens");
+      strictEqual(result.source, "fake");
+      strictEqual(
+        result.reason,
+        "fake: compression_window=55705, prompt_tokens=1705, max_tokens=54000",
+      );
+      deepStrictEqual(result.request, { ...request, max_tokens: 54000 });
+      ok(result.request !== request);
+      strictEqual(request.max_tokens, undefined);
+    },
+  );
+
+  await t.step(
+    "clamps an oversized caller cap and keeps a smaller one",
+    async () => {
+      strictEqual(
+        (await budget(chat({ max_tokens: 65536 }), options())).maxTokens,
+        54000,
+      );
+      const small = await budget(chat({ max_tokens: 500 }), options());
+      strictEqual(small.action, "set");
+      strictEqual(small.maxTokens, 500);
+    },
+  );
+
+  await t.step("respects the backend's output limit", async () => {
+    const result = await budget(
+      chat(),
+      options({ backend: new FakeBackend({ count: 10, outputLimit: 9000 }) }),
+    );
+    strictEqual(result.maxTokens, 9000);
+  });
+
+  await t.step("writes defaultField when the caller gave no cap", async () => {
+    const result = await budget(
+      chat(),
+      options({ defaultField: "max_output_tokens" }),
+    );
+    strictEqual(result.field, "max_output_tokens");
+    strictEqual(result.request.max_output_tokens, 54000);
+  });
+
+  await t.step(
+    "maps the field through the backend's outputBudgetField",
+    async () => {
+      class Renaming extends FakeBackend {
+        override outputBudgetField(): string {
+          return "n_predict";
+        }
+      }
+      const result = await budget(
+        chat({ max_tokens: 9 }),
+        options({ backend: new Renaming({ count: 1 }) }),
+      );
+      deepStrictEqual(result.request, { ...chat(), n_predict: 9 });
+    },
+  );
+});
+
+Deno.test("budget() reads the caller's caps like the original plugin", async (t) => {
+  await t.step("the smallest positive cap at either level wins", async () => {
+    const result = await budget(
+      chat({
+        max_tokens: 3000,
+        max_completion_tokens: 2000,
+        extra_body: { max_output_tokens: 1000 },
+      }),
+      options(),
+    );
+    strictEqual(result.maxTokens, 1000);
+  });
+
+  await t.step(
+    "the field of the smallest top-level cap is kept, all aliases go",
+    async () => {
+      const request = chat({
+        max_tokens: 3000,
+        max_completion_tokens: 2000,
+        extra_body: { max_output_tokens: 1000, max_tokens: 5, top_k: 3 },
+      });
+      const result = await budget(request, options());
+      strictEqual(result.field, "max_completion_tokens");
+      deepStrictEqual(result.request, {
+        model: "m",
+        messages: request.messages,
+        extra_body: { top_k: 3 },
+        max_completion_tokens: 5,
+      });
+      deepStrictEqual(request.extra_body, {
+        max_output_tokens: 1000,
+        max_tokens: 5,
+        top_k: 3,
+      });
+    },
+  );
+
+  await t.step(
+    "a nested cap's field is used when no top-level cap exists; an emptied extra_body stays {}",
+    async () => {
+      const result = await budget(
+        chat({ extra_body: { max_completion_tokens: 700 } }),
+        options(),
+      );
+      deepStrictEqual(result.request, {
+        ...chat(),
+        extra_body: {},
+        max_completion_tokens: 700,
+      });
+    },
+  );
+
+  await t.step("invalid caps are ignored", async () => {
+    for (const value of [null, true, false, 0, -5, 1.5, "2048", [], {}]) {
+      const result = await budget(chat({ max_tokens: value }), options());
+      strictEqual(result.maxTokens, 54000, `cap ${JSON.stringify(value)}`);
+    }
+  });
+
+  await t.step("a cap below R is the required minimum", async () => {
+    const tight = options({ backend: new FakeBackend({ count: W - 300 }) });
+    strictEqual((await budget(chat({ max_tokens: 300 }), tight)).action, "set");
+    strictEqual(
+      (await budget(chat({ max_tokens: 301 }), tight)).maxTokens,
+      300,
+    );
+    strictEqual((await budget(chat({ max_tokens: 1 }), tight)).maxTokens, 1);
+    strictEqual((await budget(chat(), tight)).action, "compress");
+  });
+});
+
+Deno.test("budget() asks for compression instead of a tiny cap", async (t) => {
+  await t.step("compresses exactly when less than R is left", async () => {
+    const fits = await budget(
+      chat(),
+      options({ backend: new FakeBackend({ count: W - 4096 }) }),
+    );
+    strictEqual(fits.action, "set");
+    strictEqual(fits.maxTokens, 4096);
+    const request = chat({ max_tokens: 65536 });
+    const over = await budget(
+      request,
+      options({ backend: new FakeBackend({ count: W - 4095 }) }),
+    );
+    strictEqual(over.action, "compress");
+    strictEqual(over.request, request);
+    strictEqual(over.maxTokens, 4095);
+    strictEqual(over.promptTokens, W - 4095);
+    ok(over.reason.includes("compress"));
+  });
+
+  await t.step("never sends zero or a negative cap", async () => {
+    for (const count of [W, W + 1, C + 10_000]) {
+      const result = await budget(
+        chat(),
+        options({ backend: new FakeBackend({ count }) }),
+      );
+      strictEqual(result.action, "compress");
+      strictEqual(result.request.max_tokens, undefined);
+    }
+  });
+});
+
+Deno.test("budget() falls back to the rough estimate minus the margin", async (t) => {
+  await t.step("when the backend throws", async () => {
+    const result = await budget(
+      chat(),
+      options({
+        backend: new FakeBackend({ error: new Error("down") }),
+        estimate: () => 1000,
+      }),
+    );
+    strictEqual(result.action, "set");
+    strictEqual(result.source, "rough-fallback");
+    strictEqual(result.maxTokens, W - 1000 - 1024);
+    strictEqual(
+      result.reason,
+      `rough-fallback: compression_window=${W}, prompt_tokens=1000, max_tokens=${
+        W - 2024
+      }`,
+    );
+  });
+
+  await t.step("when the backend returns an invalid count", async () => {
+    for (const count of [-1, 1.5, Number.NaN]) {
+      const result = await budget(
+        chat(),
+        options({ backend: new FakeBackend({ count }), estimate: () => 10 }),
+      );
+      strictEqual(result.source, "rough-fallback");
+    }
+  });
+
+  await t.step("when the count is aborted", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const result = await budget(
+      chat(),
+      options({ signal: controller.signal, estimate: () => 10 }),
+    );
+    strictEqual(result.source, "rough-fallback");
+  });
+
+  await t.step("floors the estimate at 1 and rounds it up", async () => {
+    const failing = new FakeBackend({ error: new TypeError("x") });
+    strictEqual(
+      (await budget(chat(), options({ backend: failing, estimate: () => 0 })))
+        .promptTokens,
+      1,
+    );
+    strictEqual(
+      (await budget(chat(), options({ backend: failing, estimate: () => 2.2 })))
+        .promptTokens,
+      3,
+    );
+  });
+
+  await t.step("uses the built-in estimator by default", async () => {
+    const request = chat({
+      messages: [{ role: "user", content: "x".repeat(400) }],
+    });
+    const result = await budget(
+      request,
+      options({ backend: new FakeBackend({ error: new Error() }) }),
+    );
+    strictEqual(result.promptTokens, 100);
+  });
+
+  await t.step(
+    "leaves the request unchanged when the estimate fails too",
+    async () => {
+      const request = chat();
+      for (
+        const estimate of [() => {
+          throw new Error("no");
+        }, () => Number.NaN]
+      ) {
+        const result = await budget(
+          request,
+          options({
+            backend: new FakeBackend({ error: new Error() }),
+            estimate,
+          }),
+        );
+        strictEqual(result.action, "unchanged");
+        strictEqual(result.source, "none");
+        strictEqual(result.request, request);
+      }
+    },
+  );
+});
+
+Deno.test("budget() leaves unsupported and foreign requests alone without counting", async (t) => {
+  const shapes: unknown[] = [
+    null,
+    "text",
+    [],
+    { model: "m" },
+    { messages: "hi" },
+    { messages: [], extra_body: { messages: "hi" } },
+    { messages: [], extra_body: "x" },
+  ];
+  await t.step("unsupported shapes", async () => {
+    for (const shape of shapes) {
+      const backend = new FakeBackend({ count: 1 });
+      const result = await budget(shape as JsonObject, options({ backend }));
+      strictEqual(result.action, "unchanged");
+      strictEqual(result.request, shape);
+      strictEqual(backend.calls.length, 0);
+    }
+  });
+
+  await t.step("extra_body.messages makes a request supported", async () => {
+    const result = await budget({ extra_body: { messages: [] } }, options());
+    strictEqual(result.action, "set");
+  });
+
+  await t.step("another model, provider or base URL", async () => {
+    const route = {
+      model: "m",
+      provider: "Custom",
+      baseUrl: "HTTP://Box:80/v1/",
+    };
+    const cases: [JsonObject, BudgetOptions["target"], string][] = [
+      [chat({ model: "other" }), undefined, "unchanged"],
+      [chat({ extra_body: { model: "other" } }), undefined, "unchanged"],
+      [chat({ model: "other", extra_body: { model: "m" } }), undefined, "set"],
+      [chat(), { provider: " custom " }, "set"],
+      [chat(), { provider: "openai" }, "unchanged"],
+      [chat(), { baseUrl: "http://box/v1" }, "set"],
+      [chat(), { baseUrl: "http://box:8000/v1" }, "unchanged"],
+      [chat(), { baseUrl: "http://box/v2" }, "unchanged"],
+      [chat(), {}, "set"],
+    ];
+    for (const [request, target, action] of cases) {
+      const backend = new FakeBackend({ count: 1 });
+      const result = await budget(
+        request,
+        options({ backend, route, ...(target ? { target } : {}) }),
+      );
+      strictEqual(result.action, action, JSON.stringify([request, target]));
+      strictEqual(backend.calls.length, action === "set" ? 1 : 0);
+    }
+  });
+});
+
+Deno.test("budget() fails open when a backend hook throws", async (t) => {
+  class Broken extends FakeBackend {
+    constructor(readonly broken: string) {
+      super({ count: 1 });
+    }
+    override coerceOutputBudget(value: unknown): number | undefined {
+      if (this.broken === "coerce") throw new Error("coerce");
+      return super.coerceOutputBudget(value);
+    }
+    override outputBudgetField(field: string): string {
+      if (this.broken === "field") throw new Error("field");
+      return field;
+    }
+    override outputBudgetLimit(): number | undefined {
+      if (this.broken === "limit") throw new Error("limit");
+      return this.broken === "bad-limit" ? 1.5 : undefined;
+    }
+  }
+  for (const broken of ["coerce", "field", "limit", "bad-limit"]) {
+    await t.step(broken, async () => {
+      const request = chat({ max_tokens: 10 });
+      const result = await budget(
+        request,
+        options({ backend: new Broken(broken) }),
+      );
+      strictEqual(result.action, "unchanged");
+      strictEqual(result.request, request);
+      strictEqual(result.source, "fake");
+    });
+  }
+  await t.step("a throwing source is replaced by unknown-backend", async () => {
+    class NoSource extends Backend {
+      get source(): string {
+        throw new Error("secret");
+      }
+      count(): Promise<number> {
+        return Promise.resolve(5);
+      }
+    }
+    const result = await budget(chat(), options({ backend: new NoSource() }));
+    strictEqual(result.action, "set");
+    strictEqual(result.source, "unknown-backend");
+  });
+});
+
+Deno.test("budget() rejects invalid options with a RangeError naming the option", async () => {
+  const cases: [Partial<BudgetOptions>, string][] = [
+    [{ window: 0 }, "'window' must be a positive integer: current value is 0"],
+    [
+      { window: 1.5 },
+      "'window' must be a positive integer: current value is 1.5",
+    ],
+    [
+      { contextLength: -1 },
+      "'contextLength' must be a positive integer: current value is -1",
+    ],
+    [
+      { window: 70000 },
+      "'window' must not exceed 'contextLength': current value is 70000",
+    ],
+    [
+      { fallbackMarginTokens: -1 },
+      "'fallbackMarginTokens' must be a non-negative integer: current value is -1",
+    ],
+    [
+      { minOutputTokens: 0 },
+      "'minOutputTokens' must be a positive integer: current value is 0",
+    ],
+    [
+      { window: 1000, fallbackMarginTokens: 1000, minOutputTokens: 1 },
+      "'fallbackMarginTokens' must be below 'window': current value is 1000",
+    ],
+    [
+      { window: 1000, minOutputTokens: 1000, fallbackMarginTokens: 0 },
+      "'minOutputTokens' must be below 'window': current value is 1000",
+    ],
+    [
+      { window: 1000, fallbackMarginTokens: 500, minOutputTokens: 500 },
+      "'fallbackMarginTokens' + 'minOutputTokens' must be below 'window': current value is 1000",
+    ],
+  ];
+  for (const [overrides, message] of cases) {
+    await rejects(budget(chat(), options(overrides)), (error: unknown) => {
+      ok(error instanceof RangeError);
+      strictEqual(error.message, `Cannot compute the budget as ${message}`);
+      return true;
+    });
+  }
+});
