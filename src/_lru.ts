@@ -1,0 +1,253 @@
+/**
+ * The cache core: an LRU of counts bounded by entries and by key bytes, a
+ * singleflight table so that one caller computes a missing key while the
+ * others wait, and an epoch that keeps counts started before a clear out of
+ * the LRU. The worker and the in-process fallback both run this code, behind
+ * the same request/response protocol, so they cannot drift apart.
+ *
+ * @module
+ */
+
+import type {
+  CacheRequest,
+  CacheResponse,
+  CoreSettings,
+  ErrorData,
+  StatsData,
+} from "./_cache_protocol.ts";
+
+/** One caller of a flight: told either to compute, or the flight's outcome. */
+interface Waiter {
+  lead(): void;
+  settle(response: { count: number } | { error: ErrorData }): void;
+}
+
+/** The computation of one key, shared by its leader and its waiters. */
+interface Flight {
+  readonly key: string;
+  readonly epoch: number;
+  leader: Waiter;
+  readonly waiters: Waiter[];
+}
+
+/** A client's view of the core: feed it requests, close it when the client goes. */
+export interface CoreSession {
+  receive(request: CacheRequest): void;
+  close(): void;
+}
+
+/** UTF-8 length without encoding: keys are counted on every store. */
+function byteLength(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      // A surrogate pair is 2 code units and 4 bytes.
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 2;
+        i++;
+        continue;
+      }
+    }
+    if (code >= 0x800) bytes += 2;
+    else if (code >= 0x80) bytes += 1;
+  }
+  return bytes;
+}
+
+/** Counts by key, least recently used first (a `Map` keeps insertion order). */
+class Lru {
+  readonly #counts = new Map<string, number>();
+  readonly #settings: CoreSettings;
+  #keyBytes = 0;
+
+  constructor(settings: CoreSettings) {
+    this.#settings = settings;
+  }
+
+  get size(): number {
+    return this.#counts.size;
+  }
+
+  get keyBytes(): number {
+    return this.#keyBytes;
+  }
+
+  get(key: string): number | undefined {
+    const count = this.#counts.get(key);
+    if (count !== undefined) {
+      this.#counts.delete(key);
+      this.#counts.set(key, count);
+    }
+    return count;
+  }
+
+  set(key: string, count: number): void {
+    const bytes = byteLength(key);
+    // A key that alone exceeds the budget would evict everything and then itself.
+    if (bytes > this.#settings.maxKeyBytes) return;
+    if (this.#counts.delete(key)) this.#keyBytes -= bytes;
+    this.#counts.set(key, count);
+    this.#keyBytes += bytes;
+    const { maxEntries, maxKeyBytes } = this.#settings;
+    for (const oldest of this.#counts.keys()) {
+      if (this.#counts.size <= maxEntries && this.#keyBytes <= maxKeyBytes) {
+        break;
+      }
+      this.#counts.delete(oldest);
+      this.#keyBytes -= byteLength(oldest);
+    }
+  }
+
+  clear(): void {
+    this.#counts.clear();
+    this.#keyBytes = 0;
+  }
+}
+
+/** The LRU, the singleflight table and the epoch, shared by all sessions. */
+export class CountCore {
+  readonly #lru: Lru;
+  #flights = new Map<string, Flight>();
+  #epoch = 0;
+  #hits = 0;
+  #misses = 0;
+
+  constructor(settings: CoreSettings) {
+    this.#lru = new Lru(settings);
+  }
+
+  /**
+   * Opens a session for one client. Responses go to `send`; the session
+   * remembers which flight each of the client's request ids belongs to.
+   */
+  connect(send: (response: CacheResponse) => void): CoreSession {
+    const joined = new Map<number, { flight: Flight; waiter: Waiter }>();
+    const receive = (request: CacheRequest): void => {
+      const { id } = request;
+      switch (request.type) {
+        case "get": {
+          const waiter: Waiter = {
+            lead: () => send({ type: "lead", id }),
+            settle: (outcome) => {
+              joined.delete(id);
+              send(
+                "count" in outcome
+                  ? { type: "value", id, ...outcome }
+                  : { type: "error", id, ...outcome },
+              );
+            },
+          };
+          const found = this.#get(request.key, waiter);
+          if (typeof found === "number") {
+            send({ type: "value", id, count: found });
+          } else joined.set(id, { flight: found, waiter });
+          return;
+        }
+        case "fill":
+        case "fail":
+        case "cancel": {
+          const entry = joined.get(id);
+          if (entry === undefined) return;
+          joined.delete(id);
+          if (request.type === "cancel") {
+            this.#leave(entry.flight, entry.waiter);
+          } else if (entry.flight.leader === entry.waiter) {
+            this.#settle(
+              entry.flight,
+              request.type === "fill" ? { count: request.count } : {
+                error: request.error,
+              },
+            );
+          }
+          return;
+        }
+        case "clear":
+          this.#clear();
+          send({ type: "cleared", id });
+          return;
+        case "stats":
+          send({ type: "stats", id, stats: this.#stats() });
+      }
+    };
+    const close = (): void => {
+      for (const { flight, waiter } of joined.values()) {
+        this.#leave(flight, waiter);
+      }
+      joined.clear();
+    };
+    return { receive, close };
+  }
+
+  #get(key: string, waiter: Waiter): number | Flight {
+    const count = this.#lru.get(key);
+    if (count !== undefined) {
+      this.#hits++;
+      return count;
+    }
+    this.#misses++;
+    const running = this.#flights.get(key);
+    if (running !== undefined) {
+      running.waiters.push(waiter);
+      return running;
+    }
+    const flight: Flight = {
+      key,
+      epoch: this.#epoch,
+      leader: waiter,
+      waiters: [],
+    };
+    this.#flights.set(key, flight);
+    waiter.lead();
+    return flight;
+  }
+
+  #settle(
+    flight: Flight,
+    outcome: { count: number } | { error: ErrorData },
+  ): void {
+    if (this.#flights.get(flight.key) === flight) {
+      this.#flights.delete(flight.key);
+    }
+    // Failures are never stored; a count started before a clear is not either.
+    if ("count" in outcome && flight.epoch === this.#epoch) {
+      this.#lru.set(flight.key, outcome.count);
+    }
+    for (const waiter of flight.waiters.splice(0)) waiter.settle(outcome);
+  }
+
+  /** A waiter leaves; a leader that leaves hands the computation to the next waiter. */
+  #leave(flight: Flight, waiter: Waiter): void {
+    if (flight.leader !== waiter) {
+      const index = flight.waiters.indexOf(waiter);
+      if (index >= 0) flight.waiters.splice(index, 1);
+      return;
+    }
+    const next = flight.waiters.shift();
+    if (next !== undefined) {
+      flight.leader = next;
+      next.lead();
+    } else if (this.#flights.get(flight.key) === flight) {
+      this.#flights.delete(flight.key);
+    }
+  }
+
+  #clear(): void {
+    this.#epoch++;
+    this.#lru.clear();
+    // Running flights still answer their own waiters, but new callers must
+    // not join a count that started before the clear.
+    this.#flights = new Map();
+  }
+
+  #stats(): StatsData {
+    return {
+      entries: this.#lru.size,
+      keyBytes: this.#lru.keyBytes,
+      hits: this.#hits,
+      misses: this.#misses,
+      epoch: this.#epoch,
+    };
+  }
+}

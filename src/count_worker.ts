@@ -1,0 +1,43 @@
+/**
+ * The entry of the count cache's worker thread. {@linkcode createCountCache}
+ * starts it with `node:worker_threads` and hands it one end of a
+ * MessageChannel; it holds the cache's LRU and singleflight table and answers
+ * on that port. It is exported only so that it ships with the package:
+ * importing it anywhere but in that worker does nothing.
+ *
+ * @example The worker behind a cache
+ * ```ts
+ * import { createCountCache } from "@incontext/incontext/cache";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * await using cache = createCountCache();
+ * await cache.getOrCount("key", () => Promise.resolve(5));
+ * strictEqual(cache.kind, "worker_threads");
+ * ```
+ *
+ * @module
+ */
+
+import {
+  isMainThread,
+  type MessagePort,
+  workerData,
+} from "node:worker_threads";
+import type { CacheRequest, CountWorkerData } from "./_cache_protocol.ts";
+import { CountCore } from "./_lru.ts";
+
+function isCountWorkerData(
+  data: unknown,
+): data is CountWorkerData & { port: MessagePort } {
+  return typeof data === "object" && data !== null &&
+    (data as CountWorkerData).kind === "incontext-count-worker";
+}
+
+if (!isMainThread && isCountWorkerData(workerData)) {
+  const { port, maxEntries, maxKeyBytes } = workerData;
+  const session = new CountCore({ maxEntries, maxKeyBytes }).connect((
+    response,
+  ) => port.postMessage(response));
+  port.on("message", (request: CacheRequest) => session.receive(request));
+  port.postMessage({ type: "ready" });
+}
