@@ -1,0 +1,17 @@
+import type { Config } from "./config.ts";
+import { VERSION } from "./version.ts";
+
+/**
+ * The configuration with every default and nothing from the environment: what
+ * `loadConfig({})` yields before validation, and what a backend factory gets
+ * when `backends.one()` is called without a configuration.
+ */
+export const DEFAULT_CONFIG: Config = Object.freeze({
+  backend: "vllm",
+  tokenizerTimeoutSeconds: 30,
+  tokenizerUserAgent: `incontext/${VERSION}`,
+  fallbackMarginTokens: 1024,
+  minOutputTokens: 4096,
+  backendModules: Object.freeze([]) as readonly string[],
+  cacheEntries: 4096,
+});

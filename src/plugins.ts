@@ -1,0 +1,48 @@
+import { ConfigError } from "./config_error.ts";
+import { errorType } from "./budget.ts";
+
+/** Options for {@linkcode loadBackendModules}. */
+export interface LoadBackendModulesOptions {
+  /**
+   * Imports one module specifier. The published library holds no dynamic
+   * `import()`; the application supplies it, usually
+   * `(specifier) => import(specifier)`.
+   */
+  readonly importModule: (specifier: string) => Promise<unknown>;
+}
+
+/**
+ * Imports third-party backend modules (the `INCONTEXT_BACKEND_MODULES`
+ * specifiers), each of which registers its backends with `backends.plugin()`
+ * when imported: the counterpart of Python entry points. Call it after
+ * `loadConfig()` and before `backends.one()`.
+ *
+ * @param specifiers Module specifiers (`jsr:`, `npm:`, `file:`), imported in order.
+ * @param options The importer.
+ * @returns A promise that settles once every module is imported.
+ * @throws {ConfigError} Naming every specifier that failed to import (with the error's type only).
+ *
+ * @example Loading no modules
+ * ```ts
+ * import { loadBackendModules } from "@incontext/incontext";
+ *
+ * await loadBackendModules([], { importModule: (specifier) => import(specifier) });
+ * ```
+ */
+export async function loadBackendModules(
+  specifiers: readonly string[],
+  options: LoadBackendModulesOptions,
+): Promise<void> {
+  const issues = [];
+  for (const specifier of specifiers) {
+    try {
+      await options.importModule(specifier);
+    } catch (error) {
+      issues.push({
+        variable: "INCONTEXT_BACKEND_MODULES",
+        rule: `module '${specifier}' failed to import (${errorType(error)})`,
+      });
+    }
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+}

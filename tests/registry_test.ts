@@ -1,0 +1,129 @@
+import {
+  deepStrictEqual,
+  ok,
+  rejects,
+  strictEqual,
+  throws,
+} from "node:assert/strict";
+import {
+  type Backend,
+  backends,
+  ConfigError,
+  createBackendRegistry,
+  DuplicateBackendError,
+  loadBackendModules,
+  loadConfig,
+  UnknownBackendError,
+  VllmBackend,
+} from "../mod.ts";
+import { FakeBackend } from "../testing.ts";
+
+Deno.test("createBackendRegistry() builds only the selected backend, once", async (t) => {
+  await t.step("lazy factories", () => {
+    const registry = createBackendRegistry();
+    const built: string[] = [];
+    const factory = (name: string) => (): Backend => {
+      built.push(name);
+      return new FakeBackend({ source: name });
+    };
+    registry.plugin("a", factory("a"));
+    registry.plugin("b", factory("b"));
+    deepStrictEqual(built, []);
+    const first = registry.one("b");
+    strictEqual(registry.one("b"), first);
+    deepStrictEqual(built, ["b"]);
+    deepStrictEqual(registry.names(), ["a", "b"]);
+  });
+
+  await t.step("a duplicate name throws at registration", () => {
+    const registry = createBackendRegistry();
+    registry.plugin("a", () => new FakeBackend());
+    throws(
+      () => registry.plugin("a", () => new FakeBackend()),
+      (error: unknown) => {
+        ok(error instanceof DuplicateBackendError);
+        strictEqual(error.backendName, "a");
+        return true;
+      },
+    );
+  });
+
+  await t.step("an unknown name lists the registered ones", () => {
+    const registry = createBackendRegistry();
+    registry.plugin("a", () => new FakeBackend());
+    registry.plugin("b", () => new FakeBackend());
+    throws(() => registry.one("c"), (error: unknown) => {
+      ok(error instanceof UnknownBackendError);
+      strictEqual(
+        error.message,
+        "Cannot select backend 'c' as it is not registered: registered backends are 'a', 'b'",
+      );
+      deepStrictEqual(error.registered, ["a", "b"]);
+      return true;
+    });
+  });
+
+  await t.step("requirements are reported per name", () => {
+    const registry = createBackendRegistry();
+    registry.plugin("a", () => new FakeBackend(), { requires: ["X_URL"] });
+    deepStrictEqual(registry.requirements("a"), ["X_URL"]);
+    deepStrictEqual(registry.requirements("missing"), []);
+  });
+
+  await t.step("the factory receives the configuration", () => {
+    const registry = createBackendRegistry();
+    let seen: unknown;
+    registry.plugin("a", (config) => {
+      seen = config.model;
+      return new FakeBackend();
+    });
+    registry.one(
+      "a",
+      loadConfig({ INCONTEXT_MODEL: "qwen", INCONTEXT_BACKEND: "a" }, {
+        registry,
+      }),
+    );
+    strictEqual(seen, "qwen");
+  });
+});
+
+Deno.test("backends registers the bundled vllm backend", () => {
+  ok(backends.names().includes("vllm"));
+  deepStrictEqual(backends.requirements("vllm"), ["INCONTEXT_TOKENIZER_URL"]);
+  throws(() => backends.one("vllm"), (error: unknown) => {
+    ok(error instanceof ConfigError);
+    deepStrictEqual(error.issues.map((i) => i.variable), [
+      "INCONTEXT_TOKENIZER_URL",
+    ]);
+    return true;
+  });
+});
+
+Deno.test("loadBackendModules() imports a plugin module from a file specifier", async () => {
+  ok(!backends.names().includes("acme"));
+  const specifier = new URL("./fixtures/acme_backend.ts", import.meta.url).href;
+  await loadBackendModules([specifier], { importModule: (s) => import(s) });
+  const acme = backends.one("acme");
+  strictEqual(acme.source, "acme-count");
+  strictEqual(await acme.count({ a: 1 }, { contextLength: 10 }), 7);
+  ok(!(acme instanceof VllmBackend));
+});
+
+Deno.test("loadBackendModules() names every module that failed, by error type only", async () => {
+  await rejects(
+    loadBackendModules(["file:///nope/a.ts", "file:///nope/b.ts"], {
+      importModule: () => Promise.reject(new TypeError("secret detail")),
+    }),
+    (error: unknown) => {
+      ok(error instanceof ConfigError);
+      strictEqual(error.issues.length, 2);
+      ok(
+        error.message.includes(
+          "'file:///nope/b.ts' failed to import (TypeError)",
+        ),
+      );
+      ok(!error.message.includes("secret detail"));
+      return true;
+    },
+  );
+});
