@@ -1,0 +1,453 @@
+/**
+ * Counts prompt tokens exactly with a vLLM server's `POST /tokenize`
+ * endpoint, which applies the served chat template to the request's
+ * messages and tools.
+ *
+ * @example Counting a chat request
+ * ```ts
+ * import { VllmBackend } from "@incontext/incontext/vllm";
+ * import { serveFakeVllmTokenizer } from "@incontext/incontext/testing";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * await using server = await serveFakeVllmTokenizer({ maxModelLen: 8192, countTokens: () => 42 });
+ * // Production code keeps the default, process-wide count cache.
+ * const backend = new VllmBackend({ url: server.url, cache: null });
+ * const request = { model: "qwen3", messages: [{ role: "user", content: "Hello" }] };
+ * strictEqual(await backend.count(request, { contextLength: 8192 }), 42);
+ * ```
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import {
+  Backend,
+  type CapField,
+  type CountOptions,
+  type JsonObject,
+  type OutputLimitOptions,
+} from "./backend.ts";
+import {
+  type CountCache,
+  countCacheKey,
+  sharedCountCache,
+} from "./count_cache.ts";
+import { CountError } from "./errors.ts";
+import { checkHttpUrl } from "./_url.ts";
+import { VERSION } from "./version.ts";
+import { laxPositiveInteger } from "./_vllm_caps.ts";
+import {
+  assertMirrorable,
+  buildTokenizePayload,
+  isJsonObject,
+  isMultimodal,
+  transferredPromptLength,
+  truncationLimit,
+} from "./_vllm_payload.ts";
+
+const logger = getLogger(["incontext", "vllm"]);
+
+/** Timers beyond 2^31 - 1 ms fire at once on Node, so longer timeouts are clamped. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** Options for {@linkcode VllmBackend}. */
+export interface VllmBackendOptions {
+  /** The `/tokenize` URL, such as `http://127.0.0.1:8000/tokenize`; a query string is fine. */
+  readonly url: string;
+  /**
+   * How long one count may take, in seconds; finite and greater than 0.
+   *
+   * @default {30}
+   */
+  readonly timeoutSeconds?: number;
+  /**
+   * The `User-Agent` header.
+   *
+   * @default {`incontext/${VERSION}`}
+   */
+  readonly userAgent?: string;
+  /**
+   * Sent as `Authorization: Bearer <apiKey>` (vLLM's `--api-key`).
+   *
+   * @default {undefined} no `Authorization` header
+   */
+  readonly apiKey?: string;
+  /**
+   * The fetch implementation, for tests or a custom HTTP client.
+   *
+   * @default {globalThis.fetch}
+   */
+  readonly fetch?: typeof globalThis.fetch;
+  /**
+   * Where counts are cached; `null` disables caching.
+   *
+   * @default {sharedCountCache()} resolved at each count, so construction starts nothing
+   */
+  readonly cache?: CountCache | null;
+}
+
+/**
+ * Counts the exact prompt tokens of an OpenAI chat completions request with
+ * vLLM's `POST /tokenize`, and reads output caps as vLLM does.
+ *
+ * A request `/tokenize` cannot mirror (a `tool_choice` other than `"auto"`
+ * with tools, or a `response_format`) fails its count on purpose, with no
+ * HTTP call, so that the caller falls back to an estimate.
+ *
+ * @example Counting with an injected fetch
+ * ```ts
+ * import { VllmBackend } from "@incontext/incontext/vllm";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const backend = new VllmBackend({
+ *   url: "http://127.0.0.1:8000/tokenize",
+ *   cache: null,
+ *   fetch: () => Promise.resolve(Response.json({ count: 17, max_model_len: 8192, tokens: [], token_strs: null })),
+ * });
+ * strictEqual(await backend.count({ messages: [{ role: "user", content: "Hi" }] }, { contextLength: 8192 }), 17);
+ * strictEqual(backend.outputBudgetField("max_output_tokens"), "max_tokens");
+ * strictEqual(backend.coerceOutputBudget(" 2_048 "), 2048);
+ * ```
+ */
+export class VllmBackend extends Backend {
+  /** The label of vLLM counts: `"vllm-tokenize"`. */
+  override readonly source: string = "vllm-tokenize";
+  readonly #url: string;
+  readonly #timeoutSeconds: number;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly #fetch: typeof globalThis.fetch | undefined;
+  readonly #cache: CountCache | null | undefined;
+
+  /**
+   * Creates a vLLM backend. Nothing starts until the first count.
+   *
+   * @param options The URL and the optional settings.
+   * @throws {TypeError} If `url` breaks a URL rule, or `userAgent` or `apiKey` is not a valid header value.
+   * @throws {RangeError} If `timeoutSeconds` is not a finite number greater than 0.
+   */
+  constructor(options: VllmBackendOptions) {
+    super();
+    const rule = typeof options?.url === "string"
+      ? checkHttpUrl(options.url)
+      : "must be a string";
+    if (rule !== undefined) {
+      throw new TypeError(`Cannot create the vLLM backend as 'url' ${rule}`);
+    }
+    const { timeoutSeconds = 30, userAgent = `incontext/${VERSION}`, apiKey } =
+      options;
+    if (
+      typeof timeoutSeconds !== "number" || !Number.isFinite(timeoutSeconds) ||
+      timeoutSeconds <= 0
+    ) {
+      throw new RangeError(
+        `Cannot create the vLLM backend as 'timeoutSeconds' must be a finite number greater than 0: current value is ${
+          String(timeoutSeconds)
+        }`,
+      );
+    }
+    checkHeaderValue("userAgent", userAgent);
+    const headers: Record<string, string> = {
+      "Content-Type": "application/json",
+      "User-Agent": userAgent,
+    };
+    if (apiKey !== undefined) {
+      checkHeaderValue("apiKey", apiKey);
+      headers.Authorization = `Bearer ${apiKey}`;
+    }
+    this.#url = options.url;
+    this.#timeoutSeconds = timeoutSeconds;
+    this.#headers = headers;
+    this.#fetch = options.fetch;
+    this.#cache = options.cache;
+  }
+
+  /**
+   * Counts the prompt tokens of `request` with `/tokenize`, through the
+   * count cache. Identical concurrent counts share one HTTP request.
+   *
+   * @param request A chat completions request body, never mutated.
+   * @param options The served context length, which must equal the server's
+   * `max_model_len`, and an abort signal.
+   * @returns The exact prompt token count, capped at `truncate_prompt_tokens`
+   * for text-only prompts.
+   * @throws {RangeError} If `options.contextLength` is not a positive integer.
+   * @throws {CountError} On every counting failure: a request `/tokenize`
+   * cannot mirror, a network error, a timeout, an abort, or an invalid answer.
+   *
+   * @example Failing on purpose
+   * ```ts
+   * import { CountError } from "@incontext/incontext";
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { rejects } from "node:assert/strict";
+   *
+   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize", cache: null });
+   * const request = { messages: [], response_format: { type: "json_object" } };
+   * await rejects(backend.count(request, { contextLength: 8192 }), CountError);
+   * ```
+   */
+  override async count(
+    request: JsonObject,
+    options: CountOptions,
+  ): Promise<number> {
+    const contextLength = options?.contextLength;
+    if (!Number.isSafeInteger(contextLength) || contextLength < 1) {
+      throw new RangeError(
+        `Cannot count with the vLLM backend as 'contextLength' must be a positive integer: current value is ${contextLength}`,
+      );
+    }
+    try {
+      if (!isJsonObject(request)) {
+        throw new CountError(
+          "Cannot count the request as it is not a JSON object",
+        );
+      }
+      const counted = transferredPromptLength(request) ??
+        await this.#countTemplated(request, contextLength, options.signal);
+      const limit = truncationLimit(request);
+      const count = limit !== undefined && !isMultimodal(request)
+        ? Math.min(counted, limit)
+        : counted;
+      logger.debug("Counted {count} prompt tokens with {source}", {
+        count,
+        source: this.source,
+      });
+      return count;
+    } catch (error) {
+      const failure = error instanceof CountError
+        ? error
+        : new CountError(`vLLM /tokenize count failed: ${typeName(error)}`, {
+          cause: error,
+        });
+      logger.debug("The {source} count failed: {errorType} ({causeType})", {
+        source: this.source,
+        errorType: failure.name,
+        causeType: typeName(failure.cause),
+      });
+      throw failure;
+    }
+  }
+
+  /**
+   * Forgets cached counts: clears the backend's count cache (with the
+   * default, the process-wide one).
+   *
+   * @returns A promise that settles once the clear has taken effect.
+   * @throws {CountError} If the cache is disposed.
+   *
+   * @example Clearing the cache
+   * ```ts
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { createCountCache } from "@incontext/incontext/cache";
+   *
+   * await using cache = createCountCache({ inProcess: true });
+   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize", cache });
+   * await backend.clearCache();
+   * ```
+   */
+  override clearCache(): Promise<void> {
+    return this.#resolveCache()?.clear() ?? Promise.resolve();
+  }
+
+  /**
+   * Maps a cap field to the one vLLM's chat completions endpoint reads: it
+   * ignores `max_output_tokens`, so that one becomes `max_tokens`.
+   *
+   * @param field The field incontext would write.
+   * @returns `"max_tokens"` for `"max_output_tokens"`, else `field`.
+   *
+   * @example Mapping the Responses cap
+   * ```ts
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
+   * strictEqual(backend.outputBudgetField("max_output_tokens"), "max_tokens");
+   * strictEqual(backend.outputBudgetField("max_completion_tokens"), "max_completion_tokens");
+   * ```
+   */
+  override outputBudgetField(field: CapField): string {
+    return field === "max_output_tokens" ? "max_tokens" : field;
+  }
+
+  /**
+   * Reads a cap value as vLLM's request validation does (pydantic, lax
+   * mode): integers, integral floats, digit strings such as `" 5 "`, `"+5"`,
+   * `"5.0"` or `"1_0"`, and `true` (1).
+   *
+   * @param value A cap field's value.
+   * @returns The cap as a positive safe integer, or `undefined` when vLLM
+   * would not read a positive integer.
+   *
+   * @example Lax integers
+   * ```ts
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
+   * strictEqual(backend.coerceOutputBudget("512"), 512);
+   * strictEqual(backend.coerceOutputBudget(512.0), 512);
+   * strictEqual(backend.coerceOutputBudget("1.5"), undefined);
+   * strictEqual(backend.coerceOutputBudget(false), undefined);
+   * ```
+   */
+  override coerceOutputBudget(value: unknown): number | undefined {
+    return laxPositiveInteger(value);
+  }
+
+  /**
+   * The largest output cap vLLM accepts beyond the window: with
+   * `truncate_prompt_tokens` T >= 0, the context length minus T.
+   *
+   * @param request The request body.
+   * @param options The served context length.
+   * @returns `contextLength - T` (never below 0), or `undefined` without truncation.
+   *
+   * @example Truncated prompts
+   * ```ts
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
+   * strictEqual(backend.outputBudgetLimit({ truncate_prompt_tokens: 1000 }, { contextLength: 8192 }), 7192);
+   * strictEqual(backend.outputBudgetLimit({ truncate_prompt_tokens: -1 }, { contextLength: 8192 }), undefined);
+   * ```
+   */
+  override outputBudgetLimit(
+    request: JsonObject,
+    options: OutputLimitOptions,
+  ): number | undefined {
+    const limit = isJsonObject(request) ? truncationLimit(request) : undefined;
+    return limit === undefined
+      ? undefined
+      : Math.max(0, options.contextLength - limit);
+  }
+
+  #resolveCache(): CountCache | null {
+    // The shared cache is looked up each time, so a disposed one is replaced.
+    return this.#cache === undefined ? sharedCountCache() : this.#cache;
+  }
+
+  async #countTemplated(
+    request: JsonObject,
+    contextLength: number,
+    signal: AbortSignal | undefined,
+  ): Promise<number> {
+    assertMirrorable(request);
+    let json: string;
+    try {
+      json = JSON.stringify(buildTokenizePayload(request));
+    } catch (error) {
+      throw new CountError(
+        "Cannot count the request as it is not serialisable to JSON",
+        { cause: error },
+      );
+    }
+    const post = (): Promise<number> => this.#post(json, contextLength, signal);
+    const cache = this.#resolveCache();
+    if (cache === null) return await post();
+    // The URL joins the key (hashed, never stored) so that two servers never share counts.
+    const key = await countCacheKey(
+      `${this.source} ${this.#url}`,
+      contextLength,
+      json,
+    );
+    try {
+      return await cache.getOrCount(key, post, signal);
+    } catch (error) {
+      if (signal?.aborted && error === signal.reason) throw abortError(error);
+      throw error;
+    }
+  }
+
+  async #post(
+    json: string,
+    contextLength: number,
+    signal: AbortSignal | undefined,
+  ): Promise<number> {
+    if (signal?.aborted) throw abortError(signal.reason);
+    const timeout = AbortSignal.timeout(
+      Math.min(Math.ceil(this.#timeoutSeconds * 1000), MAX_TIMEOUT_MS),
+    );
+    const combined = signal === undefined
+      ? timeout
+      : AbortSignal.any([signal, timeout]);
+    const fetch = this.#fetch ?? globalThis.fetch;
+    let text: string;
+    try {
+      const response = await fetch(this.#url, {
+        method: "POST",
+        headers: this.#headers,
+        body: json,
+        signal: combined,
+      });
+      if (!response.ok) {
+        // The body is never read: it may echo the prompt. Cancelling frees the connection.
+        await response.body?.cancel().catch(() => {});
+        throw new CountError(`vLLM /tokenize answered HTTP ${response.status}`);
+      }
+      text = await response.text();
+    } catch (error) {
+      if (error instanceof CountError) throw error;
+      if (signal?.aborted) throw abortError(error);
+      if (timeout.aborted) {
+        throw new CountError(
+          `vLLM /tokenize did not answer within ${this.#timeoutSeconds} s`,
+          { cause: error },
+        );
+      }
+      throw new CountError(
+        `vLLM /tokenize request failed: ${typeName(error)}`,
+        { cause: error },
+      );
+    }
+    return readCount(text, contextLength);
+  }
+}
+
+function readCount(text: string, contextLength: number): number {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new CountError("vLLM /tokenize returned a non-JSON response");
+  }
+  if (!isJsonObject(body)) {
+    throw new CountError("vLLM /tokenize returned a non-object response");
+  }
+  const { count, max_model_len: maxModelLen } = body;
+  if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 0) {
+    throw new CountError("vLLM /tokenize returned an invalid count");
+  }
+  if (
+    typeof maxModelLen !== "number" || !Number.isSafeInteger(maxModelLen) ||
+    maxModelLen < 1
+  ) {
+    throw new CountError("vLLM /tokenize returned an invalid max_model_len");
+  }
+  if (maxModelLen !== contextLength) {
+    throw new CountError(
+      `vLLM max_model_len does not match the configured context length: ${maxModelLen} != ${contextLength}`,
+    );
+  }
+  return count;
+}
+
+function abortError(cause: unknown): CountError {
+  return new CountError("vLLM /tokenize count was aborted", { cause });
+}
+
+function checkHeaderValue(name: string, value: unknown): void {
+  // Header values cannot hold line breaks or NUL; the value itself is never echoed.
+  if (
+    typeof value !== "string" || value.trim() === "" || /[\0\r\n]/.test(value)
+  ) {
+    throw new TypeError(
+      `Cannot create the vLLM backend as '${name}' must be a non-blank string without line breaks`,
+    );
+  }
+}
+
+function typeName(error: unknown): string {
+  if (error instanceof Error) return error.name;
+  return error === undefined ? "none" : typeof error;
+}
