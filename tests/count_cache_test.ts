@@ -1,12 +1,14 @@
 import {
   type CountCache,
   countCacheKey,
+  CountError,
   createCountCache,
-  createCountCacheForTesting,
   sharedCountCache,
+} from "../mod.ts";
+import {
+  createCountCacheForTesting,
   terminateCountWorkerForTesting,
-} from "../src/count_cache.ts";
-import { CountError } from "../src/errors.ts";
+} from "../testing.ts";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { createHash } from "node:crypto";
 import {

@@ -1,0 +1,83 @@
+/**
+ * incontext gives every LLM request exactly the output budget still free
+ * below the agent's compression window:
+ *
+ *     max_tokens = min(caller's cap, W - exact prompt tokens)
+ *
+ * counted by the inference server's own tokenizer and chat template (vLLM
+ * `POST /tokenize`). When less than a useful minimum is left it tells the host
+ * to compress instead of sending a tiny cap; when the exact count fails it
+ * falls back to a rough estimate with a safety margin; when everything fails
+ * it leaves the request untouched. It never logs prompts or secrets.
+ *
+ * @example Budgeting a request with the vLLM backend
+ * ```ts
+ * import { budget, createCountCache, VllmBackend } from "@incontext/incontext";
+ * import { serveFakeVllmTokenizer } from "@incontext/incontext/testing";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * await using server = await serveFakeVllmTokenizer({ maxModelLen: 65536 });
+ * await using cache = createCountCache({ inProcess: true });
+ * const backend = new VllmBackend({ url: server.url, cache });
+ * const result = await budget(
+ *   { model: "qwen", max_tokens: 65536, messages: [{ role: "user", content: "Hello!" }] },
+ *   { window: 55705, contextLength: 65536, backend },
+ * );
+ * strictEqual(result.action, "set");
+ * strictEqual(result.request.max_tokens, 55705 - result.promptTokens!);
+ * ```
+ *
+ * @module
+ */
+export { budget } from "./src/budget.ts";
+export type {
+  BudgetOptions,
+  BudgetResult,
+  BudgetRoute,
+  BudgetTarget,
+} from "./src/budget.ts";
+export { compressionPressure, computeMaxTokens } from "./src/compute.ts";
+export type { ComputeMaxTokensOptions } from "./src/compute.ts";
+export {
+  estimateTextTokens,
+  IMAGE_TOKENS,
+  roughEstimate,
+} from "./src/estimate.ts";
+export type { Estimator } from "./src/estimate.ts";
+export { Backend } from "./src/backend.ts";
+export type {
+  CapField,
+  CountOptions,
+  JsonObject,
+  OutputLimitOptions,
+} from "./src/backend.ts";
+export { CountError } from "./src/errors.ts";
+export {
+  backends,
+  createBackendRegistry,
+  DuplicateBackendError,
+  UnknownBackendError,
+} from "./src/registry.ts";
+export type {
+  BackendFactory,
+  BackendPluginOptions,
+  BackendRegistry,
+} from "./src/registry.ts";
+export { loadBackendModules } from "./src/plugins.ts";
+export type { LoadBackendModulesOptions } from "./src/plugins.ts";
+export { VllmBackend } from "./src/vllm.ts";
+export type { VllmBackendOptions } from "./src/vllm.ts";
+export { ConfigError, loadConfig } from "./src/config.ts";
+export type { Config, ConfigIssue, LoadConfigOptions } from "./src/config.ts";
+export {
+  countCacheKey,
+  createCountCache,
+  sharedCountCache,
+} from "./src/count_cache.ts";
+export type {
+  CountCache,
+  CountCacheKind,
+  CountCacheOptions,
+  CountCacheStats,
+} from "./src/count_cache.ts";
+export { VERSION } from "./src/version.ts";

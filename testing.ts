@@ -1,0 +1,32 @@
+/**
+ * Test doubles for code that uses incontext: an in-memory backend and a
+ * vLLM-protocol tokenize server on port 0 with fault modes.
+ *
+ * @example A fake backend
+ * ```ts
+ * import { FakeBackend } from "@incontext/incontext/testing";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const backend = new FakeBackend({ count: 7 });
+ * strictEqual(await backend.count({ messages: [] }, { contextLength: 1024 }), 7);
+ * ```
+ *
+ * @module
+ */
+export { FakeBackend } from "./src/fake_backend.ts";
+export type { FakeBackendOptions } from "./src/fake_backend.ts";
+export {
+  createFakeVllmTokenizerHandler,
+  serveFakeVllmTokenizer,
+} from "./src/fake_vllm_server.ts";
+export type {
+  FakeVllmFault,
+  FakeVllmRequest,
+  FakeVllmTokenizer,
+  FakeVllmTokenizerHandler,
+  FakeVllmTokenizerOptions,
+} from "./src/fake_vllm_server.ts";
+export {
+  createCountCacheForTesting,
+  terminateCountWorkerForTesting,
+} from "./src/count_cache_testing.ts";

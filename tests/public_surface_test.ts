@@ -1,0 +1,65 @@
+import { deepStrictEqual, strictEqual } from "node:assert/strict";
+import * as cache from "../src/count_cache.ts";
+import * as config from "../src/config.ts";
+import * as root from "../mod.ts";
+import * as testing from "../testing.ts";
+import * as vllm from "../src/vllm.ts";
+import * as worker from "../src/count_worker.ts";
+
+// A change to the public surface must be deliberate: update this list with it.
+Deno.test("the export entries expose exactly the documented surface", () => {
+  const surfaces: Record<string, object> = {
+    root,
+    vllm,
+    config,
+    cache,
+    worker,
+    testing,
+  };
+  const expected: Record<string, string[]> = {
+    root: [
+      "Backend",
+      "ConfigError",
+      "CountError",
+      "DuplicateBackendError",
+      "IMAGE_TOKENS",
+      "UnknownBackendError",
+      "VERSION",
+      "VllmBackend",
+      "backends",
+      "budget",
+      "compressionPressure",
+      "computeMaxTokens",
+      "countCacheKey",
+      "createBackendRegistry",
+      "createCountCache",
+      "estimateTextTokens",
+      "loadBackendModules",
+      "loadConfig",
+      "roughEstimate",
+      "sharedCountCache",
+    ],
+    vllm: ["VllmBackend"],
+    config: ["ConfigError", "loadConfig"],
+    cache: ["countCacheKey", "createCountCache", "sharedCountCache"],
+    worker: [],
+    testing: [
+      "FakeBackend",
+      "createCountCacheForTesting",
+      "createFakeVllmTokenizerHandler",
+      "serveFakeVllmTokenizer",
+      "terminateCountWorkerForTesting",
+    ],
+  };
+  for (const [name, module] of Object.entries(surfaces)) {
+    deepStrictEqual(Object.keys(module).sort(), expected[name], name);
+  }
+});
+
+Deno.test("VERSION matches deno.json", async () => {
+  const manifest = JSON.parse(
+    await Deno.readTextFile(new URL("../deno.json", import.meta.url)),
+  );
+  strictEqual(root.VERSION, manifest.version);
+  strictEqual(manifest.name, "@incontext/incontext");
+});
