@@ -1,5 +1,5 @@
 import type { Backend, CapField, JsonObject } from "./backend.ts";
-import { isPlainObject } from "./_request.ts";
+import { isJsonObject } from "./_request.ts";
 
 /** Every cap alias, in the order ties between equal caps are broken. */
 export const CAP_FIELDS: readonly CapField[] = [
@@ -28,7 +28,7 @@ export function readCallerCap(
 ): CallerCap {
   const top = smallestCap(request, backend);
   const extra = request.extra_body;
-  const nested = isPlainObject(extra) ? smallestCap(extra, backend) : undefined;
+  const nested = isJsonObject(extra) ? smallestCap(extra, backend) : undefined;
   const value = minDefined(top?.value, nested?.value);
   const field = top?.field ?? nested?.field ?? defaultField;
   return { value, field };
@@ -62,7 +62,7 @@ export function writeCap(
   const copy: Record<string, unknown> = { ...request };
   for (const alias of CAP_FIELDS) delete copy[alias];
   const extra = request.extra_body;
-  if (isPlainObject(extra) && CAP_FIELDS.some((f) => Object.hasOwn(extra, f))) {
+  if (isJsonObject(extra) && CAP_FIELDS.some((f) => Object.hasOwn(extra, f))) {
     const extraCopy = { ...extra };
     for (const alias of CAP_FIELDS) delete extraCopy[alias];
     copy.extra_body = extraCopy;

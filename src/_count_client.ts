@@ -16,6 +16,7 @@ import type {
   CountCacheStats,
 } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
+import { errorType } from "./_error_type.ts";
 
 const DEFAULT_SETTINGS: CoreSettings = {
   maxEntries: 4096,
@@ -265,10 +266,9 @@ export class CountCacheClient implements CountCache {
       }
       return;
     }
-    const errorType = error instanceof Error ? error.name : typeof error;
     getLogger(["incontext", "cache"]).warn(
       "The count worker could not start ({errorType}); the count cache runs in process",
-      { errorType },
+      { errorType: errorType(error) },
     );
     this.#workerUrl = undefined;
     this.#kind = "in-process";

@@ -1,18 +1,22 @@
 import type { JsonObject } from "./backend.ts";
 
-/** True for a non-null, non-array object (what JSON.parse makes of `{}`). */
-export function isPlainObject(
-  value: unknown,
-): value is Record<string, unknown> {
+/** Tells a JSON object from an array, `null` or a primitive. */
+export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /**
- * The value an OpenAI SDK would send for `key`: SDKs merge `extra_body`
- * shallowly into the body, so its value wins over the top-level one.
+ * Reads a request field as the server sees it: OpenAI SDKs merge
+ * `extra_body` shallowly into the body, so its value wins over the top-level
+ * one. `undefined` counts as absent, as JSON serialisation drops it.
  */
-export function effectiveValue(request: JsonObject, key: string): unknown {
+export function effectiveField(request: JsonObject, field: string): unknown {
   const extra = request.extra_body;
-  if (isPlainObject(extra) && Object.hasOwn(extra, key)) return extra[key];
-  return request[key];
+  if (
+    isJsonObject(extra) && Object.hasOwn(extra, field) &&
+    extra[field] !== undefined
+  ) {
+    return extra[field];
+  }
+  return Object.hasOwn(request, field) ? request[field] : undefined;
 }

@@ -1,5 +1,5 @@
 import type { JsonObject } from "./backend.ts";
-import { effectiveValue } from "./_request.ts";
+import { effectiveField } from "./_request.ts";
 
 /** The one route a budget applies to. */
 export interface BudgetRoute {
@@ -29,7 +29,7 @@ export function routeMismatch(
   route: BudgetRoute,
   target: BudgetTarget | undefined,
 ): string | undefined {
-  if (effectiveValue(request, "model") !== route.model) return "model";
+  if (effectiveField(request, "model") !== route.model) return "model";
   if (
     route.provider !== undefined && target?.provider !== undefined &&
     normaliseProvider(route.provider) !== normaliseProvider(target.provider)

@@ -12,6 +12,7 @@
 import type { JsonObject } from "./backend.ts";
 import { laxInteger } from "./_vllm_caps.ts";
 import { CountError } from "./errors.ts";
+import { effectiveField, isJsonObject } from "./_request.ts";
 
 /**
  * The request fields `/tokenize` reads, in the order they are sent. The order
@@ -29,35 +30,6 @@ const PAYLOAD_FIELDS = [
   "media_io_kwargs",
   "mm_processor_kwargs",
 ] as const;
-
-/**
- * Tells a JSON object from an array, `null` or a primitive.
- *
- * @param value Any value.
- * @returns Whether `value` is a non-null, non-array object.
- */
-export function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/**
- * Reads a request field as the server sees it. `undefined` counts as absent,
- * as JSON serialisation drops it.
- *
- * @param request The request body.
- * @param field The field name.
- * @returns The `extra_body` value when there is one, else the top-level value.
- */
-export function effectiveField(request: JsonObject, field: string): unknown {
-  const extra = request.extra_body;
-  if (
-    isJsonObject(extra) && Object.hasOwn(extra, field) &&
-    extra[field] !== undefined
-  ) {
-    return extra[field];
-  }
-  return Object.hasOwn(request, field) ? request[field] : undefined;
-}
 
 /**
  * Fails the count of a request `/tokenize` cannot mirror, before any HTTP call.

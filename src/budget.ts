@@ -9,7 +9,8 @@ import type { Backend, CapField, JsonObject } from "./backend.ts";
 import { type Estimator, roughEstimate } from "./estimate.ts";
 import { minDefined, readCallerCap, writeCap } from "./_caps.ts";
 import { requireInteger } from "./compute.ts";
-import { isPlainObject } from "./_request.ts";
+import { errorType } from "./_error_type.ts";
+import { effectiveField, isJsonObject } from "./_request.ts";
 import {
   type BudgetRoute,
   type BudgetTarget,
@@ -310,19 +311,14 @@ async function countPrompt(
 }
 
 function unsupportedShape(request: unknown): string | undefined {
-  if (!isPlainObject(request)) return "not a JSON object";
+  if (!isJsonObject(request)) return "not a JSON object";
   const extra = request.extra_body;
-  if (extra !== undefined && extra !== null && !isPlainObject(extra)) {
+  if (extra !== undefined && extra !== null && !isJsonObject(extra)) {
     return "extra_body is not an object";
   }
-  if (isPlainObject(extra) && Object.hasOwn(extra, "messages")) {
-    return Array.isArray(extra.messages)
-      ? undefined
-      : "extra_body.messages is not an array";
-  }
-  return Array.isArray(request.messages)
+  return Array.isArray(effectiveField(request, "messages"))
     ? undefined
-    : "messages is missing or not an array";
+    : "messages (or extra_body.messages) is missing or not an array";
 }
 
 function readSource(backend: Backend): string {
@@ -372,16 +368,7 @@ function unchanged(
 
 /** The effective model name for logs: a string of at most 200 characters, else "unknown". */
 function modelLabel(request: unknown): string {
-  if (!isPlainObject(request)) return "unknown";
-  const extra = request.extra_body;
-  const model = isPlainObject(extra) && Object.hasOwn(extra, "model")
-    ? extra.model
-    : request.model;
+  if (!isJsonObject(request)) return "unknown";
+  const model = effectiveField(request, "model");
   return typeof model === "string" ? model.slice(0, 200) : "unknown";
-}
-
-/** An error's type name: the only part of an error that is safe to log. */
-export function errorType(error: unknown): string {
-  if (error instanceof Error) return error.name;
-  return error === null ? "null" : typeof error;
 }

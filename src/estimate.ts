@@ -5,7 +5,7 @@
  * @module
  */
 import type { JsonObject } from "./backend.ts";
-import { effectiveValue, isPlainObject } from "./_request.ts";
+import { effectiveField, isJsonObject } from "./_request.ts";
 
 /** Tokens charged for each image part, whatever its size. */
 export const IMAGE_TOKENS = 1500;
@@ -72,11 +72,11 @@ export function estimateTextTokens(text: string): number {
 export function roughEstimate(request: JsonObject): number {
   const texts: string[] = [];
   let images = 0;
-  const messages = effectiveValue(request, "messages");
+  const messages = effectiveField(request, "messages");
   if (Array.isArray(messages)) {
     for (const message of messages) images += collectMessage(message, texts);
   }
-  const tools = effectiveValue(request, "tools");
+  const tools = effectiveField(request, "tools");
   if (Array.isArray(tools)) {
     for (const tool of tools) collectTool(tool, texts);
   }
@@ -84,13 +84,13 @@ export function roughEstimate(request: JsonObject): number {
 }
 
 function collectMessage(message: unknown, texts: string[]): number {
-  if (!isPlainObject(message)) return 0;
+  if (!isJsonObject(message)) return 0;
   let images = 0;
   const { content } = message;
   if (typeof content === "string") texts.push(content);
   else if (Array.isArray(content)) {
     for (const part of content) {
-      if (!isPlainObject(part)) continue;
+      if (!isJsonObject(part)) continue;
       if (typeof part.text === "string") texts.push(part.text);
       else if (isImagePart(part)) images += 1;
     }
@@ -101,7 +101,7 @@ function collectMessage(message: unknown, texts: string[]): number {
   }
   if (Array.isArray(message.tool_calls)) {
     for (const call of message.tool_calls) {
-      if (!isPlainObject(call) || !isPlainObject(call.function)) continue;
+      if (!isJsonObject(call) || !isJsonObject(call.function)) continue;
       const { name, arguments: args } = call.function;
       if (typeof name === "string") texts.push(name);
       if (typeof args === "string") texts.push(args);
@@ -117,8 +117,8 @@ function isImagePart(part: Record<string, unknown>): boolean {
 }
 
 function collectTool(tool: unknown, texts: string[]): void {
-  if (!isPlainObject(tool)) return;
-  const fn = isPlainObject(tool.function) ? tool.function : tool;
+  if (!isJsonObject(tool)) return;
+  const fn = isJsonObject(tool.function) ? tool.function : tool;
   if (typeof fn.name === "string") texts.push(fn.name);
   if (typeof fn.description === "string") texts.push(fn.description);
   if (fn.parameters !== undefined) {

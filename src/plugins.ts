@@ -1,5 +1,5 @@
 import { ConfigError } from "./config_error.ts";
-import { errorType } from "./budget.ts";
+import { errorType } from "./_error_type.ts";
 
 /** Options for {@linkcode loadBackendModules}. */
 export interface LoadBackendModulesOptions {

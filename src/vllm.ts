@@ -34,12 +34,13 @@ import {
 } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
 import { checkHttpUrl } from "./_url.ts";
+import { isJsonObject } from "./_request.ts";
+import { errorType } from "./_error_type.ts";
 import { VERSION } from "./version.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import {
   assertMirrorable,
   buildTokenizePayload,
-  isJsonObject,
   isMultimodal,
   transferredPromptLength,
   truncationLimit,
@@ -215,13 +216,13 @@ export class VllmBackend extends Backend {
     } catch (error) {
       const failure = error instanceof CountError
         ? error
-        : new CountError(`vLLM /tokenize count failed: ${typeName(error)}`, {
+        : new CountError(`vLLM /tokenize count failed: ${errorType(error)}`, {
           cause: error,
         });
       logger.debug("The {source} count failed: {errorType} ({causeType})", {
         source: this.source,
         errorType: failure.name,
-        causeType: typeName(failure.cause),
+        causeType: errorType(failure.cause),
       });
       throw failure;
     }
@@ -396,7 +397,7 @@ export class VllmBackend extends Backend {
         );
       }
       throw new CountError(
-        `vLLM /tokenize request failed: ${typeName(error)}`,
+        `vLLM /tokenize request failed: ${errorType(error)}`,
         { cause: error },
       );
     }
@@ -445,9 +446,4 @@ function checkHeaderValue(name: string, value: unknown): void {
       `Cannot create the vLLM backend as '${name}' must be a non-blank string without line breaks`,
     );
   }
-}
-
-function typeName(error: unknown): string {
-  if (error instanceof Error) return error.name;
-  return error === undefined ? "none" : typeof error;
 }

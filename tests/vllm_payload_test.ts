@@ -1,11 +1,11 @@
 import { deepStrictEqual, ok, strictEqual, throws } from "node:assert/strict";
 import type { JsonObject } from "../src/backend.ts";
 import { CountError } from "../src/errors.ts";
+import { effectiveField } from "../src/_request.ts";
 import { laxInteger, laxPositiveInteger } from "../src/_vllm_caps.ts";
 import {
   assertMirrorable,
   buildTokenizePayload,
-  effectiveField,
   isMultimodal,
   transferredPromptLength,
   truncationLimit,
