@@ -1,5 +1,12 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
-import { budget, createCountCache, VllmBackend } from "../mod.ts";
+import {
+  backends,
+  budget,
+  createCountCache,
+  loadConfig,
+  sharedCountCache,
+  VllmBackend,
+} from "../mod.ts";
 import { type FakeVllmFault, serveFakeVllmTokenizer } from "../testing.ts";
 
 const CONTEXT = 65536;
@@ -112,4 +119,27 @@ Deno.test("budget() with the vLLM backend counts through a worker cache", async 
       strictEqual(result.request.max_tokens, 100);
     },
   );
+});
+
+Deno.test("the bundled vllm backend uses the process-wide cache by default", async () => {
+  await using server = await serveFakeVllmTokenizer({ maxModelLen: CONTEXT });
+  const shared = sharedCountCache();
+  try {
+    const config = loadConfig({ INCONTEXT_TOKENIZER_URL: server.url });
+    const options = { window: WINDOW, contextLength: CONTEXT };
+    await budget(request("shared"), {
+      ...options,
+      backend: backends.one("vllm", config),
+    });
+    // a second backend instance hits the same cache: no second request
+    await budget(request("shared"), {
+      ...options,
+      backend: new VllmBackend({ url: server.url }),
+    });
+    strictEqual(server.requests.length, 1);
+    strictEqual((await shared.stats()).entries, 1);
+    strictEqual(shared.kind, "worker_threads");
+  } finally {
+    await shared[Symbol.asyncDispose]();
+  }
 });
