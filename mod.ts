@@ -49,7 +49,9 @@ export type {
   CapField,
   CountOptions,
   JsonObject,
+  OutputFieldOptions,
   OutputLimitOptions,
+  RequestKind,
 } from "./src/backend.ts";
 export { CountError } from "./src/errors.ts";
 export {

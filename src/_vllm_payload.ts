@@ -83,6 +83,33 @@ export function buildTokenizePayload(
   return payload;
 }
 
+/**
+ * Builds the `/tokenize` text-form body of a completions request:
+ * `{ model?, prompt, add_special_tokens }` (vLLM's text form adds special
+ * tokens unless told otherwise, as its completions endpoint does).
+ *
+ * @param request A completions request body.
+ * @returns The body.
+ * @throws {CountError} When `prompt` is not a single string.
+ */
+export function buildCompletionPayload(
+  request: JsonObject,
+): Record<string, unknown> {
+  const prompt = effectiveField(request, "prompt");
+  if (typeof prompt !== "string") {
+    throw new CountError(
+      "Cannot count the completion as 'prompt' is not a single string",
+    );
+  }
+  const payload: Record<string, unknown> = {};
+  const model = effectiveField(request, "model");
+  if (model !== undefined) payload.model = model;
+  payload.prompt = prompt;
+  payload.add_special_tokens = effectiveField(request, "add_special_tokens") ??
+    true;
+  return payload;
+}
+
 /** Renames the deprecated `reasoning_content` of each message to `reasoning`. */
 function withReasoning(messages: unknown): unknown {
   if (!Array.isArray(messages)) return messages;

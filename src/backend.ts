@@ -14,10 +14,23 @@ export type CapField =
   | "max_completion_tokens"
   | "max_output_tokens";
 
+/**
+ * The shape of a request: OpenAI chat completions (`messages`), completions
+ * (`prompt` string), or Responses (`instructions` + `input`).
+ */
+export type RequestKind = "chat" | "completion" | "responses";
+
 /** Options handed to {@linkcode Backend.count}. */
 export interface CountOptions {
   /** The served context length, in tokens. A backend may check it against the server's. */
   readonly contextLength: number;
+  /**
+   * The request's shape. A backend that cannot count a kind throws, so the
+   * caller falls back to an estimate.
+   *
+   * @default "chat"
+   */
+  readonly kind?: RequestKind;
   /** Aborts the count; the count then rejects. */
   readonly signal?: AbortSignal;
 }
@@ -26,6 +39,23 @@ export interface CountOptions {
 export interface OutputLimitOptions {
   /** The served context length, in tokens. */
   readonly contextLength: number;
+  /**
+   * The request's shape.
+   *
+   * @default "chat"
+   */
+  readonly kind?: RequestKind;
+}
+
+/** Options handed to {@linkcode Backend.outputBudgetField}. */
+export interface OutputFieldOptions {
+  /**
+   * The request's shape: an endpoint may read another field than the one
+   * the caller used (Chat Completions ignores `max_output_tokens`).
+   *
+   * @default "chat"
+   */
+  readonly kind?: RequestKind;
 }
 
 /**
@@ -80,10 +110,11 @@ export abstract class Backend {
    * Maps a cap field to the field this server reads.
    *
    * @param field The field incontext would write.
+   * @param _options The request's kind.
    * @returns The field to write on the wire.
    * @default identity
    */
-  outputBudgetField(field: CapField): string {
+  outputBudgetField(field: CapField, _options?: OutputFieldOptions): string {
     return field;
   }
 

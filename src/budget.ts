@@ -5,7 +5,8 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { Backend, CapField, JsonObject } from "./backend.ts";
+import type { Backend, CapField, JsonObject, RequestKind } from "./backend.ts";
+import { detectKind, shapeProblem } from "./_kind.ts";
 import { type Estimator, roughEstimate } from "./estimate.ts";
 import { minDefined, readCallerCap, writeCap } from "./_caps.ts";
 import { requireInteger } from "./compute.ts";
@@ -51,9 +52,16 @@ export interface BudgetOptions {
    * The field to write when the caller gave no cap (mapped through the
    * backend's `outputBudgetField`).
    *
-   * @default "max_tokens"
+   * @default "max_output_tokens" for Responses requests, else "max_tokens"
    */
   readonly defaultField?: CapField;
+  /**
+   * The request's shape. Bridges that know the endpoint pass it; a request
+   * whose shape does not match is left unchanged.
+   *
+   * @default detected from the shape: `messages` chat, `prompt` completion, `input` Responses
+   */
+  readonly kind?: RequestKind;
   /** The one route this budget applies to; other requests pass untouched. */
   readonly route?: BudgetRoute;
   /** Where this request is going, when the host knows. */
@@ -122,10 +130,11 @@ export async function budget(
   const settings = validateOptions(options);
   const { backend } = options;
   const source = readSource(backend);
-  const unsupported = unsupportedShape(request);
+  const unsupported = shapeProblem(request, options.kind);
   if (unsupported !== undefined) {
     return unchanged(request, source, `unsupported request: ${unsupported}`);
   }
+  const kind = options.kind ?? detectKind(request) ?? "chat";
   const outside = options.route &&
     routeMismatch(request, options.route, options.target);
   if (outside) {
@@ -137,9 +146,12 @@ export async function budget(
   }
   let cap, limit;
   try {
-    cap = readCallerCap(request, backend, options.defaultField ?? "max_tokens");
+    const defaultField = options.defaultField ??
+      (kind === "responses" ? "max_output_tokens" : "max_tokens");
+    cap = readCallerCap(request, backend, defaultField);
     limit = backend.outputBudgetLimit(request, {
       contextLength: settings.contextLength,
+      kind,
     });
     if (limit !== undefined && !Number.isSafeInteger(limit)) {
       throw new TypeError("outputBudgetLimit returned a non-integer");
@@ -147,7 +159,7 @@ export async function budget(
   } catch (error) {
     return hookFailed(request, source, error);
   }
-  const counted = await countPrompt(request, options, source);
+  const counted = await countPrompt(request, { ...options, kind }, source);
   if (counted === undefined) {
     return unchanged(
       request,
@@ -185,7 +197,7 @@ export async function budget(
   }
   let field;
   try {
-    field = backend.outputBudgetField(cap.field);
+    field = backend.outputBudgetField(cap.field, { kind });
     if (typeof field !== "string" || field === "") {
       throw new TypeError("outputBudgetField returned an invalid field");
     }
@@ -274,13 +286,14 @@ function validateOptions(options: BudgetOptions): Settings {
 /** The exact count, else the rough estimate, else undefined (both failed). */
 async function countPrompt(
   request: JsonObject,
-  options: BudgetOptions,
+  options: BudgetOptions & { readonly kind: RequestKind },
   source: string,
 ): Promise<{ tokens: number; source: string } | undefined> {
   let exactError: unknown;
   try {
     const tokens = await options.backend.count(request, {
       contextLength: options.contextLength,
+      kind: options.kind,
       ...(options.signal ? { signal: options.signal } : {}),
     });
     if (Number.isSafeInteger(tokens) && tokens >= 0) return { tokens, source };
@@ -308,17 +321,6 @@ async function countPrompt(
     );
     return undefined;
   }
-}
-
-function unsupportedShape(request: unknown): string | undefined {
-  if (!isJsonObject(request)) return "not a JSON object";
-  const extra = request.extra_body;
-  if (extra !== undefined && extra !== null && !isJsonObject(extra)) {
-    return "extra_body is not an object";
-  }
-  return Array.isArray(effectiveField(request, "messages"))
-    ? undefined
-    : "messages (or extra_body.messages) is missing or not an array";
 }
 
 function readSource(backend: Backend): string {

@@ -47,12 +47,14 @@ export function estimateTextTokens(text: string): number {
 }
 
 /**
- * Estimates a chat request's prompt tokens without a tokenizer: the text of
- * every message (content, text parts, reasoning, tool calls), 1500 per image
- * part, and each tool's name + description + compact JSON of its parameters.
- * `extra_body` values win over top-level ones, as the OpenAI SDKs merge them.
+ * Estimates a request's prompt tokens without a tokenizer: the text of every
+ * message (content, text parts, reasoning, tool calls), a completion's
+ * `prompt`, a Responses request's `instructions` and `input` items, 1500 per
+ * image part, and each tool's name + description + compact JSON of its
+ * parameters. `extra_body` values win over top-level ones, as the OpenAI SDKs
+ * merge them.
  *
- * @param request A chat completions request body.
+ * @param request A chat completions, completions or Responses request body.
  * @returns The estimated prompt token count (0 for a request with no text).
  *
  * @example Estimating a short chat
@@ -67,14 +69,23 @@ export function estimateTextTokens(text: string): number {
  *   ],
  * };
  * strictEqual(roughEstimate(request), 8 + 1500);
+ * strictEqual(roughEstimate({ prompt: "Once upon a time" }), 4);
+ * strictEqual(roughEstimate({ instructions: "Be brief.", input: "Hello there" }), 5);
  * ```
  */
 export function roughEstimate(request: JsonObject): number {
   const texts: string[] = [];
   let images = 0;
-  const messages = effectiveField(request, "messages");
-  if (Array.isArray(messages)) {
-    for (const message of messages) images += collectMessage(message, texts);
+  for (const field of ["messages", "input"]) {
+    const items = effectiveField(request, field);
+    if (typeof items === "string") texts.push(items);
+    else if (Array.isArray(items)) {
+      for (const item of items) images += collectMessage(item, texts);
+    }
+  }
+  for (const field of ["prompt", "instructions"]) {
+    const text = effectiveField(request, field);
+    if (typeof text === "string") texts.push(text);
   }
   const tools = effectiveField(request, "tools");
   if (Array.isArray(tools)) {
@@ -99,6 +110,13 @@ function collectMessage(message: unknown, texts: string[]): number {
     const value = message[key];
     if (typeof value === "string") texts.push(value);
   }
+  // Responses input items carry calls and results at the top level.
+  for (const key of ["name", "arguments", "output"]) {
+    const value = message[key];
+    if (typeof value === "string" && message.type !== undefined) {
+      texts.push(value);
+    }
+  }
   if (Array.isArray(message.tool_calls)) {
     for (const call of message.tool_calls) {
       if (!isJsonObject(call) || !isJsonObject(call.function)) continue;
@@ -111,7 +129,7 @@ function collectMessage(message: unknown, texts: string[]): number {
   return images;
 }
 
-function isImagePart(part: Record<string, unknown>): boolean {
+function isImagePart(part: JsonObject): boolean {
   return part.type === "image_url" || part.type === "input_image" ||
     part.type === "image";
 }

@@ -25,7 +25,9 @@ import {
   type CapField,
   type CountOptions,
   type JsonObject,
+  type OutputFieldOptions,
   type OutputLimitOptions,
+  type RequestKind,
 } from "./backend.ts";
 import {
   type CountCache,
@@ -35,11 +37,13 @@ import {
 import { CountError } from "./errors.ts";
 import { checkHttpUrl } from "./_url.ts";
 import { isJsonObject } from "./_request.ts";
+import { responsesToChat } from "./_responses.ts";
 import { errorType } from "./_error_type.ts";
 import { VERSION } from "./version.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import {
   assertMirrorable,
+  buildCompletionPayload,
   buildTokenizePayload,
   isMultimodal,
   transferredPromptLength,
@@ -203,7 +207,12 @@ export class VllmBackend extends Backend {
         );
       }
       const counted = transferredPromptLength(request) ??
-        await this.#countTemplated(request, contextLength, options.signal);
+        await this.#countTemplated(
+          request,
+          options.kind ?? "chat",
+          contextLength,
+          options.signal,
+        );
       const limit = truncationLimit(request);
       const count = limit !== undefined && !isMultimodal(request)
         ? Math.min(counted, limit)
@@ -250,11 +259,14 @@ export class VllmBackend extends Backend {
   }
 
   /**
-   * Maps a cap field to the one vLLM's chat completions endpoint reads: it
-   * ignores `max_output_tokens`, so that one becomes `max_tokens`.
+   * Maps a cap field to the one the vLLM endpoint reads: chat completions
+   * and completions ignore `max_output_tokens`, so that one becomes
+   * `max_tokens`; the Responses endpoint reads only `max_output_tokens`.
    *
    * @param field The field incontext would write.
-   * @returns `"max_tokens"` for `"max_output_tokens"`, else `field`.
+   * @param options The request's kind.
+   * @returns `"max_output_tokens"` for Responses requests; otherwise
+   * `"max_tokens"` for `"max_output_tokens"`, else `field`.
    *
    * @example Mapping the Responses cap
    * ```ts
@@ -264,9 +276,14 @@ export class VllmBackend extends Backend {
    * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
    * strictEqual(backend.outputBudgetField("max_output_tokens"), "max_tokens");
    * strictEqual(backend.outputBudgetField("max_completion_tokens"), "max_completion_tokens");
+   * strictEqual(backend.outputBudgetField("max_tokens", { kind: "responses" }), "max_output_tokens");
    * ```
    */
-  override outputBudgetField(field: CapField): string {
+  override outputBudgetField(
+    field: CapField,
+    options: OutputFieldOptions = {},
+  ): string {
+    if (options.kind === "responses") return "max_output_tokens";
     return field === "max_output_tokens" ? "max_tokens" : field;
   }
 
@@ -330,13 +347,14 @@ export class VllmBackend extends Backend {
 
   async #countTemplated(
     request: JsonObject,
+    kind: RequestKind,
     contextLength: number,
     signal: AbortSignal | undefined,
   ): Promise<number> {
-    assertMirrorable(request);
+    const payload = tokenizePayload(request, kind);
     let json: string;
     try {
-      json = JSON.stringify(buildTokenizePayload(request));
+      json = JSON.stringify(payload);
     } catch (error) {
       throw new CountError(
         "Cannot count the request as it is not serialisable to JSON",
@@ -403,6 +421,17 @@ export class VllmBackend extends Backend {
     }
     return readCount(text, contextLength);
   }
+}
+
+/** The `/tokenize` body: the text form for completions, the chat form otherwise. */
+function tokenizePayload(
+  request: JsonObject,
+  kind: RequestKind,
+): Record<string, unknown> {
+  if (kind === "completion") return buildCompletionPayload(request);
+  const chat = kind === "responses" ? responsesToChat(request) : request;
+  assertMirrorable(chat);
+  return buildTokenizePayload(chat);
 }
 
 function readCount(text: string, contextLength: number): number {
