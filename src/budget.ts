@@ -89,8 +89,16 @@ export interface BudgetResult {
   readonly promptTokens?: number;
   /** The cap written ("set") or that would be allowed ("compress"). */
   readonly maxTokens?: number;
-  /** The wire field written ("set"). */
+  /** The wire field written ("set") or to write ("compress"). */
   readonly field?: string;
+  /** "compress": the smallest output worth sending, min(R, caller's cap). */
+  readonly requiredTokens?: number;
+  /**
+   * "compress": the largest cap the server itself accepts, min(caller's cap,
+   * context length - P (- F for an estimate), backend limit). A bridge that
+   * clamps instead of compressing writes this; it can be below 1.
+   */
+  readonly hardLimitTokens?: number;
 }
 
 /**
@@ -127,7 +135,7 @@ export async function budget(
   request: JsonObject,
   options: BudgetOptions,
 ): Promise<BudgetResult> {
-  const settings = validateOptions(options);
+  const settings = validateBudgetOptions(options);
   const { backend } = options;
   const source = readSource(backend);
   const unsupported = shapeProblem(request, options.kind);
@@ -174,6 +182,15 @@ export async function budget(
   const maxTokens = minDefined(remaining, cap.value, limit) ?? remaining;
   const detail =
     `compression_window=${window}, prompt_tokens=${counted.tokens}, max_tokens=${maxTokens}`;
+  let field;
+  try {
+    field = backend.outputBudgetField(cap.field, { kind });
+    if (typeof field !== "string" || field === "") {
+      throw new TypeError("outputBudgetField returned an invalid field");
+    }
+  } catch (error) {
+    return hookFailed(request, source, error);
+  }
   if (maxTokens < required) {
     logger.warn(
       "action=requires_compression model={model} source={source} window={window} prompt_tokens={promptTokens} required={required}",
@@ -185,6 +202,7 @@ export async function budget(
         required,
       },
     );
+    const hard = settings.contextLength - counted.tokens - margin;
     return {
       action: "compress",
       request,
@@ -193,16 +211,10 @@ export async function budget(
         `${counted.source}: ${detail} is below the required ${required}: compress first`,
       promptTokens: counted.tokens,
       maxTokens,
+      field,
+      requiredTokens: required,
+      hardLimitTokens: minDefined(hard, cap.value, limit) ?? hard,
     };
-  }
-  let field;
-  try {
-    field = backend.outputBudgetField(cap.field, { kind });
-    if (typeof field !== "string" || field === "") {
-      throw new TypeError("outputBudgetField returned an invalid field");
-    }
-  } catch (error) {
-    return hookFailed(request, source, error);
   }
   logger.debug(
     "action=set model={model} source={source} window={window} prompt_tokens={promptTokens} max_tokens={maxTokens}",
@@ -227,14 +239,16 @@ export async function budget(
 
 const ROUGH = "rough-fallback";
 
-interface Settings {
+/** Validated numeric options of {@linkcode budget}. */
+export interface Settings {
   readonly window: number;
   readonly contextLength: number;
   readonly fallbackMarginTokens: number;
   readonly minOutputTokens: number;
 }
 
-function validateOptions(options: BudgetOptions): Settings {
+/** Checks budget()'s options and fills the defaults; throws RangeError/TypeError. */
+export function validateBudgetOptions(options: BudgetOptions): Settings {
   const {
     window,
     contextLength,

@@ -182,6 +182,29 @@ Deno.test("budget() asks for compression instead of a tiny cap", async (t) => {
     ok(over.reason.includes("compress"));
   });
 
+  await t.step("tells the hard limit the server itself accepts", async () => {
+    const exact = await budget(
+      chat({ max_completion_tokens: 65536 }),
+      options({ backend: new FakeBackend({ count: W - 100 }) }),
+    );
+    strictEqual(exact.field, "max_completion_tokens");
+    strictEqual(exact.requiredTokens, 4096);
+    strictEqual(exact.hardLimitTokens, C - (W - 100));
+    const capped = await budget(
+      chat({ max_tokens: 5000 }),
+      options({ backend: new FakeBackend({ count: W - 100 }) }),
+    );
+    strictEqual(capped.hardLimitTokens, 5000);
+    const estimated = await budget(
+      chat(),
+      options({
+        backend: new FakeBackend({ error: new Error() }),
+        estimate: () => W - 100,
+      }),
+    );
+    strictEqual(estimated.hardLimitTokens, C - (W - 100) - 1024);
+  });
+
   await t.step("never sends zero or a negative cap", async () => {
     for (const count of [W, W + 1, C + 10_000]) {
       const result = await budget(
