@@ -90,6 +90,13 @@ export interface Config {
   /** `INCONTEXT_MODEL`: the only model whose requests are budgeted. */
   readonly model?: string;
   /**
+   * `INCONTEXT_HERMES_CONFIG`: the path of a Hermes `config.yaml` whose
+   * compression settings give the window W when
+   * `INCONTEXT_COMPRESSION_WINDOW_TOKENS` is unset (see the `./hermes` entry).
+   * Only the path is checked here; the file is read by `loadHermesSettings()`.
+   */
+  readonly hermesConfig?: string;
+  /**
    * `INCONTEXT_BACKEND_MODULES`: comma-separated `jsr:`, `npm:` or `file:`
    * modules that register backends.
    *
@@ -248,6 +255,7 @@ const VARIABLES: { readonly [K in Key]: Variable<K> } = {
   },
   contextLength: { name: "INCONTEXT_CONTEXT_LENGTH", schema: integer(1) },
   model: { name: "INCONTEXT_MODEL", schema: z.string() },
+  hermesConfig: { name: "INCONTEXT_HERMES_CONFIG", schema: z.string() },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES", schema: moduleList },
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES", schema: integer(1) },
 };

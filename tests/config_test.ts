@@ -70,6 +70,7 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
         "compressionWindowTokens",
         "contextLength",
         "model",
+        "hermesConfig",
       ]
     ) {
       ok(!(key in config), key);
@@ -290,13 +291,30 @@ Deno.test("loadConfig() reads the token variables as decimal integers", async (t
   });
 });
 
-Deno.test("loadConfig() reads the model and the backend modules", async (t) => {
+Deno.test("loadConfig() reads the model, the Hermes config path and the backend modules", async (t) => {
   await t.step("INCONTEXT_MODEL is trimmed", () => {
     strictEqual(
       load({ INCONTEXT_MODEL: "  Qwen/Qwen3-8B \n" }).model,
       "Qwen/Qwen3-8B",
     );
   });
+  await t.step(
+    "INCONTEXT_HERMES_CONFIG is a trimmed path, not read at load time",
+    () => {
+      strictEqual(
+        load({ INCONTEXT_HERMES_CONFIG: " /home/hermes/.hermes/config.yaml\n" })
+          .hermesConfig,
+        "/home/hermes/.hermes/config.yaml",
+      );
+      // The file is read by loadHermesSettings(), so a path that does not
+      // exist yet is still a valid setting here.
+      strictEqual(
+        load({ INCONTEXT_HERMES_CONFIG: "./no-such-dir/config.yaml" })
+          .hermesConfig,
+        "./no-such-dir/config.yaml",
+      );
+    },
+  );
   await t.step(
     "INCONTEXT_BACKEND_MODULES splits on commas and trims each item",
     () => {
@@ -354,6 +372,7 @@ Deno.test("loadConfig() treats blank values as errors", async (t) => {
     "INCONTEXT_MIN_OUTPUT_TOKENS",
     "INCONTEXT_CONTEXT_LENGTH",
     "INCONTEXT_MODEL",
+    "INCONTEXT_HERMES_CONFIG",
     "INCONTEXT_BACKEND_MODULES",
     "INCONTEXT_CACHE_ENTRIES",
   ];
