@@ -204,6 +204,10 @@ export class WorkerLink implements Link {
         this.#worker = new threads.Worker(url, {
           workerData,
           transferList: [port2],
+          // The worker needs no flags, and Node's default (the parent's
+          // execArgv) breaks it: under `node --input-type=module -e`, the
+          // inherited --input-type fails the load (ERR_INPUT_TYPE_NOT_ALLOWED).
+          execArgv: [],
         });
       } catch (error) {
         port1.close();

@@ -41,3 +41,7 @@ if (!isMainThread && isCountWorkerData(workerData)) {
   port.on("message", (request: CacheRequest) => session.receive(request));
   port.postMessage({ type: "ready" });
 }
+
+// A module with no exports still needs a declaration file that TypeScript
+// accepts as a module (`import * as worker from ".../count-worker"`).
+export {};

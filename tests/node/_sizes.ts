@@ -1,0 +1,223 @@
+/**
+ * The size budget for `prove.ts`: reads a `deno pack` tarball, and measures
+ * the whole package and, per entry in `exports`, the `.js` modules that the
+ * entry reaches, as Deno's module graph (`deno info --json`) sees them.
+ *
+ * @module
+ */
+import { MINUTE, mustRun, StepError } from "./_run.ts";
+
+/** The budget of the root entry's `.js` graph (1 KB = 1000 bytes). */
+const MAX_ROOT_GRAPH_BYTES = 200_000;
+/** The budget of every file in the package. */
+const MAX_PACKAGE_BYTES = 600_000;
+
+/** The regular files of a `.tgz`, by path inside the package, with their bytes. */
+export async function readTarball(
+  path: string,
+): Promise<Map<string, Uint8Array>> {
+  const file = await Deno.open(path);
+  const gunzipped = file.readable.pipeThrough(new DecompressionStream("gzip"));
+  const tar = new Uint8Array(await new Response(gunzipped).arrayBuffer());
+  const files = new Map<string, Uint8Array>();
+  const decoder = new TextDecoder();
+  const field = (header: Uint8Array, start: number, length: number) =>
+    decoder.decode(header.subarray(start, start + length)).replace(
+      /\0.*$/s,
+      "",
+    );
+  for (let offset = 0; offset + 512 <= tar.length;) {
+    const header = tar.subarray(offset, offset + 512);
+    if (header.every((byte) => byte === 0)) break;
+    const type = field(header, 156, 1);
+    if (!["", "0", "5"].includes(type)) {
+      throw new StepError(`Unsupported tar entry type '${type}' in ${path}`);
+    }
+    const name = [field(header, 345, 155), field(header, 0, 100)]
+      .filter((part) => part !== "").join("/").replace(/^package\//, "");
+    const size = parseInt(field(header, 124, 12).trim() || "0", 8);
+    const body = tar.slice(offset + 512, offset + 512 + size);
+    if (type !== "5") files.set(name, body);
+    offset += 512 + Math.ceil(size / 512) * 512;
+  }
+  return files;
+}
+
+export async function writeFiles(
+  dir: string,
+  files: Map<string, Uint8Array>,
+): Promise<void> {
+  for (const [name, bytes] of files) {
+    const path = `${dir}/${name}`;
+    await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+    await Deno.writeFile(path, bytes);
+  }
+}
+
+export interface PackageJson {
+  readonly name: string;
+  readonly version: string;
+  readonly exports: Record<string, { readonly import: string }>;
+  readonly dependencies?: Record<string, string>;
+}
+
+export function readPackageJson(files: Map<string, Uint8Array>): PackageJson {
+  const bytes = files.get("package.json");
+  if (bytes === undefined) {
+    throw new StepError("The tarball has no package.json");
+  }
+  return JSON.parse(new TextDecoder().decode(bytes));
+}
+
+interface Graph {
+  /** Package-relative paths of the `.js` modules reached. */
+  readonly modules: Set<string>;
+  /** Bare specifiers reached: npm packages and `node:` builtins. */
+  readonly external: Set<string>;
+}
+
+interface DenoInfo {
+  readonly modules: readonly {
+    readonly specifier: string;
+    readonly dependencies?: readonly { readonly specifier: string }[];
+  }[];
+}
+
+/** Adds the module graph of one packed `.js` file, as Deno's resolver sees it. */
+async function addGraph(
+  dir: string,
+  path: string,
+  graph: Graph,
+): Promise<void> {
+  const { stdout } = await mustRun(
+    Deno.execPath(),
+    ["info", "--json", "--no-config", `${dir}/${path}`],
+    { cwd: dir, timeoutMs: MINUTE },
+  );
+  const info: DenoInfo = JSON.parse(stdout);
+  const prefix = new URL(`file://${dir}/`).href;
+  for (const module of info.modules) {
+    if (module.specifier.startsWith(prefix)) {
+      graph.modules.add(module.specifier.slice(prefix.length));
+    }
+    for (const dependency of module.dependencies ?? []) {
+      if (!/^\.{0,2}\//.test(dependency.specifier)) {
+        graph.external.add(dependency.specifier);
+      }
+    }
+  }
+}
+
+/**
+ * The `.js` graph of one entry. Deno's graph follows static and literal
+ * dynamic imports; a worker loaded by URL is found as a relative `.js`
+ * string literal naming a packed file, which can only over-count.
+ */
+async function entryGraph(
+  dir: string,
+  entry: string,
+  files: Map<string, Uint8Array>,
+): Promise<Graph> {
+  const graph: Graph = { modules: new Set(), external: new Set() };
+  const pending = [entry];
+  const seen = new Set<string>();
+  while (pending.length > 0) {
+    const path = pending.pop() as string;
+    if (seen.has(path) || graph.modules.has(path)) continue;
+    seen.add(path);
+    await addGraph(dir, path, graph);
+    for (const module of graph.modules) {
+      const text = new TextDecoder().decode(files.get(module));
+      for (
+        const [, literal] of text.matchAll(/["'](\.\.?\/[^"'\s]+\.js)["']/g)
+      ) {
+        const url = new URL(literal as string, `file:///${module}`);
+        const target = url.pathname.slice(1);
+        if (files.has(target) && !graph.modules.has(target)) {
+          pending.push(target);
+        }
+      }
+    }
+  }
+  return graph;
+}
+
+function bytesOf(files: Map<string, Uint8Array>, paths: Iterable<string>) {
+  let total = 0;
+  for (const path of paths) total += files.get(path)?.length ?? 0;
+  return total;
+}
+
+export function formatBytes(bytes: number): string {
+  return `${bytes.toLocaleString("en-US")} (${(bytes / 1000).toFixed(1)} KB)`;
+}
+
+/** Measures the package packed without source maps, prints the tables, checks the budget. */
+export async function measure(
+  tarball: string,
+  dir: string,
+  report: string[],
+): Promise<string> {
+  const files = await readTarball(tarball);
+  await writeFiles(dir, files);
+  const manifest = readPackageJson(files);
+  const total = bytesOf(files, files.keys());
+  const lines = [
+    "| entry | modules | bytes of the .js graph | reaches |",
+    "| --- | ---: | ---: | --- |",
+  ];
+  let rootBytes = -1;
+  for (const [entry, target] of Object.entries(manifest.exports)) {
+    const path = target.import.replace(/^\.\//, "");
+    const graph = await entryGraph(dir, path, files);
+    const bytes = bytesOf(files, graph.modules);
+    if (entry === ".") rootBytes = bytes;
+    const reaches = [...graph.external].sort().join(", ") || "-";
+    lines.push(
+      `| \`${entry}\` | ${graph.modules.size} | ${
+        formatBytes(bytes)
+      } | ${reaches} |`,
+    );
+  }
+  lines.push(
+    `| whole package: every file (.js, .d.ts, package.json, README, ...) | ${files.size} | ${
+      formatBytes(total)
+    } | |`,
+  );
+  report.push(...lines);
+  return checkBudget(rootBytes, total);
+}
+
+function checkBudget(rootBytes: number, total: number): string {
+  const problems = [];
+  if (rootBytes < 0) problems.push("the package has no '.' export");
+  if (rootBytes > MAX_ROOT_GRAPH_BYTES) {
+    problems.push(
+      `the '.' graph is ${formatBytes(rootBytes)}, over ${
+        formatBytes(MAX_ROOT_GRAPH_BYTES)
+      }`,
+    );
+  }
+  if (total > MAX_PACKAGE_BYTES) {
+    problems.push(
+      `the package is ${formatBytes(total)}, over ${
+        formatBytes(MAX_PACKAGE_BYTES)
+      }`,
+    );
+  }
+  if (problems.length > 0) throw new StepError(problems.join("; "));
+  return `'.' graph ${formatBytes(rootBytes)} <= ${
+    formatBytes(MAX_ROOT_GRAPH_BYTES)
+  }; package ${formatBytes(total)} <= ${formatBytes(MAX_PACKAGE_BYTES)}`;
+}
+
+/** Sums the bytes of the regular files under `dir`. */
+export async function directoryBytes(dir: string): Promise<number> {
+  let total = 0;
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) total += await directoryBytes(path);
+    else if (entry.isFile) total += (await Deno.stat(path)).size;
+  }
+  return total;
+}

@@ -1,0 +1,216 @@
+// The Node 20 proof: `prove.ts` installs the packed package into a fresh
+// Node project and runs this file there with `node --test`. It imports the
+// package by its name, the way a Node user would, so it only runs there.
+import { execFile } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import { fileURLToPath } from "node:url";
+import { test } from "node:test";
+import { ok, rejects, strictEqual } from "node:assert/strict";
+import * as root from "@incontext/incontext";
+import * as vllm from "@incontext/incontext/vllm";
+import * as config from "@incontext/incontext/config";
+import * as cache from "@incontext/incontext/cache";
+import * as worker from "@incontext/incontext/count-worker";
+import * as testing from "@incontext/incontext/testing";
+
+const CONTEXT = 65536;
+const WINDOW = 55705;
+const COUNT = 1705;
+const CONCURRENT = 50;
+
+function chat(text) {
+  return {
+    model: "qwen",
+    max_tokens: CONTEXT,
+    messages: [{ role: "user", content: text }],
+  };
+}
+
+/** Turns a Node request into a Web `Request`, as a Node server adapter does. */
+async function toRequest(req) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
+  }
+  const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  return new Request(`http://${req.headers.host}${req.url}`, {
+    method: req.method,
+    headers,
+    body: hasBody ? Buffer.concat(chunks) : undefined,
+  });
+}
+
+/** Serves a runtime-neutral handler with `node:http` on port 0. */
+async function serve(handler) {
+  const server = createServer((req, res) => {
+    toRequest(req).then(handler).then(async (response) => {
+      res.writeHead(response.status, Object.fromEntries(response.headers));
+      res.end(Buffer.from(await response.arrayBuffer()));
+    }).catch(() => {
+      res.writeHead(500).end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}/tokenize`,
+    close() {
+      // fetch keeps connections alive; close them so close() can finish.
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** Runs ESM `code` in a child Node from this project; resolves with its exit. */
+function runNode(code, timeout) {
+  return new Promise((resolve) => {
+    const args = ["--input-type=module", "--eval", code];
+    const options = {
+      cwd: fileURLToPath(new URL(".", import.meta.url)),
+      timeout,
+    };
+    execFile(process.execPath, args, options, (error, stdout, stderr) => {
+      resolve({
+        code: error ? error.code : 0,
+        signal: error?.signal ?? null,
+        stdout,
+        stderr,
+      });
+    });
+  });
+}
+
+test("every entry in exports imports by the package name", () => {
+  strictEqual(typeof root.budget, "function");
+  strictEqual(typeof root.VERSION, "string");
+  // One module instance per file: the subpaths re-export the same classes.
+  strictEqual(vllm.VllmBackend, root.VllmBackend);
+  strictEqual(config.loadConfig, root.loadConfig);
+  strictEqual(config.ConfigError, root.ConfigError);
+  strictEqual(cache.createCountCache, root.createCountCache);
+  // The worker entry exports nothing and does nothing on the main thread.
+  strictEqual(Object.keys(worker).length, 0);
+  strictEqual(typeof testing.createFakeVllmTokenizerHandler, "function");
+  strictEqual(typeof testing.FakeBackend, "function");
+});
+
+test("every entry the installed package.json exports imports under Node", async () => {
+  const manifest = JSON.parse(
+    await readFile(
+      new URL(
+        "node_modules/@incontext/incontext/package.json",
+        import.meta.url,
+      ),
+      "utf8",
+    ),
+  );
+  const entries = Object.keys(manifest.exports);
+  ok(entries.length >= 6, `only ${entries.length} entries`);
+  for (const entry of entries) {
+    const specifier = `${manifest.name}${entry.slice(1)}`;
+    const namespace = await import(specifier);
+    if (entry !== "./count-worker") {
+      ok(Object.keys(namespace).length > 0, `${specifier} exports nothing`);
+    }
+  }
+});
+
+test("loadConfig() reads an environment object under Node", () => {
+  const loaded = config.loadConfig({
+    INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize",
+  });
+  strictEqual(loaded.tokenizerUrl, "http://127.0.0.1:8000/tokenize");
+  ok(Object.isFrozen(loaded));
+});
+
+test("serveFakeVllmTokenizer() refuses to run outside Deno", async () => {
+  await rejects(testing.serveFakeVllmTokenizer(), TypeError);
+});
+
+test("budget() with VllmBackend budgets against a node:http vLLM server", async (t) => {
+  const fake = testing.createFakeVllmTokenizerHandler({
+    maxModelLen: CONTEXT,
+    countTokens: () => COUNT,
+  });
+  const server = await serve(fake.handler);
+  const countCache = root.createCountCache();
+  const options = {
+    window: WINDOW,
+    contextLength: CONTEXT,
+    backend: new root.VllmBackend({ url: server.url, cache: countCache }),
+  };
+  try {
+    await t.test(
+      `${CONCURRENT} concurrent identical calls on a cold worker cache make one /tokenize request`,
+      async () => {
+        const results = await Promise.all(
+          Array.from(
+            { length: CONCURRENT },
+            () => root.budget(chat("hello"), options),
+          ),
+        );
+        strictEqual(fake.requests.length, 1);
+        strictEqual(fake.requests[0].path, "/tokenize");
+        for (const result of results) {
+          strictEqual(result.action, "set");
+          strictEqual(result.source, "vllm-tokenize");
+          strictEqual(result.promptTokens, COUNT);
+          strictEqual(result.request.max_tokens, WINDOW - COUNT);
+        }
+      },
+    );
+
+    await t.test("the cache ran in a node:worker_threads worker", async () => {
+      // A worker that failed to load would have moved the cache in process.
+      strictEqual(countCache.kind, "worker_threads");
+      const stats = await countCache.stats();
+      strictEqual(stats.entries, 1);
+      strictEqual(stats.misses, CONCURRENT);
+    });
+
+    await t.test("a repeat is served from the cache", async () => {
+      const result = await root.budget(chat("hello"), options);
+      strictEqual(result.request.max_tokens, WINDOW - COUNT);
+      strictEqual(fake.requests.length, 1);
+    });
+
+    await t.test("an HTTP 500 falls back to the rough estimate", async () => {
+      fake.fault = "http-500";
+      const result = await root.budget(chat("a server fault"), {
+        ...options,
+        estimate: () => 300,
+      });
+      fake.fault = "none";
+      strictEqual(result.action, "set");
+      strictEqual(result.source, "rough-fallback");
+      strictEqual(result.request.max_tokens, WINDOW - 300 - 1024);
+      strictEqual(fake.requests.length, 2);
+    });
+  } finally {
+    await countCache[Symbol.asyncDispose]();
+    await server.close();
+  }
+  await rejects(
+    countCache.getOrCount("key", () => Promise.resolve(1)),
+    root.CountError,
+  );
+});
+
+test("an idle worker cache does not keep Node alive", async () => {
+  // Not disposed on purpose: the process must still end by itself.
+  const code = `
+    import { createCountCache } from "@incontext/incontext/cache";
+    const cache = createCountCache();
+    await cache.getOrCount("key", () => Promise.resolve(7));
+    console.log(cache.kind);
+  `;
+  const exit = await runNode(code, 20_000);
+  strictEqual(exit.signal, null, "the child was killed: it did not exit");
+  strictEqual(exit.stderr, "");
+  strictEqual(exit.code, 0);
+  strictEqual(exit.stdout.trim(), "worker_threads");
+});

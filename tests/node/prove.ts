@@ -1,0 +1,256 @@
+/**
+ * The Node proof and the size budget (issue 5). From the repository root:
+ *
+ *     deno run -A tests/node/prove.ts
+ *
+ * It packs the package with `deno pack` (close to JSR's npm tarball),
+ * installs the tarball into a fresh Node project in a temporary folder, runs
+ * `consumer.node.mjs` there with `node --test` and type-checks `consumer.ts`
+ * with `tsc --noEmit` (strict, module nodenext). It then measures the package
+ * packed with `--no-source-maps`: the whole package, and per entry in
+ * `exports` the `.js` modules that entry reaches, found by Deno's own module
+ * graph (`deno info --json` on the packed `.js`) plus any packed `.js` file
+ * that a reached module names in a relative string literal (the count
+ * worker, which is loaded by URL). It fails when the root entry reaches more
+ * than 200 KB or the package holds more than 600 KB (1 KB = 1000 bytes).
+ * Every failure is reported; the exit code is 1 if there was any.
+ *
+ * @module
+ */
+
+import { killGroup, MINUTE, mustRun, running, StepError } from "./_run.ts";
+import {
+  directoryBytes,
+  formatBytes,
+  measure,
+  readPackageJson,
+  readTarball,
+} from "./_sizes.ts";
+
+const ROOT = new URL("../../", import.meta.url);
+const HERE = new URL("./", import.meta.url);
+/** Pinned so that the proof does not drift; only the npm registry is needed. */
+const TYPESCRIPT = "typescript@5.9.3";
+const NODE_TYPES = "@types/node@20.19.43";
+
+interface StepResult {
+  readonly name: string;
+  readonly ok: boolean;
+  readonly seconds: number;
+  readonly detail: string;
+}
+
+/** Runs one step, timing it and turning a failure into a result. */
+async function step(
+  results: StepResult[],
+  name: string,
+  body: () => Promise<string>,
+): Promise<boolean> {
+  console.log(`\n=== ${name}`);
+  const start = performance.now();
+  let ok = true;
+  let detail: string;
+  try {
+    detail = await body();
+  } catch (error) {
+    ok = false;
+    detail = error instanceof StepError
+      ? error.message
+      : String(error instanceof Error ? error.stack : error);
+    console.error(`FAILED: ${detail}`);
+  }
+  const seconds = (performance.now() - start) / 1000;
+  results.push({ name, ok, seconds, detail });
+  return ok;
+}
+
+/** Packs the package as JSR's npm layer would; `extra` adds `deno pack` flags. */
+async function pack(output: string, extra: string[] = []): Promise<void> {
+  await mustRun(
+    Deno.execPath(),
+    ["pack", "--allow-dirty", ...extra, "-o", output],
+    { cwd: ROOT, timeoutMs: 2 * MINUTE },
+  );
+  const { size } = await Deno.stat(output);
+  if (size === 0) throw new StepError(`deno pack wrote an empty ${output}`);
+}
+
+async function readJson(path: string): Promise<Record<string, unknown>> {
+  return JSON.parse(await Deno.readTextFile(path));
+}
+
+/** Creates the Node project and installs the tarball with the consumer's tools. */
+async function install(project: string, tarball: string): Promise<string> {
+  await Deno.mkdir(project);
+  await Deno.writeTextFile(
+    `${project}/package.json`,
+    JSON.stringify({
+      name: "incontext-node-proof",
+      private: true,
+      type: "module",
+    }),
+  );
+  await mustRun("npm", [
+    "install",
+    "--save-exact",
+    "--no-audit",
+    "--no-fund",
+    "--no-update-notifier",
+    "--loglevel=error",
+    tarball,
+    TYPESCRIPT,
+    NODE_TYPES,
+  ], { cwd: project, timeoutMs: 5 * MINUTE });
+  const installed = await readJson(
+    `${project}/node_modules/@incontext/incontext/package.json`,
+  );
+  const { stdout } = await mustRun("node", ["--version"], {
+    cwd: project,
+    timeoutMs: MINUTE,
+  });
+  const major = Number(/^v(\d+)\./.exec(stdout.trim())?.[1]);
+  if (!(major >= 20)) {
+    throw new StepError(`Node 20 or later is needed: found ${stdout.trim()}`);
+  }
+  return `${installed.name}@${installed.version} on Node ${stdout.trim()}`;
+}
+
+/** Lists the package's npm dependencies: the range it asks for, what npm installed, its size. */
+async function dependencies(
+  project: string,
+  tarball: string,
+  report: string[],
+): Promise<string> {
+  const manifest = readPackageJson(await readTarball(tarball));
+  const lines = [
+    "| dependency | range in package.json | installed | installed bytes |",
+    "| --- | --- | --- | ---: |",
+  ];
+  for (const [name, range] of Object.entries(manifest.dependencies ?? {})) {
+    const dir = `${project}/node_modules/${name}`;
+    const installed = await readJson(`${dir}/package.json`);
+    lines.push(
+      `| ${name} | ${range} | ${installed.version} | ${
+        formatBytes(await directoryBytes(dir))
+      } |`,
+    );
+  }
+  report.push(...lines);
+  return `${
+    lines.length - 2
+  } npm dependencies, all from the tarball's package.json`;
+}
+
+const TSCONFIG = {
+  compilerOptions: {
+    strict: true,
+    module: "nodenext",
+    moduleResolution: "nodenext",
+    target: "es2022",
+    lib: ["es2023"],
+    types: ["node"],
+    noEmit: true,
+    // The package's own .d.ts files are checked too.
+    skipLibCheck: false,
+  },
+  files: ["consumer.ts"],
+};
+
+async function copyConsumers(project: string): Promise<void> {
+  for (const name of ["consumer.node.mjs", "consumer.ts"]) {
+    await Deno.copyFile(new URL(name, HERE), `${project}/${name}`);
+  }
+  await Deno.writeTextFile(
+    `${project}/tsconfig.json`,
+    JSON.stringify(TSCONFIG, null, 2),
+  );
+}
+
+async function nodeTest(project: string): Promise<string> {
+  // `node --test` ends only when the test file's process ends, so a handle
+  // left open (an undisposed server, a referenced worker) fails by timeout.
+  await mustRun(
+    "node",
+    ["--test", "--test-reporter=spec", "consumer.node.mjs"],
+    { cwd: project, timeoutMs: 2 * MINUTE, echo: true },
+  );
+  return "node --test consumer.node.mjs passed";
+}
+
+async function typeCheck(project: string): Promise<string> {
+  await mustRun(
+    "node",
+    ["node_modules/typescript/bin/tsc", "--project", "tsconfig.json"],
+    { cwd: project, timeoutMs: 2 * MINUTE, echo: true },
+  );
+  return `tsc --noEmit (${TYPESCRIPT}, ${NODE_TYPES}, strict, nodenext) passed`;
+}
+
+function summarize(results: StepResult[], report: string[], seconds: number) {
+  console.log("\n=== Sizes and dependencies (deno pack --no-source-maps)\n");
+  console.log(report.join("\n"));
+  console.log("\n=== Summary\n");
+  for (const result of results) {
+    const status = result.ok ? "ok  " : "FAIL";
+    const first = result.detail.split("\n")[0];
+    console.log(
+      `${status} ${result.name} (${result.seconds.toFixed(1)} s): ${first}`,
+    );
+  }
+  const failed = results.filter((result) => !result.ok).length;
+  console.log(`\nNode proof finished in ${seconds.toFixed(1)} s`);
+  console.log(`prove: ${results.length - failed} passed, ${failed} failed`);
+  return failed;
+}
+
+async function prove(tmp: string): Promise<number> {
+  const start = performance.now();
+  const results: StepResult[] = [];
+  const report: string[] = [];
+  const tarball = `${tmp}/pkg.tgz`;
+  const project = `${tmp}/project`;
+  if (
+    await step(results, "deno pack", async () => {
+      await pack(tarball);
+      return `packed ${tarball}`;
+    })
+  ) {
+    await step(results, "size budget", async () => {
+      const sized = `${tmp}/size.tgz`;
+      await pack(sized, ["--no-source-maps"]);
+      return await measure(sized, `${tmp}/size`, report);
+    });
+    if (await step(results, "npm install", () => install(project, tarball))) {
+      report.push("");
+      await step(
+        results,
+        "dependencies",
+        () => dependencies(project, tarball, report),
+      );
+      await copyConsumers(project);
+      await step(results, "node --test", () => nodeTest(project));
+      await step(results, "tsc --noEmit", () => typeCheck(project));
+    }
+  }
+  return summarize(results, report, (performance.now() - start) / 1000);
+}
+
+async function main(): Promise<void> {
+  const tmp = await Deno.makeTempDir({ prefix: "incontext-node-proof-" });
+  const onInterrupt = () => {
+    for (const pid of running) killGroup(pid);
+    Deno.removeSync(tmp, { recursive: true });
+    Deno.exit(130);
+  };
+  Deno.addSignalListener("SIGINT", onInterrupt);
+  let failed = 1;
+  try {
+    failed = await prove(tmp);
+  } finally {
+    Deno.removeSignalListener("SIGINT", onInterrupt);
+    await Deno.remove(tmp, { recursive: true });
+  }
+  Deno.exit(failed === 0 ? 0 : 1);
+}
+
+if (import.meta.main) await main();
