@@ -5,6 +5,10 @@ import * as root from "../mod.ts";
 import * as testing from "../testing.ts";
 import * as vllm from "../src/vllm.ts";
 import * as worker from "../src/count_worker.ts";
+import * as fetchEntry from "../src/fetch.ts";
+import * as middleware from "../src/middleware.ts";
+import * as preflight from "../src/preflight.ts";
+import * as hermes from "../src/hermes.ts";
 
 // A change to the public surface must be deliberate: update this list with it.
 Deno.test("the export entries expose exactly the documented surface", () => {
@@ -15,6 +19,10 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     cache,
     worker,
     testing,
+    fetch: fetchEntry,
+    middleware,
+    preflight,
+    hermes,
   };
   const expected: Record<string, string[]> = {
     root: [
@@ -43,6 +51,15 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     config: ["ConfigError", "loadConfig"],
     cache: ["countCacheKey", "createCountCache", "sharedCountCache"],
     worker: [],
+    fetch: ["budgetedFetch"],
+    middleware: ["budgetMiddleware"],
+    preflight: ["preflight"],
+    hermes: [
+      "hermesWindow",
+      "loadHermesSettings",
+      "parseHermesSettings",
+      "resolveWindow",
+    ],
     testing: [
       "FakeBackend",
       "createCountCacheForTesting",
