@@ -30,3 +30,19 @@ export {
   createCountCacheForTesting,
   terminateCountWorkerForTesting,
 } from "./src/count_cache_testing.ts";
+// The types the doubles' API names, so that this entry stands on its own.
+export type {
+  Backend,
+  CapField,
+  CountOptions,
+  JsonObject,
+  OutputFieldOptions,
+  OutputLimitOptions,
+  RequestKind,
+} from "./src/backend.ts";
+export type {
+  CountCache,
+  CountCacheKind,
+  CountCacheOptions,
+  CountCacheStats,
+} from "./src/count_cache.ts";

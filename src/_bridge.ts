@@ -17,6 +17,8 @@ export interface Decision {
   readonly body?: string;
   /** The cap the rewritten body carries. */
   readonly maxTokens?: number;
+  /** The request as it will be sent: the rewritten object, or the parsed original. */
+  readonly sent?: JsonObject;
   /** An answer to give without calling the upstream. */
   readonly reject?: Response;
   /** Why the body is not a JSON object, when it is not. */
@@ -96,19 +98,19 @@ function exhaust(
     const { maxTokens } = result;
     return {
       result,
+      sent: result.request,
       body: JSON.stringify(result.request),
       ...(maxTokens === undefined ? {} : { maxTokens }),
     };
   }
   const policy = options.onExhausted ?? "clamp";
-  if (result.action !== "compress" || policy === "unchanged") return { result };
+  if (result.action !== "compress" || policy === "unchanged") {
+    return { result, sent: request };
+  }
   const { hardLimitTokens: hard, field } = result;
   if (policy === "clamp" && hard !== undefined && hard >= 2 && field) {
-    return {
-      result,
-      body: JSON.stringify(writeCap(request, field, hard)),
-      maxTokens: hard,
-    };
+    const sent = writeCap(request, field, hard);
+    return { result, sent, body: JSON.stringify(sent), maxTokens: hard };
   }
   return { result, reject: contextLengthExceeded(result, options) };
 }
@@ -137,16 +139,32 @@ export function contextLengthExceeded(
   }, { status: 400 });
 }
 
-/** An OpenAI-shaped error answer for requests the bridge cannot read. */
-export function badRequest(message: string, status = 400): Response {
-  return Response.json({
-    error: {
-      message,
-      type: "invalid_request_error",
-      param: null,
-      code: status === 413 ? "request_too_large" : "invalid_request",
-    },
-  }, { status });
+/** An error answer in OpenAI's shape, with a message fit for the client. */
+export function errorResponse(
+  status: number,
+  code: string,
+  message: string,
+  type = "invalid_request_error",
+): Response {
+  return Response.json({ error: { message, type, param: null, code } }, {
+    status,
+  });
+}
+
+/** Copies the response with the decision headers; the body streams through. */
+export function withDecisionHeaders(
+  response: Response,
+  decision: Decision,
+): Response {
+  const added = decisionHeaders(decision);
+  if (added.length === 0) return response;
+  const headers = new Headers(response.headers);
+  for (const [name, value] of added) headers.set(name, value);
+  return new Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
 }
 
 /** The `x-incontext-*` headers that tell a client what happened. */

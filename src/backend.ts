@@ -93,6 +93,25 @@ export abstract class Backend {
    * @param options The context length and an abort signal.
    * @returns The exact prompt token count.
    * @throws On any doubt: budget() then falls back to a rough estimate.
+   *
+   * @example Counting, and failing so that budget() estimates instead
+   * ```ts
+   * import { Backend, budget, CountError, type JsonObject } from "@incontext/incontext";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * class PerMessageBackend extends Backend {
+   *   readonly source = "per-message";
+   *   count(request: JsonObject): Promise<number> {
+   *     return Array.isArray(request.messages)
+   *       ? Promise.resolve(10 * request.messages.length)
+   *       : Promise.reject(new CountError("Cannot count a request without messages"));
+   *   }
+   * }
+   * const backend: Backend = new PerMessageBackend();
+   * strictEqual(await backend.count({ messages: [{}, {}] }, { contextLength: 8192 }), 20);
+   * const result = await budget({ prompt: "Hi" }, { window: 8000, contextLength: 8192, backend });
+   * strictEqual(result.source, "rough-fallback");
+   * ```
    */
   abstract count(request: JsonObject, options: CountOptions): Promise<number>;
 
@@ -101,6 +120,30 @@ export abstract class Backend {
    * its caller but is not stored.
    *
    * @returns A promise that settles once the clear has taken effect.
+   * @default does nothing, for a backend without a cache
+   *
+   * @example A backend with its own count cache
+   * ```ts
+   * import { Backend, type CountOptions, createCountCache, type JsonObject } from "@incontext/incontext";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * class LengthBackend extends Backend {
+   *   readonly source = "length";
+   *   readonly cache = createCountCache({ inProcess: true });
+   *   count(request: JsonObject, options: CountOptions): Promise<number> {
+   *     const json = JSON.stringify([options.contextLength, request]);
+   *     return this.cache.getOrCount(json, () => Promise.resolve(json.length));
+   *   }
+   *   override clearCache(): Promise<void> {
+   *     return this.cache.clear();
+   *   }
+   * }
+   * const backend = new LengthBackend();
+   * await backend.count({ messages: [] }, { contextLength: 8192 });
+   * await backend.clearCache();
+   * strictEqual((await backend.cache.stats()).entries, 0);
+   * await backend.cache[Symbol.asyncDispose]();
+   * ```
    */
   clearCache(): Promise<void> {
     return Promise.resolve();
@@ -113,6 +156,26 @@ export abstract class Backend {
    * @param _options The request's kind.
    * @returns The field to write on the wire.
    * @default identity
+   *
+   * @example A server that reads only `max_tokens`
+   * ```ts
+   * import { Backend, budget, type CapField } from "@incontext/incontext";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * class LegacyBackend extends Backend {
+   *   readonly source = "legacy";
+   *   count(): Promise<number> {
+   *     return Promise.resolve(100);
+   *   }
+   *   override outputBudgetField(_field: CapField): string {
+   *     return "max_tokens";
+   *   }
+   * }
+   * const request = { messages: [], max_completion_tokens: 8192 };
+   * const result = await budget(request, { window: 8000, contextLength: 8192, backend: new LegacyBackend() });
+   * strictEqual(result.request.max_tokens, 7900);
+   * strictEqual(result.request.max_completion_tokens, undefined);
+   * ```
    */
   outputBudgetField(field: CapField, _options?: OutputFieldOptions): string {
     return field;
@@ -124,6 +187,18 @@ export abstract class Backend {
    * @param value A cap field's value from the request.
    * @returns A positive integer, or `undefined` when the server would not treat it as a cap.
    * @default a positive, non-boolean integer number; anything else is `undefined`
+   *
+   * @example The default reading, which FakeBackend keeps
+   * ```ts
+   * import { FakeBackend } from "@incontext/incontext/testing";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new FakeBackend();
+   * strictEqual(backend.coerceOutputBudget(512), 512);
+   * strictEqual(backend.coerceOutputBudget("512"), undefined);
+   * strictEqual(backend.coerceOutputBudget(0), undefined);
+   * strictEqual(backend.coerceOutputBudget(true), undefined);
+   * ```
    */
   coerceOutputBudget(value: unknown): number | undefined {
     return typeof value === "number" && Number.isSafeInteger(value) && value > 0
@@ -139,6 +214,24 @@ export abstract class Backend {
    * @param _options The context length.
    * @returns The limit, or `undefined` for none.
    * @default undefined
+   *
+   * @example A server that never writes more than 6000 tokens
+   * ```ts
+   * import { Backend, budget } from "@incontext/incontext";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * class ShortBackend extends Backend {
+   *   readonly source = "short";
+   *   count(): Promise<number> {
+   *     return Promise.resolve(100);
+   *   }
+   *   override outputBudgetLimit(): number {
+   *     return 6000;
+   *   }
+   * }
+   * const result = await budget({ messages: [] }, { window: 8000, contextLength: 8192, backend: new ShortBackend() });
+   * strictEqual(result.request.max_tokens, 6000);
+   * ```
    */
   outputBudgetLimit(
     _request: JsonObject,

@@ -68,6 +68,13 @@ export interface BudgetOptions {
   readonly target?: BudgetTarget;
   /** Aborts the exact count; the rough estimate is used instead. */
   readonly signal?: AbortSignal;
+  /**
+   * A count from usage anchors, used when the exact count fails and before
+   * the rough estimate (source `"usage-anchor"`, no margin): the last
+   * response's `usage` for the conversation this request extends, plus an
+   * estimate of what was appended since. Return `undefined` without one.
+   */
+  readonly anchor?: (request: JsonObject) => number | undefined;
 }
 
 /** What {@linkcode budget} decided. */
@@ -81,7 +88,7 @@ export interface BudgetResult {
   readonly action: "set" | "compress" | "unchanged";
   /** A rewritten copy for "set", else the caller's own object. */
   readonly request: JsonObject;
-  /** The backend's source label, `"rough-fallback"`, or `"none"`. */
+  /** The backend's source label, `"usage-anchor"`, `"rough-fallback"`, or `"none"`. */
   readonly source: string;
   /** A one-line explanation without prompt text. */
   readonly reason: string;
@@ -238,6 +245,20 @@ export async function budget(
 }
 
 const ROUGH = "rough-fallback";
+const ANCHOR = "usage-anchor";
+
+/** The anchor's count when it has a valid one; an anchor that throws has none. */
+function anchorCount(
+  request: JsonObject,
+  options: BudgetOptions,
+): number | undefined {
+  try {
+    const tokens = options.anchor?.(request);
+    return Number.isSafeInteger(tokens) && tokens! >= 0 ? tokens : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Validated numeric options of {@linkcode budget}. */
 export interface Settings {
@@ -314,6 +335,14 @@ async function countPrompt(
     exactError = new TypeError("backend returned an invalid count");
   } catch (error) {
     exactError = error;
+  }
+  const anchored = anchorCount(request, options);
+  if (anchored !== undefined) {
+    logger.info(
+      "exact count failed, using the usage anchor: model={model} source={source} error={error}",
+      { model: modelLabel(request), source, error: errorType(exactError) },
+    );
+    return { tokens: anchored, source: ANCHOR };
   }
   try {
     const estimate = (options.estimate ?? roughEstimate)(request);

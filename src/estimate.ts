@@ -7,7 +7,20 @@
 import type { JsonObject } from "./backend.ts";
 import { effectiveField, isJsonObject } from "./_request.ts";
 
-/** Tokens charged for each image part, whatever its size. */
+/**
+ * Tokens {@linkcode roughEstimate} charges for each image part, whatever its
+ * size, as Hermes Agent does.
+ *
+ * @example Two images in one message
+ * ```ts
+ * import { IMAGE_TOKENS, roughEstimate } from "@incontext/incontext";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const image = { type: "image_url", image_url: { url: "data:," } };
+ * const request = { messages: [{ role: "user", content: [image, image] }] };
+ * strictEqual(roughEstimate(request), 2 * IMAGE_TOKENS);
+ * ```
+ */
 export const IMAGE_TOKENS = 1500;
 
 /** A rough estimator: returns an approximate prompt token count for a request. */

@@ -64,6 +64,17 @@ export class FakeBackend extends Backend {
    * @param request The request, recorded.
    * @param options Aborting rejects the count.
    * @returns The configured count.
+   * @throws The configured `error`, or the signal's reason once aborted.
+   *
+   * @example A count computed from the request
+   * ```ts
+   * import { FakeBackend } from "@incontext/incontext/testing";
+   * import { deepStrictEqual, strictEqual } from "node:assert/strict";
+   *
+   * const backend = new FakeBackend({ count: (request) => JSON.stringify(request).length });
+   * strictEqual(await backend.count({ messages: [] }, { contextLength: 8192 }), 15);
+   * deepStrictEqual(backend.calls, [{ messages: [] }]);
+   * ```
    */
   override async count(
     request: JsonObject,
@@ -82,6 +93,18 @@ export class FakeBackend extends Backend {
    * @param _request Ignored.
    * @param _options Ignored.
    * @returns The configured limit, or undefined.
+   *
+   * @example Budgeting against a server's own limit
+   * ```ts
+   * import { budget } from "@incontext/incontext";
+   * import { FakeBackend } from "@incontext/incontext/testing";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new FakeBackend({ count: 100, outputLimit: 6000 });
+   * strictEqual(backend.outputBudgetLimit({}, { contextLength: 8192 }), 6000);
+   * const result = await budget({ messages: [] }, { window: 8000, contextLength: 8192, backend });
+   * strictEqual(result.request.max_tokens, 6000);
+   * ```
    */
   override outputBudgetLimit(
     _request: JsonObject,

@@ -24,6 +24,23 @@ import { decide, endpointKind, isJsonContentType } from "./_bridge.ts";
 import type { BridgeOptions } from "./bridge_options.ts";
 
 export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
+// The types BridgeOptions names, so that this entry stands on its own.
+export type {
+  Backend,
+  CapField,
+  CountOptions,
+  JsonObject,
+  OutputFieldOptions,
+  OutputLimitOptions,
+  RequestKind,
+} from "./backend.ts";
+export type {
+  BudgetOptions,
+  BudgetResult,
+  BudgetRoute,
+  BudgetTarget,
+} from "./budget.ts";
+export type { Estimator } from "./estimate.ts";
 
 /**
  * Wraps a fetch so that every POST to a chat completions, completions or

@@ -45,6 +45,8 @@ import type { Config } from "./config.ts";
 import { ConfigError } from "./config_error.ts";
 
 export type { HermesSettings };
+// resolveWindow() takes a Config: re-exported so that this entry stands on its own.
+export type { Config } from "./config.ts";
 
 const logger = getLogger(["incontext", "hermes"]);
 

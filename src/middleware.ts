@@ -21,16 +21,32 @@
  */
 import { validateBudgetOptions } from "./budget.ts";
 import {
-  badRequest,
   decide,
-  type Decision,
-  decisionHeaders,
   endpointKind,
+  errorResponse,
   isJsonContentType,
+  withDecisionHeaders,
 } from "./_bridge.ts";
 import type { BridgeOptions } from "./bridge_options.ts";
 
 export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
+// The types BridgeOptions names, so that this entry stands on its own.
+export type {
+  Backend,
+  CapField,
+  CountOptions,
+  JsonObject,
+  OutputFieldOptions,
+  OutputLimitOptions,
+  RequestKind,
+} from "./backend.ts";
+export type {
+  BudgetOptions,
+  BudgetResult,
+  BudgetRoute,
+  BudgetTarget,
+} from "./budget.ts";
+export type { Estimator } from "./estimate.ts";
 
 /** The next handler: forwards a request and returns the upstream's response. */
 export type Next = (request: Request) => Promise<Response>;
@@ -91,13 +107,17 @@ export function budgetMiddleware(options: BridgeOptions): BudgetMiddleware {
     const bytes = new Uint8Array(await request.clone().arrayBuffer());
     const decision = await decide(bytes, kind, options, request.signal);
     if (decision.malformed !== undefined) {
-      return badRequest(`Cannot budget the request as ${decision.malformed}`);
+      return errorResponse(
+        400,
+        "invalid_json",
+        `Cannot budget the request as ${decision.malformed}`,
+      );
     }
-    if (decision.reject) return withHeaders(decision.reject, decision);
+    if (decision.reject) return withDecisionHeaders(decision.reject, decision);
     const forwarded = decision.body === undefined
       ? request
       : rewritten(request, decision.body);
-    return withHeaders(await next(forwarded), decision);
+    return withDecisionHeaders(await next(forwarded), decision);
   };
 }
 
@@ -105,17 +125,4 @@ function rewritten(request: Request, body: string): Request {
   const headers = new Headers(request.headers);
   headers.delete("content-length");
   return new Request(request, { body, headers });
-}
-
-/** Copies the response with the decision headers; the body streams through. */
-function withHeaders(response: Response, decision: Decision): Response {
-  const added = decisionHeaders(decision);
-  if (added.length === 0) return response;
-  const headers = new Headers(response.headers);
-  for (const [name, value] of added) headers.set(name, value);
-  return new Response(response.body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
 }

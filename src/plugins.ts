@@ -22,11 +22,22 @@ export interface LoadBackendModulesOptions {
  * @returns A promise that settles once every module is imported.
  * @throws {ConfigError} Naming every specifier that failed to import (with the error's type only).
  *
- * @example Loading no modules
+ * @example Importing modules, and naming the ones that fail
  * ```ts
- * import { loadBackendModules } from "@incontext/incontext";
+ * import { ConfigError, loadBackendModules } from "@incontext/incontext";
+ * import { deepStrictEqual, rejects } from "node:assert/strict";
  *
- * await loadBackendModules([], { importModule: (specifier) => import(specifier) });
+ * const imported: string[] = [];
+ * await loadBackendModules(["jsr:@acme/incontext-backend"], {
+ *   importModule: (specifier) => Promise.resolve(void imported.push(specifier)),
+ * });
+ * deepStrictEqual(imported, ["jsr:@acme/incontext-backend"]);
+ * await rejects(
+ *   loadBackendModules(["npm:missing"], {
+ *     importModule: () => Promise.reject(new TypeError("not found")),
+ *   }),
+ *   ConfigError,
+ * );
  * ```
  */
 export async function loadBackendModules(

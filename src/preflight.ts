@@ -3,12 +3,41 @@
  * exists, it tells the exact compression pressure of a conversation, so the
  * host compresses exactly when less than the minimum output would be left.
  *
+ * @example Checking a conversation against the window before sending it
+ * ```ts
+ * import { preflight } from "@incontext/incontext/preflight";
+ * import { VllmBackend } from "@incontext/incontext/vllm";
+ * import { createFakeVllmTokenizerHandler } from "@incontext/incontext/testing";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const fake = createFakeVllmTokenizerHandler({ countTokens: () => 50000 });
+ * const backend = new VllmBackend({ url: "http://fake.test/tokenize", fetch: fake.fetch, cache: null });
+ * const window = 55705;
+ * const messages = [{ role: "user", content: "Summarise the repository." }];
+ * const { pressure, source } = await preflight({ messages }, { backend, contextLength: 65536 });
+ * strictEqual(source, "vllm-tokenize");
+ * strictEqual(pressure, 50000 + 4096 - 1);
+ * strictEqual(pressure < window, true); // 5705 tokens left: send it as it is
+ * ```
+ *
  * @module
  */
 import type { Backend, JsonObject } from "./backend.ts";
 import { budget } from "./budget.ts";
 import type { Estimator } from "./estimate.ts";
 import { compressionPressure, requireInteger } from "./compute.ts";
+
+// The types PreflightOptions names, so that this entry stands on its own.
+export type {
+  Backend,
+  CapField,
+  CountOptions,
+  JsonObject,
+  OutputFieldOptions,
+  OutputLimitOptions,
+  RequestKind,
+} from "./backend.ts";
+export type { Estimator } from "./estimate.ts";
 
 /** The conversation a host is about to send. */
 export interface PreflightInput {

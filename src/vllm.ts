@@ -50,6 +50,22 @@ import {
   truncationLimit,
 } from "./_vllm_payload.ts";
 
+// The types VllmBackend's API names, so that this entry stands on its own.
+export type {
+  Backend,
+  CapField,
+  CountOptions,
+  JsonObject,
+  OutputFieldOptions,
+  OutputLimitOptions,
+  RequestKind,
+} from "./backend.ts";
+export type {
+  CountCache,
+  CountCacheKind,
+  CountCacheStats,
+} from "./count_cache.ts";
+
 const logger = getLogger(["incontext", "vllm"]);
 
 /** Timers beyond 2^31 - 1 ms fire at once on Node, so longer timeouts are clamped. */
@@ -244,14 +260,22 @@ export class VllmBackend extends Backend {
    * @returns A promise that settles once the clear has taken effect.
    * @throws {CountError} If the cache is disposed.
    *
-   * @example Clearing the cache
+   * @example Counting again after a clear
    * ```ts
    * import { VllmBackend } from "@incontext/incontext/vllm";
    * import { createCountCache } from "@incontext/incontext/cache";
+   * import { createFakeVllmTokenizerHandler } from "@incontext/incontext/testing";
+   * import { strictEqual } from "node:assert/strict";
    *
+   * const fake = createFakeVllmTokenizerHandler();
    * await using cache = createCountCache({ inProcess: true });
-   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize", cache });
+   * const backend = new VllmBackend({ url: "http://fake.test/tokenize", fetch: fake.fetch, cache });
+   * const request = { messages: [{ role: "user", content: "Hi" }] };
+   * await backend.count(request, { contextLength: 65536 });
+   * await backend.count(request, { contextLength: 65536 }); // from the cache
    * await backend.clearCache();
+   * await backend.count(request, { contextLength: 65536 });
+   * strictEqual(fake.requests.length, 2);
    * ```
    */
   override clearCache(): Promise<void> {

@@ -449,3 +449,36 @@ Deno.test("budget() rejects invalid options with a RangeError naming the option"
     });
   }
 });
+
+Deno.test("budget() uses a usage anchor between the exact count and the estimate", async (t) => {
+  const failing = new FakeBackend({ error: new Error("down") });
+  await t.step("an anchor count is used without the margin", async () => {
+    const result = await budget(
+      chat(),
+      options({ backend: failing, anchor: () => 2000, estimate: () => 1 }),
+    );
+    strictEqual(result.source, "usage-anchor");
+    strictEqual(result.maxTokens, W - 2000);
+  });
+  await t.step(
+    "no anchor, an invalid one or a throwing one falls to the estimate",
+    async () => {
+      for (
+        const anchor of [() => undefined, () => -1, () => 1.5, () => {
+          throw new Error("x");
+        }]
+      ) {
+        const result = await budget(
+          chat(),
+          options({ backend: failing, anchor, estimate: () => 10 }),
+        );
+        strictEqual(result.source, "rough-fallback");
+      }
+    },
+  );
+  await t.step("an exact count wins over the anchor", async () => {
+    const result = await budget(chat(), options({ anchor: () => 2000 }));
+    strictEqual(result.source, "fake");
+    strictEqual(result.promptTokens, 1705);
+  });
+});

@@ -6,12 +6,15 @@ import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
-import { ok, rejects, strictEqual } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
+import OpenAI from "openai";
 import * as root from "@incontext/incontext";
 import * as vllm from "@incontext/incontext/vllm";
 import * as config from "@incontext/incontext/config";
 import * as cache from "@incontext/incontext/cache";
 import * as worker from "@incontext/incontext/count-worker";
+import * as fetchEntry from "@incontext/incontext/fetch";
+import * as middleware from "@incontext/incontext/middleware";
 import * as testing from "@incontext/incontext/testing";
 
 const CONTEXT = 65536;
@@ -56,6 +59,7 @@ async function serve(handler) {
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address();
   return {
+    origin: `http://127.0.0.1:${port}`,
     url: `http://127.0.0.1:${port}/tokenize`,
     close() {
       // fetch keeps connections alive; close them so close() can finish.
@@ -96,6 +100,8 @@ test("every entry in exports imports by the package name", () => {
   strictEqual(Object.keys(worker).length, 0);
   strictEqual(typeof testing.createFakeVllmTokenizerHandler, "function");
   strictEqual(typeof testing.FakeBackend, "function");
+  strictEqual(typeof fetchEntry.budgetedFetch, "function");
+  strictEqual(typeof middleware.budgetMiddleware, "function");
 });
 
 test("every entry the installed package.json exports imports under Node", async () => {
@@ -213,4 +219,95 @@ test("an idle worker cache does not keep Node alive", async () => {
   strictEqual(exit.stderr, "");
   strictEqual(exit.code, 0);
   strictEqual(exit.stdout.trim(), "worker_threads");
+});
+
+/** A chat completions upstream: records each body, answers with usage. */
+function chatCompletionsUpstream(bodies) {
+  return async (request) => {
+    const { pathname } = new URL(request.url);
+    if (request.method !== "POST" || pathname !== "/v1/chat/completions") {
+      return new Response("Not Found", { status: 404 });
+    }
+    const body = await request.json();
+    bodies.push(body);
+    return Response.json({
+      id: "chatcmpl-node-proof",
+      object: "chat.completion",
+      created: 1,
+      model: body.model,
+      choices: [{
+        index: 0,
+        message: { role: "assistant", content: "Hello from upstream" },
+        finish_reason: "stop",
+      }],
+      usage: {
+        prompt_tokens: COUNT,
+        completion_tokens: 4,
+        total_tokens: COUNT + 4,
+      },
+    });
+  };
+}
+
+test("budgetedFetch() budgets the real openai SDK's requests under Node", async () => {
+  const fake = testing.createFakeVllmTokenizerHandler({
+    maxModelLen: CONTEXT,
+    countTokens: () => COUNT,
+  });
+  const tokenizer = await serve(fake.handler);
+  const bodies = [];
+  const upstream = await serve(chatCompletionsUpstream(bodies));
+  try {
+    const backend = new vllm.VllmBackend({ url: tokenizer.url, cache: null });
+    const client = new OpenAI({
+      baseURL: `${upstream.origin}/v1`,
+      apiKey: "sk-test",
+      fetch: fetchEntry.budgetedFetch(globalThis.fetch, {
+        window: WINDOW,
+        contextLength: CONTEXT,
+        backend,
+      }),
+      maxRetries: 0,
+    });
+    const completion = await client.chat.completions.create({
+      model: "qwen",
+      max_completion_tokens: CONTEXT,
+      messages: [{ role: "user", content: "hello" }],
+    });
+    strictEqual(completion.choices[0].message.content, "Hello from upstream");
+    strictEqual(completion.usage.prompt_tokens, COUNT);
+    strictEqual(fake.requests.length, 1);
+    strictEqual(fake.requests[0].path, "/tokenize");
+    strictEqual(bodies.length, 1);
+    // The caller's field is kept, its value is the budget, no alias is added.
+    strictEqual(bodies[0].max_completion_tokens, WINDOW - COUNT);
+    strictEqual(bodies[0].max_tokens, undefined);
+    deepStrictEqual(bodies[0].messages, [{ role: "user", content: "hello" }]);
+  } finally {
+    await upstream.close();
+    await tokenizer.close();
+  }
+});
+
+test("budgetMiddleware() budgets a Web Request under Node", async () => {
+  const budgeted = middleware.budgetMiddleware({
+    window: WINDOW,
+    contextLength: CONTEXT,
+    backend: new testing.FakeBackend({ count: COUNT }),
+  });
+  const response = await budgeted(
+    new Request("http://proxy.test/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(chat("hello")),
+    }),
+    async (request) => Response.json(await request.json()),
+  );
+  strictEqual(response.status, 200);
+  strictEqual((await response.json()).max_tokens, WINDOW - COUNT);
+  strictEqual(response.headers.get("x-incontext-action"), "set");
+  strictEqual(
+    response.headers.get("x-incontext-max-tokens"),
+    String(WINDOW - COUNT),
+  );
 });

@@ -29,6 +29,16 @@ import {
 } from "@incontext/incontext/cache";
 import "@incontext/incontext/count-worker";
 import {
+  type BridgeOptions,
+  budgetedFetch,
+  type JsonObject,
+} from "@incontext/incontext/fetch";
+import {
+  type BudgetMiddleware,
+  budgetMiddleware,
+} from "@incontext/incontext/middleware";
+import OpenAI from "openai";
+import {
   createFakeVllmTokenizerHandler,
   FakeBackend,
   type FakeVllmTokenizerHandler,
@@ -89,6 +99,34 @@ export async function doubles(): Promise<string> {
   return `${response.status} ${key}`;
 }
 
+/** Wraps the global fetch; the result must be usable wherever `fetch` is. */
+export function budgetedClient(backend: VllmBackend): OpenAI {
+  const options: BridgeOptions = {
+    window: 55705,
+    contextLength: 65536,
+    backend,
+    onExhausted: "reject",
+    onDecision: (result, kind) => void [result.action, kind],
+  };
+  const wrapped: typeof fetch = budgetedFetch(globalThis.fetch, options);
+  return new OpenAI({
+    baseURL: "http://127.0.0.1:8000/v1",
+    apiKey: "sk-test",
+    fetch: wrapped,
+  });
+}
+
+/** The middleware's shape, with the types its own subpath exports. */
+export function middlewareFor(backend: VllmBackend): BudgetMiddleware {
+  const seen: JsonObject[] = [];
+  return budgetMiddleware({
+    window: 55705,
+    contextLength: 65536,
+    backend,
+    onDecision: (result) => void seen.push(result.request),
+  });
+}
+
 /** Fails to compile if the types were `any`: each line must be an error. */
 export function rejectedByTheTypes(backend: VllmBackend): void {
   // @ts-expect-error: `window` is a number, so the types are real, not `any`.
@@ -96,4 +134,14 @@ export function rejectedByTheTypes(backend: VllmBackend): void {
   // @ts-expect-error: a cache reports only the kinds it can run.
   const kind: CountCacheKind = "worker";
   void kind;
+  const wrapped = budgetedFetch(fetch, {
+    window: 1,
+    contextLength: 2,
+    backend,
+  });
+  // @ts-expect-error: the wrapped fetch takes what fetch takes.
+  void wrapped(42);
+  // @ts-expect-error: only the three exhausted policies exist.
+  const policy: BridgeOptions["onExhausted"] = "drop";
+  void policy;
 }

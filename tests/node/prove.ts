@@ -6,7 +6,8 @@
  * It packs the package with `deno pack` (close to JSR's npm tarball),
  * installs the tarball into a fresh Node project in a temporary folder, runs
  * `consumer.node.mjs` there with `node --test` and type-checks `consumer.ts`
- * with `tsc --noEmit` (strict, module nodenext). It then measures the package
+ * with `tsc --noEmit` (strict, module nodenext). The `openai` SDK is
+ * installed next to it, so `budgetedFetch` is proven under the real client. It then measures the package
  * packed with `--no-source-maps`: the whole package, and per entry in
  * `exports` the `.js` modules that entry reaches, found by Deno's own module
  * graph (`deno info --json` on the packed `.js`) plus any packed `.js` file
@@ -32,6 +33,12 @@ const HERE = new URL("./", import.meta.url);
 /** Pinned so that the proof does not drift; only the npm registry is needed. */
 const TYPESCRIPT = "typescript@5.9.3";
 const NODE_TYPES = "@types/node@20.19.43";
+/**
+ * The real SDK that `budgetedFetch` is proven with, the version deno.json
+ * pins. It declares `engines.node >=22`; npm still installs it on Node 20
+ * (the warning is below `--loglevel=error`) and the proof shows it works there.
+ */
+const OPENAI = "openai@7.59.0";
 
 interface StepResult {
   readonly name: string;
@@ -100,6 +107,7 @@ async function install(project: string, tarball: string): Promise<string> {
     tarball,
     TYPESCRIPT,
     NODE_TYPES,
+    OPENAI,
   ], { cwd: project, timeoutMs: 5 * MINUTE });
   const installed = await readJson(
     `${project}/node_modules/@incontext/incontext/package.json`,
