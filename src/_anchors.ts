@@ -1,0 +1,283 @@
+/**
+ * Usage anchors for growing conversations (Hermes PR #97206): an agent's turn
+ * n+1 sends turn n's messages, the assistant's reply and new messages, and
+ * turn n's response `usage` says exactly what turn n's prompt and reply cost.
+ * So the prompt of turn n+1 is about prompt_n + completion_n + the tokens of
+ * what follows the reply, and only that tail needs counting.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import type { Usage } from "./_usage.ts";
+
+/** Options of {@linkcode AnchorStore}. */
+export interface AnchorStoreOptions {
+  /**
+   * How many anchors are kept; the least recently used goes first.
+   * @default 4096
+   */
+  readonly maxEntries?: number;
+}
+
+/** The anchor a request extends. */
+export interface AnchorMatch {
+  /** Prompt tokens of the anchored request, from its response's usage. */
+  readonly promptTokens: number;
+  /** Tokens of the anchored request's reply, from its response's usage. */
+  readonly completionTokens: number;
+  /** How many leading messages of the new request equal the anchored request's messages. */
+  readonly prefixLength: number;
+}
+
+/** What one recorded request cost. */
+interface Anchor {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+}
+
+const DEFAULT_MAX_ENTRIES = 4096;
+
+/**
+ * A bounded store of anchors, keyed by a hash chain over the canonical
+ * messages of a request (h0 = sha256(model), hi = sha256(hi-1 + canonical(mi))):
+ * a lookup hashes each prefix of the new request once, in one pass over its
+ * bytes, and only the full-prefix key of each recorded request is stored, so
+ * an entry costs a 64-character key and two numbers.
+ */
+export class AnchorStore {
+  readonly #maxEntries: number;
+  /** Anchors by key, least recently used first (a `Map` keeps insertion order). */
+  readonly #anchors = new Map<string, Anchor>();
+
+  /**
+   * Creates an empty store.
+   *
+   * @param options The bound of the store.
+   * @throws {RangeError} When `maxEntries` is not a positive integer.
+   */
+  constructor(options: AnchorStoreOptions = {}) {
+    const maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
+      throw new RangeError(
+        `Cannot create the anchor store as 'maxEntries' must be a positive integer: current value is ${maxEntries}`,
+      );
+    }
+    this.#maxEntries = maxEntries;
+  }
+
+  /** How many anchors the store holds. */
+  get size(): number {
+    return this.#anchors.size;
+  }
+
+  /**
+   * Remembers that `messages`, as sent for `model`, cost `usage`.
+   *
+   * @param model The model the request named.
+   * @param messages The messages of the request, as sent.
+   * @param usage The usage of its response.
+   * @throws {TypeError} When `model` is not a string or `messages` not an array.
+   * @throws {RangeError} When a count of `usage` is not a non-negative integer.
+   */
+  record(model: string, messages: readonly unknown[], usage: Usage): void {
+    checkRequest("record", model, messages);
+    const { promptTokens, completionTokens } = usage;
+    if (!isCount(promptTokens) || !isCount(completionTokens)) {
+      // The counts came from a response body, so they stay out of the message.
+      throw new RangeError(
+        "Cannot record the anchor as 'usage.promptTokens' and 'usage.completionTokens' must be non-negative integers",
+      );
+    }
+    // No conversation, nothing a later request could extend.
+    if (messages.length === 0) return;
+    let key = modelHash(model);
+    for (const message of messages) key = chain(key, message);
+    this.#anchors.delete(key);
+    this.#anchors.set(key, { promptTokens, completionTokens });
+    for (const oldest of this.#anchors.keys()) {
+      if (this.#anchors.size <= this.#maxEntries) break;
+      this.#anchors.delete(oldest);
+    }
+  }
+
+  /**
+   * Finds the anchor of the longest recorded conversation that `messages`
+   * starts with, and marks it as recently used.
+   *
+   * @param model The model the request names.
+   * @param messages The messages of the request.
+   * @returns The anchor and how many messages it covers, or `undefined`.
+   * @throws {TypeError} When `model` is not a string or `messages` not an array.
+   */
+  lookup(
+    model: string,
+    messages: readonly unknown[],
+  ): AnchorMatch | undefined {
+    checkRequest("look up", model, messages);
+    if (this.#anchors.size === 0) return undefined;
+    let key = modelHash(model);
+    let best: { key: string; anchor: Anchor; length: number } | undefined;
+    // Going forward computes each prefix hash once; the last hit is the longest.
+    for (let i = 0; i < messages.length; i++) {
+      key = chain(key, messages[i]);
+      const anchor = this.#anchors.get(key);
+      if (anchor !== undefined) best = { key, anchor, length: i + 1 };
+    }
+    if (best === undefined) return undefined;
+    this.#anchors.delete(best.key);
+    this.#anchors.set(best.key, best.anchor);
+    return { ...best.anchor, prefixLength: best.length };
+  }
+
+  /** Forgets every anchor. */
+  clear(): void {
+    this.#anchors.clear();
+  }
+}
+
+function checkRequest(
+  action: string,
+  model: unknown,
+  messages: unknown,
+): void {
+  if (typeof model !== "string" || !Array.isArray(messages)) {
+    throw new TypeError(
+      `Cannot ${action} the anchor as 'model' must be a string and 'messages' an array`,
+    );
+  }
+}
+
+function isCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function modelHash(model: string): string {
+  return createHash("sha256").update(model).digest("hex");
+}
+
+/** The previous hash has a fixed length, so the concatenation is unambiguous. */
+function chain(previous: string, message: unknown): string {
+  return createHash("sha256").update(previous).update(canonicalMessage(message))
+    .digest("hex");
+}
+
+/**
+ * The canonical JSON of a message, equal for two messages a server renders
+ * alike, so that an SDK that re-serialises an echoed message still matches:
+ *
+ * - object keys are sorted, at every depth;
+ * - properties whose value is `null` or `undefined` are dropped, at every
+ *   depth (`refusal: null`, `audio: null`, `content: null` next to tool calls);
+ * - an empty `tool_calls` array is dropped;
+ * - a tool call's `function.arguments` (also a legacy `function_call` and a
+ *   Responses `function_call` item) that parses as JSON is replaced by the
+ *   parsed value, so `{"a":1}` and `{"a": 1}` match; inside it only keys are
+ *   sorted, since a `null` argument is the model's output; a value that
+ *   parses to a string keeps its text, so `"\"x\""` and `"x"` stay apart;
+ * - `content` made of a single `{type: "text", text}` part equals the string
+ *   `text`;
+ * - every other value is kept as it is.
+ *
+ * @param message A message (or Responses input item) as parsed from JSON.
+ * @returns Its canonical JSON text.
+ */
+export function canonicalMessage(message: unknown): string {
+  return serialize(normalize(message), true);
+}
+
+/** A parsed JSON value whose nulls are data, not serialisation noise. */
+class Parsed {
+  readonly value: unknown;
+  constructor(value: unknown) {
+    this.value = value;
+  }
+}
+
+/** Applies the message-level rules to a shallow copy; each property is read once. */
+function normalize(message: unknown): unknown {
+  if (!isObject(message)) return message;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(message)) copy[key] = message[key];
+  const calls = copy.tool_calls;
+  if (Array.isArray(calls)) {
+    if (calls.length === 0) delete copy.tool_calls;
+    else copy.tool_calls = calls.map(withParsedFunction);
+  }
+  if (isObject(copy.function_call)) {
+    copy.function_call = withParsedArguments(copy.function_call);
+  }
+  if (copy.type === "function_call") return withParsedArguments(copy);
+  const text = singleText(copy.content);
+  if (text !== undefined) copy.content = text;
+  return copy;
+}
+
+function withParsedFunction(call: unknown): unknown {
+  if (!isObject(call) || !isObject(call.function)) return call;
+  return { ...call, function: withParsedArguments(call.function) };
+}
+
+function withParsedArguments(
+  holder: Record<string, unknown>,
+): Record<string, unknown> {
+  const text = holder.arguments;
+  if (typeof text !== "string") return holder;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // Arguments a model cut short or garbled are compared as text.
+    return holder;
+  }
+  return typeof value === "string"
+    ? holder
+    : { ...holder, arguments: new Parsed(value) };
+}
+
+/** The text of content made of one text part, else `undefined`. */
+function singleText(content: unknown): string | undefined {
+  if (!Array.isArray(content) || content.length !== 1) return undefined;
+  const part: unknown = content[0];
+  if (!isObject(part) || part.type !== "text") return undefined;
+  if (typeof part.text !== "string") return undefined;
+  for (const key of Object.keys(part)) {
+    if (key !== "type" && key !== "text" && part[key] != null) return undefined;
+  }
+  return part.text;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** JSON text with sorted keys; `dropNulls` drops null-valued properties. */
+function serialize(value: unknown, dropNulls: boolean): string {
+  if (value instanceof Parsed) return serialize(value.value, false);
+  if (Array.isArray(value)) {
+    return `[${value.map((item) => serialize(item, dropNulls)).join(",")}]`;
+  }
+  if (isObject(value)) return serializeObject(value, dropNulls);
+  if (
+    typeof value === "string" || typeof value === "number" ||
+    typeof value === "boolean"
+  ) {
+    return JSON.stringify(value);
+  }
+  // null, and what JSON cannot hold, which JSON.stringify also writes as null in arrays.
+  return "null";
+}
+
+function serializeObject(
+  value: Record<string, unknown>,
+  dropNulls: boolean,
+): string {
+  const fields: string[] = [];
+  for (const key of Object.keys(value).sort()) {
+    const item = value[key];
+    if (item === undefined || typeof item === "function") continue;
+    if (item === null && dropNulls) continue;
+    fields.push(`${JSON.stringify(key)}:${serialize(item, dropNulls)}`);
+  }
+  return `{${fields.join(",")}}`;
+}
