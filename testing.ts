@@ -46,3 +46,15 @@ export type {
   CountCacheOptions,
   CountCacheStats,
 } from "./src/count_cache.ts";
+export {
+  createFakeUpstreamHandler,
+  serveFakeUpstream,
+} from "./src/fake_upstream.ts";
+export type {
+  FakeUpstream,
+  FakeUpstreamFault,
+  FakeUpstreamFaultMix,
+  FakeUpstreamHandler,
+  FakeUpstreamOptions,
+  FakeUpstreamRequest,
+} from "./src/fake_upstream.ts";
