@@ -14,4 +14,9 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   minOutputTokens: 4096,
   backendModules: Object.freeze([]) as readonly string[],
   cacheEntries: 4096,
+  listen: "127.0.0.1:8787",
+  onExhausted: "clamp",
+  anchorEntries: 4096,
+  anchorTolerance: 0.02,
+  maxRequestBytes: 32 * 1024 * 1024,
 });

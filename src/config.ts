@@ -109,6 +109,41 @@ export interface Config {
    * @default 4096
    */
   readonly cacheEntries: number;
+  /** `INCONTEXT_UPSTREAM_URL`: the proxy's upstream server root, an http(s) URL. */
+  readonly upstreamUrl?: string;
+  /**
+   * `INCONTEXT_LISTEN`: where the proxy listens, `HOST:PORT` (`[::1]:PORT` for IPv6).
+   *
+   * @default "127.0.0.1:8787"
+   */
+  readonly listen: string;
+  /**
+   * `INCONTEXT_ON_EXHAUSTED`: what the proxy does when less than the minimum
+   * output is left: `clamp`, `reject` or `unchanged`.
+   *
+   * @default "clamp"
+   */
+  readonly onExhausted: "clamp" | "reject" | "unchanged";
+  /**
+   * `INCONTEXT_ANCHOR_ENTRIES`: how many conversations' usage anchors the proxy keeps.
+   *
+   * @default 4096
+   */
+  readonly anchorEntries: number;
+  /**
+   * `INCONTEXT_ANCHOR_TOLERANCE`: the fraction (`0.02`) or percentage (`2%`)
+   * by which an exact count may differ from the usage anchor before it is
+   * logged and counted.
+   *
+   * @default 0.02
+   */
+  readonly anchorTolerance: number;
+  /**
+   * `INCONTEXT_MAX_REQUEST_BYTES`: request bodies above this size get a 413.
+   *
+   * @default 33554432 (32 MiB)
+   */
+  readonly maxRequestBytes: number;
 }
 
 /**
@@ -185,6 +220,29 @@ function seconds(): z.ZodType<number, string> {
     );
 }
 
+// HOST:PORT with a port in 1-65535 (0 would pick a random port nobody can find).
+const listenAddress = z.string().superRefine((value, ctx) => {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value);
+  const port = match ? Number(match[2]) : 0;
+  if (port < 1 || port > 65535) {
+    ctx.addIssue({
+      code: "custom",
+      message: "must be HOST:PORT with a port from 1 to 65535",
+    });
+  }
+});
+
+function fraction(): z.ZodType<number, string> {
+  const rule =
+    "must be a fraction in [0, 1) such as 0.02, or a percentage such as 2%";
+  return z.string()
+    .regex(/^(?:\d+\.?\d*|\.\d+)%?$/, { error: rule, abort: true })
+    .transform((v) =>
+      v.endsWith("%") ? Number(v.slice(0, -1)) / 100 : Number(v)
+    )
+    .refine((n) => n >= 0 && n < 1, rule);
+}
+
 const headerValue = z.string().regex(
   HEADER_VALUE,
   "must be a valid HTTP header value",
@@ -256,6 +314,17 @@ const VARIABLES: { readonly [K in Key]: Variable<K> } = {
   contextLength: { name: "INCONTEXT_CONTEXT_LENGTH", schema: integer(1) },
   model: { name: "INCONTEXT_MODEL", schema: z.string() },
   hermesConfig: { name: "INCONTEXT_HERMES_CONFIG", schema: z.string() },
+  upstreamUrl: { name: "INCONTEXT_UPSTREAM_URL", schema: httpUrl },
+  listen: { name: "INCONTEXT_LISTEN", schema: listenAddress },
+  onExhausted: {
+    name: "INCONTEXT_ON_EXHAUSTED",
+    schema: z.enum(["clamp", "reject", "unchanged"], {
+      error: "must be clamp, reject or unchanged",
+    }),
+  },
+  anchorEntries: { name: "INCONTEXT_ANCHOR_ENTRIES", schema: integer(1) },
+  anchorTolerance: { name: "INCONTEXT_ANCHOR_TOLERANCE", schema: fraction() },
+  maxRequestBytes: { name: "INCONTEXT_MAX_REQUEST_BYTES", schema: integer(1) },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES", schema: moduleList },
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES", schema: integer(1) },
 };

@@ -1,4 +1,4 @@
-import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual, throws } from "node:assert/strict";
 import {
   type Config,
   ConfigError as ReExportedConfigError,
@@ -60,6 +60,11 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       minOutputTokens: 4096,
       backendModules: [],
       cacheEntries: 4096,
+      listen: "127.0.0.1:8787",
+      onExhausted: "clamp",
+      anchorEntries: 4096,
+      anchorTolerance: 0.02,
+      maxRequestBytes: 33554432,
     });
   });
   await t.step("leaves the optional values absent, not undefined", () => {
@@ -71,6 +76,7 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
         "contextLength",
         "model",
         "hermesConfig",
+        "upstreamUrl",
       ]
     ) {
       ok(!(key in config), key);
@@ -752,4 +758,55 @@ Deno.test("loadConfig() requires what the selected backend requires", async (t) 
 
 Deno.test("ConfigError is re-exported by the ./config entry", () => {
   strictEqual(ReExportedConfigError, ConfigError);
+});
+
+Deno.test("loadConfig() reads the proxy's variables", async (t) => {
+  await t.step("valid values", () => {
+    const config = loadConfig({
+      ...URL_ENV,
+      INCONTEXT_UPSTREAM_URL: "http://127.0.0.1:8000",
+      INCONTEXT_LISTEN: "[::1]:9000",
+      INCONTEXT_ON_EXHAUSTED: "reject",
+      INCONTEXT_ANCHOR_ENTRIES: "10",
+      INCONTEXT_ANCHOR_TOLERANCE: "5%",
+      INCONTEXT_MAX_REQUEST_BYTES: "1024",
+    });
+    strictEqual(config.upstreamUrl, "http://127.0.0.1:8000");
+    strictEqual(config.listen, "[::1]:9000");
+    strictEqual(config.onExhausted, "reject");
+    strictEqual(config.anchorEntries, 10);
+    strictEqual(config.anchorTolerance, 0.05);
+    strictEqual(config.maxRequestBytes, 1024);
+    strictEqual(
+      loadConfig({ ...URL_ENV, INCONTEXT_ANCHOR_TOLERANCE: "0.1" })
+        .anchorTolerance,
+      0.1,
+    );
+  });
+  await t.step("every bad value is named", () => {
+    throws(
+      () =>
+        loadConfig({
+          ...URL_ENV,
+          INCONTEXT_UPSTREAM_URL: "ftp://x",
+          INCONTEXT_LISTEN: "127.0.0.1:0",
+          INCONTEXT_ON_EXHAUSTED: "drop",
+          INCONTEXT_ANCHOR_ENTRIES: "0",
+          INCONTEXT_ANCHOR_TOLERANCE: "100%",
+          INCONTEXT_MAX_REQUEST_BYTES: "1e6",
+        }),
+      (error: unknown) => {
+        ok(error instanceof ConfigError);
+        deepStrictEqual(error.issues.map((i) => i.variable), [
+          "INCONTEXT_UPSTREAM_URL",
+          "INCONTEXT_LISTEN",
+          "INCONTEXT_ON_EXHAUSTED",
+          "INCONTEXT_ANCHOR_ENTRIES",
+          "INCONTEXT_ANCHOR_TOLERANCE",
+          "INCONTEXT_MAX_REQUEST_BYTES",
+        ]);
+        return true;
+      },
+    );
+  });
 });

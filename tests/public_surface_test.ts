@@ -9,6 +9,7 @@ import * as fetchEntry from "../src/fetch.ts";
 import * as middleware from "../src/middleware.ts";
 import * as preflight from "../src/preflight.ts";
 import * as hermes from "../src/hermes.ts";
+import * as proxy from "../src/proxy.ts";
 
 // A change to the public surface must be deliberate: update this list with it.
 Deno.test("the export entries expose exactly the documented surface", () => {
@@ -23,6 +24,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     middleware,
     preflight,
     hermes,
+    proxy,
   };
   const expected: Record<string, string[]> = {
     root: [
@@ -54,6 +56,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     fetch: ["budgetedFetch"],
     middleware: ["budgetMiddleware"],
     preflight: ["preflight"],
+    proxy: ["createProxyHandler"],
     hermes: [
       "hermesWindow",
       "loadHermesSettings",
@@ -63,7 +66,9 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     testing: [
       "FakeBackend",
       "createCountCacheForTesting",
+      "createFakeUpstreamHandler",
       "createFakeVllmTokenizerHandler",
+      "serveFakeUpstream",
       "serveFakeVllmTokenizer",
       "terminateCountWorkerForTesting",
     ],

@@ -1,0 +1,101 @@
+/** What the proxy remembers: metrics, usage anchors and its last decisions. */
+import type { RequestKind } from "./backend.ts";
+import type { BudgetResult } from "./budget.ts";
+import { Counter, Histogram } from "./_metrics.ts";
+import { AnchorStore } from "./_anchors.ts";
+import type { ProxyOptions } from "./proxy.ts";
+import type { TimedBackend } from "./_timed_backend.ts";
+
+/** The proxy's validated bounds. */
+export interface ProxySettings {
+  readonly upstream: URL;
+  readonly maxRequestBytes: number;
+  readonly anchorEntries: number;
+  readonly anchorTolerance: number;
+  readonly recentDecisions: number;
+}
+
+/** Everything the proxy's parts share. */
+export interface ProxyContext {
+  readonly options: ProxyOptions;
+  readonly settings: ProxySettings;
+  readonly state: ProxyState;
+  readonly backend: TimedBackend;
+}
+
+/** One budget decision as `GET /incontext/context` shows it. */
+export interface DecisionRecord {
+  /** When it was made (ISO 8601). */
+  readonly time: string;
+  /** The endpoint kind: chat, completion or responses. */
+  readonly kind: RequestKind;
+  /** The request's model, or null. */
+  readonly model: string | null;
+  /** set, compress, unchanged. */
+  readonly action: string;
+  /** Where the prompt count came from. */
+  readonly source: string;
+  /** The prompt tokens counted (or estimated). */
+  readonly promptTokens: number | null;
+  /** The prompt size the usage anchor implies, when the conversation has one. */
+  readonly anchorTokens: number | null;
+  /** The cap sent, when one was written. */
+  readonly maxTokens: number | null;
+}
+
+/** Shared, bounded state of one proxy. */
+export class ProxyState {
+  readonly requests = new Counter(
+    "incontext_requests_total",
+    "Requests by route and budget action.",
+  );
+  readonly counts = new Counter(
+    "incontext_counts_total",
+    "Prompt counts by kind: exact, anchor, fallback or none.",
+  );
+  readonly tokenizer = new Histogram(
+    "incontext_tokenizer_seconds",
+    "Time of exact counts (including cache hits), by outcome.",
+  );
+  readonly upstream = new Counter(
+    "incontext_upstream_responses_total",
+    "Upstream responses by status code (0: unreachable).",
+  );
+  readonly disagreements = new Counter(
+    "incontext_anchor_disagreements_total",
+    "Exact counts that differ from the usage anchor by more than the tolerance.",
+  );
+  readonly anchors: AnchorStore;
+  readonly #recent: DecisionRecord[] = [];
+  readonly #keep: number;
+
+  constructor(anchorEntries: number, keepDecisions: number) {
+    this.anchors = new AnchorStore({ maxEntries: anchorEntries });
+    this.#keep = keepDecisions;
+  }
+
+  /** Remembers a decision for `/incontext/context`, dropping the oldest. */
+  remember(record: DecisionRecord): void {
+    this.#recent.push(record);
+    if (this.#recent.length > this.#keep) this.#recent.shift();
+  }
+
+  /** The remembered decisions, newest last. */
+  recent(): readonly DecisionRecord[] {
+    return this.#recent;
+  }
+}
+
+/** The count kind a result's source stands for, for metrics. */
+export function countKind(result: BudgetResult): string {
+  switch (result.source) {
+    case "rough-fallback":
+      return "fallback";
+    case "usage-anchor":
+      return "anchor";
+    case "none":
+      return "none";
+    default:
+      return result.promptTokens === undefined ? "none" : "exact";
+  }
+}

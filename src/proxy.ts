@@ -1,0 +1,368 @@
+/**
+ * The budgeting proxy as a Web handler: an OpenAI-compatible reverse proxy
+ * in front of any upstream (vLLM, llama.cpp, SGLang, TGI, a hosted API). It
+ * budgets `POST /v1/chat/completions`, `/v1/completions` and
+ * `/v1/responses`, streams every response through untouched, learns usage
+ * anchors from responses, and serves `/incontext/healthz`,
+ * `/incontext/metrics` and `/incontext/context`. Serve it with any server
+ * that speaks `Request`/`Response` (`Deno.serve`, Node adapters, Hono).
+ *
+ * @example Serving it with Deno
+ * ```ts ignore
+ * import { VllmBackend } from "@incontext/incontext";
+ * import { createProxyHandler } from "@incontext/incontext/proxy";
+ *
+ * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
+ * const proxy = createProxyHandler({
+ *   upstream: "http://127.0.0.1:8000",
+ *   window: 55705,
+ *   contextLength: 65536,
+ *   backend,
+ * });
+ * Deno.serve({ hostname: "127.0.0.1", port: 8787 }, proxy);
+ * ```
+ *
+ * @module
+ */
+import type { JsonObject, RequestKind } from "./backend.ts";
+import { validateBudgetOptions } from "./budget.ts";
+import type { BridgeOptions } from "./bridge_options.ts";
+import type { CountCache } from "./count_cache.ts";
+import {
+  decide,
+  type Decision,
+  endpointKind,
+  errorResponse,
+  isJsonContentType,
+  withDecisionHeaders,
+} from "./_bridge.ts";
+import { checkHttpUrl } from "./_url.ts";
+import {
+  forwardHeaders,
+  readLimited,
+  responseHeaders,
+  upstreamUrl,
+} from "./_forward.ts";
+import { TimedBackend } from "./_timed_backend.ts";
+import {
+  countKind,
+  type ProxyContext,
+  type ProxySettings,
+  ProxyState,
+} from "./_proxy_state.ts";
+import { anchorEstimate, conversationKey } from "./_proxy_anchor.ts";
+import { ownEndpoint } from "./_proxy_endpoints.ts";
+import { tapUsage } from "./_usage.ts";
+import { effectiveField } from "./_request.ts";
+import { requireInteger } from "./compute.ts";
+import { getLogger } from "@logtape/logtape";
+import { errorType } from "./_error_type.ts";
+
+export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
+// The types ProxyOptions names, so that this entry stands on its own.
+export type {
+  Backend,
+  CapField,
+  CountOptions,
+  JsonObject,
+  OutputFieldOptions,
+  OutputLimitOptions,
+  RequestKind,
+} from "./backend.ts";
+export type {
+  BudgetOptions,
+  BudgetResult,
+  BudgetRoute,
+  BudgetTarget,
+} from "./budget.ts";
+export type { Estimator } from "./estimate.ts";
+export type {
+  CountCache,
+  CountCacheKind,
+  CountCacheStats,
+} from "./count_cache.ts";
+
+const logger = getLogger(["incontext", "proxy"]);
+
+/** Options for {@linkcode createProxyHandler}. */
+export interface ProxyOptions extends BridgeOptions {
+  /** The upstream server's root URL, e.g. `http://127.0.0.1:8000`; request paths are appended. */
+  readonly upstream: string;
+  /**
+   * Request bodies above this many bytes get a 413 before they are read whole.
+   *
+   * @default 33554432 (32 MiB)
+   */
+  readonly maxRequestBytes?: number;
+  /**
+   * How many conversations' usage anchors are kept.
+   *
+   * @default 4096
+   */
+  readonly anchorEntries?: number;
+  /**
+   * An exact count differing from the usage anchor by more than this fraction
+   * is logged and counted in the metrics.
+   *
+   * @default 0.02
+   */
+  readonly anchorTolerance?: number;
+  /**
+   * How many recent decisions `GET /incontext/context` shows.
+   *
+   * @default 50
+   */
+  readonly recentDecisions?: number;
+  /**
+   * The fetch used to reach the upstream.
+   *
+   * @default globalThis.fetch
+   */
+  readonly fetch?: typeof globalThis.fetch;
+  /** The count cache whose hits and misses the metrics report. */
+  readonly cache?: CountCache;
+}
+
+/** The proxy: a named Web handler. */
+export type ProxyHandler = (request: Request) => Promise<Response>;
+
+/**
+ * Creates the budgeting proxy handler.
+ *
+ * @param options The upstream, the budget options and the proxy's bounds.
+ * @returns The handler.
+ * @throws {RangeError} When a budget option or bound is invalid.
+ * @throws {TypeError} When `upstream` is not an http(s) URL.
+ *
+ * @example Budgeting through the proxy
+ * ```ts
+ * import { createProxyHandler } from "@incontext/incontext/proxy";
+ * import { FakeBackend } from "@incontext/incontext/testing";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const proxy = createProxyHandler({
+ *   upstream: "http://upstream.test",
+ *   window: 55705,
+ *   contextLength: 65536,
+ *   backend: new FakeBackend({ count: 5 }),
+ *   fetch: async (input, init) => Response.json({ sent: JSON.parse(String(init?.body)) }),
+ * });
+ * const response = await proxy(new Request("http://proxy.test/v1/chat/completions", {
+ *   method: "POST",
+ *   headers: { "content-type": "application/json" },
+ *   body: JSON.stringify({ messages: [], max_tokens: 65536 }),
+ * }));
+ * strictEqual((await response.json()).sent.max_tokens, 55700);
+ * strictEqual(response.headers.get("x-incontext-action"), "set");
+ * ```
+ */
+export function createProxyHandler(options: ProxyOptions): ProxyHandler {
+  const settings = readSettings(options);
+  const state = new ProxyState(
+    settings.anchorEntries,
+    settings.recentDecisions,
+  );
+  const backend = new TimedBackend(options.backend, (seconds, ok) => {
+    state.tokenizer.observe(seconds, { outcome: ok ? "ok" : "error" });
+  });
+  const bridge: BridgeOptions = { ...options, backend };
+  const context = { options, settings, state, backend };
+  return async function incontextProxy(request) {
+    const url = new URL(request.url);
+    if (url.pathname.startsWith("/incontext/")) {
+      return await ownEndpoint(request, url, context);
+    }
+    const target = upstreamUrl(settings.upstream, url);
+    const kind = request.method === "POST"
+      ? endpointKind(request.url)
+      : undefined;
+    if (
+      kind === undefined ||
+      !isJsonContentType(request.headers.get("content-type"))
+    ) {
+      state.requests.inc({ route: "passthrough", action: "forwarded" });
+      return await forward(request, target, undefined, context);
+    }
+    return await budgeted(request, target, kind, bridge, context);
+  };
+}
+
+function readSettings(options: ProxyOptions): ProxySettings {
+  validateBudgetOptions(options);
+  const rule = typeof options.upstream === "string"
+    ? checkHttpUrl(options.upstream)
+    : "must be a string";
+  if (rule !== undefined) {
+    throw new TypeError(`Cannot create the proxy as 'upstream' ${rule}`);
+  }
+  const {
+    maxRequestBytes = 32 * 1024 * 1024,
+    anchorEntries = 4096,
+    anchorTolerance = 0.02,
+    recentDecisions = 50,
+  } = options;
+  const what = "create the proxy";
+  requireInteger(what, "maxRequestBytes", maxRequestBytes, 1);
+  requireInteger(what, "anchorEntries", anchorEntries, 1);
+  requireInteger(what, "recentDecisions", recentDecisions, 1);
+  if (!(anchorTolerance >= 0 && anchorTolerance < 1)) {
+    throw new RangeError(
+      `Cannot create the proxy as 'anchorTolerance' must be a fraction in [0, 1): current value is ${anchorTolerance}`,
+    );
+  }
+  return {
+    upstream: new URL(options.upstream),
+    maxRequestBytes,
+    anchorEntries,
+    anchorTolerance,
+    recentDecisions,
+  };
+}
+
+async function budgeted(
+  request: Request,
+  target: string,
+  kind: RequestKind,
+  bridge: BridgeOptions,
+  context: ProxyContext,
+): Promise<Response> {
+  const { settings, state } = context;
+  const route = kind;
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  const bytes = declared > settings.maxRequestBytes
+    ? undefined
+    : await readLimited(request.body, settings.maxRequestBytes);
+  if (bytes === undefined) {
+    await request.body?.cancel().catch(() => {});
+    state.requests.inc({ route, action: "too_large" });
+    return errorResponse(
+      413,
+      "request_too_large",
+      `Cannot budget the request as its body exceeds ${settings.maxRequestBytes} bytes; reduce the length of the messages or the size of attached media`,
+    );
+  }
+  const decision = await decide(bytes, kind, {
+    ...bridge,
+    anchor: (parsed) => anchorEstimate(state.anchors, parsed),
+  }, request.signal);
+  if (decision.malformed !== undefined) {
+    state.requests.inc({ route, action: "malformed" });
+    return errorResponse(
+      400,
+      "invalid_json",
+      `Cannot budget the request as ${decision.malformed}`,
+    );
+  }
+  const sent = observe(decision, kind, context);
+  if (decision.reject) {
+    state.requests.inc({ route, action: "rejected" });
+    return withDecisionHeaders(decision.reject, decision);
+  }
+  const response = await forward(
+    request,
+    target,
+    decision.body === undefined ? bytes : decision.body,
+    context,
+  );
+  return withDecisionHeaders(learn(response, kind, sent, context), decision);
+}
+
+/** Counts, cross-checks and remembers a decision; returns the request as sent. */
+function observe(
+  decision: Decision,
+  kind: RequestKind,
+  context: ProxyContext,
+): JsonObject | undefined {
+  const { result } = decision;
+  if (result === undefined) return undefined;
+  const { state, settings } = context;
+  state.requests.inc({ route: kind, action: result.action });
+  state.counts.inc({ kind: countKind(result) });
+  const anchored = kind === "chat"
+    ? anchorEstimate(state.anchors, result.request)
+    : undefined;
+  const exact = countKind(result) === "exact" ? result.promptTokens : undefined;
+  if (anchored !== undefined && exact !== undefined && exact > 0) {
+    const drift = Math.abs(anchored - exact) / exact;
+    if (drift > settings.anchorTolerance) {
+      state.disagreements.inc();
+      logger.warn(
+        "usage anchor disagrees with the exact count: exact={exact} anchor={anchor} source={source}",
+        { exact, anchor: anchored, source: result.source },
+      );
+    }
+  }
+  const model = effectiveField(result.request, "model");
+  state.remember({
+    time: new Date().toISOString(),
+    kind,
+    model: typeof model === "string" ? model.slice(0, 200) : null,
+    action: result.action,
+    source: result.source,
+    promptTokens: result.promptTokens ?? null,
+    anchorTokens: anchored ?? null,
+    maxTokens: decision.maxTokens ?? null,
+  });
+  return decision.sent;
+}
+
+/** Taps a chat response's usage into the anchor store, bytes untouched. */
+function learn(
+  response: Response,
+  kind: RequestKind,
+  sent: JsonObject | undefined,
+  context: ProxyContext,
+): Response {
+  if (kind !== "chat" || sent === undefined || !response.ok || !response.body) {
+    return response;
+  }
+  const key = conversationKey(sent);
+  if (key === undefined) return response;
+  const body = tapUsage(
+    response.body,
+    response.headers.get("content-type"),
+    (usage) => context.state.anchors.record(key.model, key.messages, usage),
+  );
+  return new Response(body, response);
+}
+
+async function forward(
+  request: Request,
+  target: string,
+  body: Uint8Array<ArrayBuffer> | string | undefined,
+  context: ProxyContext,
+): Promise<Response> {
+  const init: RequestInit & { duplex?: "half" } = {
+    method: request.method,
+    headers: forwardHeaders(request.headers, typeof body === "string"),
+    signal: request.signal,
+    redirect: "manual",
+  };
+  if (body !== undefined) init.body = body;
+  else if (request.body !== null) {
+    init.body = request.body;
+    init.duplex = "half";
+  }
+  let response: Response;
+  try {
+    response = await (context.options.fetch ?? fetch)(target, init);
+  } catch (error) {
+    context.state.upstream.inc({ status: "0" });
+    if (request.signal.aborted) return new Response(null, { status: 499 });
+    logger.error("upstream unreachable: error={error}", {
+      error: errorType(error),
+    });
+    return errorResponse(
+      502,
+      "upstream_unreachable",
+      "The upstream server could not be reached through the incontext proxy",
+      "upstream_error",
+    );
+  }
+  context.state.upstream.inc({ status: String(response.status) });
+  return new Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: responseHeaders(response.headers),
+  });
+}

@@ -1,0 +1,406 @@
+import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
+import OpenAI from "openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { generateText } from "ai";
+import { FakeBackend } from "../testing.ts";
+import { C, postJson, proxyFixture, W } from "./_proxy_fixture.ts";
+
+const chat = (content: string) => ({
+  model: "m",
+  messages: [{ role: "user", content }],
+});
+
+Deno.test("the proxy budgets what the openai SDK, the AI SDK and curl send", async (t) => {
+  await using proxy = await proxyFixture();
+  const { upstream } = proxy;
+
+  await t.step(
+    "openai SDK: exact budget, decision headers, usage passed through",
+    async () => {
+      const client = new OpenAI({
+        baseURL: proxy.baseUrl,
+        apiKey: "sk-up",
+        maxRetries: 0,
+      });
+      const { data, response } = await client.chat.completions.create({
+        model: "m",
+        max_tokens: 65536,
+        messages: [{ role: "user", content: "Hello there" }],
+      }).withResponse();
+      const prompt = Number(response.headers.get("x-incontext-prompt-tokens"));
+      strictEqual(response.headers.get("x-incontext-action"), "set");
+      strictEqual(response.headers.get("x-incontext-source"), "vllm-tokenize");
+      strictEqual(prompt, data.usage?.prompt_tokens); // the count is exact
+      strictEqual(
+        Number(response.headers.get("x-incontext-max-tokens")),
+        W - prompt,
+      );
+      const sent = upstream.requests.find((r) =>
+        r.path === "/v1/chat/completions"
+      )!;
+      strictEqual((sent.body as { max_tokens: number }).max_tokens, W - prompt);
+      strictEqual(sent.headers.authorization, "Bearer sk-up");
+      ok(
+        upstream.requests.filter((r) => r.path === "/tokenize").every((r) =>
+          !r.headers.authorization
+        ),
+      );
+    },
+  );
+
+  await t.step(
+    "AI SDK: OpenAI-compatible provider pointed at the proxy",
+    async () => {
+      const provider = createOpenAICompatible({
+        name: "proxy",
+        baseURL: proxy.baseUrl,
+      });
+      const { text } = await generateText({
+        model: provider.chatModel("m"),
+        prompt: "Hi",
+        maxRetries: 0,
+      });
+      ok(text.startsWith("Noted"));
+      const sent = upstream.requests.findLast((r) =>
+        r.path === "/v1/chat/completions"
+      )!;
+      ok((sent.body as { max_tokens: number }).max_tokens > 50_000);
+    },
+  );
+
+  await t.step("curl", async () => {
+    const { code, stdout } = await new Deno.Command("curl", {
+      args: [
+        "-s",
+        "-i",
+        "-H",
+        "content-type: application/json",
+        "-d",
+        JSON.stringify(chat("from curl")),
+        `${proxy.baseUrl}/chat/completions`,
+      ],
+    }).output();
+    strictEqual(code, 0);
+    const text = new TextDecoder().decode(stdout);
+    ok(text.startsWith("HTTP/1.1 200"));
+    ok(/x-incontext-action: set/i.test(text));
+    ok(text.includes('"Noted: 1 messages."'));
+  });
+
+  await t.step("completions and responses are budgeted too", async () => {
+    const client = new OpenAI({
+      baseURL: proxy.baseUrl,
+      apiKey: "-",
+      maxRetries: 0,
+    });
+    await client.completions.create({ model: "m", prompt: "Once" });
+    ok(
+      (upstream.requests.at(-1)!.body as { max_tokens: number }).max_tokens >
+        50_000,
+    );
+    await client.responses.create({ model: "m", input: "Hi" });
+    ok(
+      (upstream.requests.at(-1)!.body as { max_output_tokens: number })
+        .max_output_tokens > 50_000,
+    );
+  });
+});
+
+Deno.test("the proxy streams bytes through untouched, usage included", async (t) => {
+  await using proxy = await proxyFixture();
+  const body = {
+    ...chat("stream me"),
+    max_tokens: 1000,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  await t.step("bytes identical to the upstream's", async () => {
+    // The fake numbers its completions; everything else repeats byte for byte.
+    const numbered = (text: string) =>
+      text.replace(/chatcmpl-fake-\d+/g, "chatcmpl-fake-N");
+    const upstream = await postJson(
+      `${proxy.upstream.baseUrl}/chat/completions`,
+      body,
+    );
+    const direct = await upstream.text();
+    const proxied = await postJson(`${proxy.baseUrl}/chat/completions`, body);
+    const type = proxied.headers.get("content-type");
+    strictEqual(type, upstream.headers.get("content-type"));
+    ok(type?.startsWith("text/event-stream"));
+    strictEqual(numbered(await proxied.text()), numbered(direct));
+    ok(direct.includes('"usage"') && direct.trimEnd().endsWith("data: [DONE]"));
+  });
+  await t.step("the openai SDK sees the final usage chunk", async () => {
+    const client = new OpenAI({
+      baseURL: proxy.baseUrl,
+      apiKey: "-",
+      maxRetries: 0,
+    });
+    const stream = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "stream" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let usage;
+    for await (const chunk of stream) usage = chunk.usage ?? usage;
+    ok(usage && usage.prompt_tokens > 0);
+  });
+  await t.step(
+    "an upstream cut mid-stream ends the client's stream with an error",
+    async () => {
+      proxy.upstream.fault = "cut";
+      const response = await postJson(
+        `${proxy.baseUrl}/chat/completions`,
+        body,
+      );
+      await rejects(response.text());
+      proxy.upstream.fault = "none";
+    },
+  );
+});
+
+Deno.test("the proxy learns usage anchors on a growing conversation", async (t) => {
+  await t.step(
+    "with an exact backend the anchor is a cross-check",
+    async () => {
+      await using proxy = await proxyFixture();
+      const client = new OpenAI({
+        baseURL: proxy.baseUrl,
+        apiKey: "-",
+        maxRetries: 0,
+      });
+      const messages: OpenAI.ChatCompletionMessageParam[] = [];
+      for (let turn = 0; turn < 4; turn++) {
+        messages.push({
+          role: "user",
+          content: `Turn ${turn}: ${"lorem ipsum ".repeat(200)}`,
+        });
+        const reply = await client.chat.completions.create({
+          model: "m",
+          messages,
+        });
+        messages.push({
+          role: "assistant",
+          content: reply.choices[0]!.message.content,
+          refusal: null,
+        });
+      }
+      const context = await (await fetch(`${proxy.url}/incontext/context`))
+        .json();
+      strictEqual(context.window, W);
+      strictEqual(context.decisions.length, 4);
+      strictEqual(context.decisions[0].anchorTokens, null);
+      for (const decision of context.decisions.slice(1)) {
+        ok(
+          Math.abs(decision.anchorTokens - decision.promptTokens) /
+              decision.promptTokens < 0.05,
+        );
+      }
+    },
+  );
+  await t.step(
+    "with a backend that cannot count, the anchor is the count",
+    async () => {
+      await using proxy = await proxyFixture({
+        backend: new FakeBackend({ error: new Error("no count") }),
+      });
+      const first = [{ role: "user", content: "Hello" }];
+      const one = await postJson(`${proxy.baseUrl}/chat/completions`, {
+        model: "m",
+        messages: first,
+      });
+      const { choices, usage } = await one.json();
+      strictEqual(one.headers.get("x-incontext-source"), "rough-fallback");
+      const second = [...first, choices[0].message, {
+        role: "user",
+        content: "More",
+      }];
+      const two = await postJson(`${proxy.baseUrl}/chat/completions`, {
+        model: "m",
+        messages: second,
+      });
+      await two.body?.cancel();
+      strictEqual(two.headers.get("x-incontext-source"), "usage-anchor");
+      const anchored = Number(two.headers.get("x-incontext-prompt-tokens"));
+      strictEqual(anchored, usage.prompt_tokens + usage.completion_tokens + 1); // "More" = 1 token
+    },
+  );
+});
+
+Deno.test("the proxy follows the exhausted policy", async (t) => {
+  const tight = () => new FakeBackend({ count: W - 100 });
+  await t.step("clamp: the hard limit, with action compress", async () => {
+    await using proxy = await proxyFixture({ backend: tight() });
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      ...chat("x"),
+      max_tokens: 65536,
+    });
+    await response.body?.cancel();
+    strictEqual(response.headers.get("x-incontext-action"), "compress");
+    strictEqual(
+      Number(response.headers.get("x-incontext-max-tokens")),
+      C - (W - 100),
+    );
+    strictEqual(
+      (proxy.upstream.requests.at(-1)!.body as { max_tokens: number })
+        .max_tokens,
+      C - (W - 100),
+    );
+  });
+  await t.step(
+    "reject: 400 context_length_exceeded before any upstream call",
+    async () => {
+      await using proxy = await proxyFixture({
+        backend: tight(),
+        onExhausted: "reject",
+      });
+      const response = await postJson(
+        `${proxy.baseUrl}/chat/completions`,
+        chat("x"),
+      );
+      strictEqual(response.status, 400);
+      strictEqual(
+        (await response.json()).error.code,
+        "context_length_exceeded",
+      );
+      strictEqual(proxy.upstream.requests.length, 0);
+    },
+  );
+  await t.step("unchanged: forwarded as is", async () => {
+    await using proxy = await proxyFixture({
+      backend: tight(),
+      onExhausted: "unchanged",
+    });
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      ...chat("x"),
+      max_tokens: 7,
+    });
+    await response.body?.cancel();
+    strictEqual(
+      proxy.upstream.requests.at(-1)!.text,
+      JSON.stringify({ ...chat("x"), max_tokens: 7 }),
+    );
+  });
+});
+
+Deno.test("the proxy refuses what it cannot read, and nothing reaches the upstream", async (t) => {
+  await using proxy = await proxyFixture({ maxRequestBytes: 2048 });
+  await t.step(
+    "413 for a body over the limit, declared or streamed",
+    async () => {
+      const big = { ...chat("x".repeat(4096)) };
+      const declared = await postJson(`${proxy.baseUrl}/chat/completions`, big);
+      strictEqual(declared.status, 413);
+      strictEqual((await declared.json()).error.code, "request_too_large");
+      const streamed = await fetch(`${proxy.baseUrl}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: new Blob([JSON.stringify(big)]).stream(),
+      });
+      strictEqual(streamed.status, 413);
+      await streamed.body?.cancel();
+    },
+  );
+  await t.step("400 for malformed JSON", async () => {
+    const response = await postJson(
+      `${proxy.baseUrl}/chat/completions`,
+      "{nope",
+    );
+    strictEqual(response.status, 400);
+    ok((await response.json()).error.message.includes("not valid JSON"));
+  });
+  strictEqual(proxy.upstream.requests.length, 0);
+  await t.step(
+    "other content types and paths are forwarded untouched",
+    async () => {
+      const models = await (await fetch(`${proxy.baseUrl}/models`)).json();
+      strictEqual(models.data[0].max_model_len, C);
+      const text = await fetch(`${proxy.baseUrl}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "text/plain" },
+        body: "plain",
+      });
+      await text.body?.cancel();
+      strictEqual(proxy.upstream.requests.at(-1)!.text, "plain");
+      strictEqual(text.headers.get("x-incontext-action"), null);
+    },
+  );
+});
+
+Deno.test("the proxy answers 502 when the upstream is down, and reports health", async () => {
+  await using proxy = await proxyFixture();
+  const healthy = await fetch(`${proxy.url}/incontext/healthz`);
+  deepStrictEqual(await healthy.json(), {
+    status: "ok",
+    upstream: "reachable",
+    tokenizer: "reachable",
+  });
+  await proxy.upstream[Symbol.asyncDispose]();
+  const response = await postJson(
+    `${proxy.baseUrl}/chat/completions`,
+    chat("x"),
+  );
+  strictEqual(response.status, 502);
+  const { error } = await response.json();
+  strictEqual(error.code, "upstream_unreachable");
+  const sick = await fetch(`${proxy.url}/incontext/healthz`);
+  strictEqual(sick.status, 503);
+  strictEqual((await sick.json()).upstream, "unreachable");
+});
+
+Deno.test("the proxy serves Prometheus metrics", async () => {
+  await using proxy = await proxyFixture();
+  const response = await postJson(
+    `${proxy.baseUrl}/chat/completions`,
+    chat("x"),
+  );
+  await response.body?.cancel();
+  const text = await (await fetch(`${proxy.url}/incontext/metrics`)).text();
+  ok(text.includes('incontext_requests_total{route="chat",action="set"} 1'));
+  ok(text.includes('incontext_counts_total{kind="exact"} 1'));
+  ok(text.includes('incontext_upstream_responses_total{status="200"} 1'));
+  ok(text.includes("incontext_tokenizer_seconds_bucket"));
+  ok(text.includes("incontext_cache_misses 1"));
+});
+
+Deno.test("the proxy keeps concurrent requests apart", async () => {
+  await using proxy = await proxyFixture();
+  const results = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
+    const messages = Array.from(
+      { length: i + 1 },
+      (_, j) => ({ role: "user", content: `m${j}` }),
+    );
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      model: "m",
+      messages,
+    });
+    return (await response.json()).choices[0].message.content;
+  }));
+  results.forEach((content, i) =>
+    strictEqual(content, `Noted: ${i + 1} messages.`)
+  );
+});
+
+Deno.test("a client abort cancels the upstream request", async () => {
+  await using proxy = await proxyFixture();
+  proxy.upstream.fault = "stall";
+  const controller = new AbortController();
+  const pending = postJson(`${proxy.baseUrl}/chat/completions`, chat("x"), {
+    signal: controller.signal,
+  });
+  while (
+    !proxy.upstream.requests.some((r) => r.path === "/v1/chat/completions")
+  ) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  controller.abort();
+  await rejects(pending);
+  // The proxy's own upstream fetch was aborted: it counts an unreached upstream.
+  let metrics = "";
+  for (let i = 0; i < 400 && !metrics.includes('status="0"} 1'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    metrics = await (await fetch(`${proxy.url}/incontext/metrics`)).text();
+  }
+  ok(metrics.includes('incontext_upstream_responses_total{status="0"} 1'));
+});
