@@ -1,0 +1,172 @@
+/**
+ * The proxy's command line: flags override the environment, which
+ * `loadConfig()` validates; the window may come from a Hermes config.yaml.
+ * Every bad setting is reported in one `ConfigError`.
+ */
+import { parseArgs } from "node:util";
+import { type Config, ConfigError, loadConfig } from "../mod.ts";
+import { loadHermesSettings, resolveWindow } from "../src/hermes.ts";
+import type { ConfigIssue } from "../src/config_error.ts";
+
+/** Flag name -> the variable it overrides. */
+const FLAGS: Record<string, string> = {
+  upstream: "INCONTEXT_UPSTREAM_URL",
+  listen: "INCONTEXT_LISTEN",
+  window: "INCONTEXT_COMPRESSION_WINDOW_TOKENS",
+  "context-length": "INCONTEXT_CONTEXT_LENGTH",
+  model: "INCONTEXT_MODEL",
+  "hermes-config": "INCONTEXT_HERMES_CONFIG",
+  "on-exhausted": "INCONTEXT_ON_EXHAUSTED",
+  "tokenizer-url": "INCONTEXT_TOKENIZER_URL",
+  backend: "INCONTEXT_BACKEND",
+};
+
+export const HELP =
+  `incontext proxy: exact output budgets in front of an OpenAI-compatible server
+
+Usage:
+  deno run -A --config deno.json examples/server.ts [flags]
+
+Flags (each overrides its environment variable):
+  --upstream URL          INCONTEXT_UPSTREAM_URL   upstream server root (required), e.g. http://127.0.0.1:8000
+  --listen HOST:PORT      INCONTEXT_LISTEN         default 127.0.0.1:8787
+  --window N              INCONTEXT_COMPRESSION_WINDOW_TOKENS   compression window W
+  --context-length N      INCONTEXT_CONTEXT_LENGTH served context length (vLLM --max-model-len)
+  --model NAME            INCONTEXT_MODEL          budget only this model's requests
+  --hermes-config PATH    INCONTEXT_HERMES_CONFIG  take W (and the context length) from Hermes' config.yaml
+  --on-exhausted POLICY   INCONTEXT_ON_EXHAUSTED   clamp (default), reject or unchanged
+  --tokenizer-url URL     INCONTEXT_TOKENIZER_URL  vLLM /tokenize URL (required by the vllm backend)
+  --backend NAME          INCONTEXT_BACKEND        default vllm
+  --help                  print this help
+
+Other variables:
+  INCONTEXT_TOKENIZER_API_KEY, INCONTEXT_TOKENIZER_TIMEOUT_SECONDS (30), INCONTEXT_TOKENIZER_USER_AGENT,
+  INCONTEXT_FALLBACK_MARGIN_TOKENS (1024), INCONTEXT_MIN_OUTPUT_TOKENS (4096), INCONTEXT_BACKEND_MODULES,
+  INCONTEXT_CACHE_ENTRIES (4096), INCONTEXT_ANCHOR_ENTRIES (4096), INCONTEXT_ANCHOR_TOLERANCE (2%),
+  INCONTEXT_MAX_REQUEST_BYTES (33554432); legacy HERMES_* aliases as in the README.
+
+Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses are budgeted; every other path is
+forwarded; GET /incontext/healthz, /incontext/metrics, /incontext/context.`;
+
+/** What the server needs, resolved from flags, environment and Hermes. */
+export interface ServerSettings {
+  readonly config: Config;
+  readonly upstream: string;
+  readonly hostname: string;
+  readonly port: number;
+  readonly window: number;
+  readonly contextLength: number;
+}
+
+/**
+ * Resolves the server's settings, or `"help"` for `--help`.
+ *
+ * @throws {ConfigError} Listing every bad flag or variable.
+ */
+export async function resolveServerSettings(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+): Promise<ServerSettings | "help"> {
+  const flags = parseFlags(args);
+  if (flags === "help") return "help";
+  const merged = { ...env };
+  for (const [flag, value] of Object.entries(flags)) {
+    merged[FLAGS[flag]!] = value;
+  }
+  const named = (issue: ConfigIssue): ConfigIssue => {
+    const flag = Object.keys(flags).find((f) => FLAGS[f] === issue.variable);
+    return flag
+      ? { ...issue, variable: `--${flag} (${issue.variable})` }
+      : issue;
+  };
+  let config: Config;
+  try {
+    config = loadConfig(merged);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      throw new ConfigError([...error.issues.map(named), ...missing(merged)]);
+    }
+    throw error;
+  }
+  const issues: ConfigIssue[] = missing(merged);
+  const settings = config.hermesConfig === undefined
+    ? undefined
+    : await gather(issues, () => loadHermesSettings(config.hermesConfig!));
+  const window = await gather(issues, () => resolveWindow(config, settings));
+  const contextLength = config.contextLength ?? settings?.model.contextLength;
+  if (contextLength === undefined) {
+    issues.push({
+      variable: "INCONTEXT_CONTEXT_LENGTH",
+      rule: "is required (or model.context_length in the Hermes config)",
+    });
+  }
+  if (
+    issues.length > 0 || window === undefined || contextLength === undefined
+  ) {
+    throw new ConfigError(issues.map(named));
+  }
+  const [hostname, port] = splitListen(config.listen);
+  return {
+    config,
+    upstream: config.upstreamUrl!,
+    hostname,
+    port,
+    window,
+    contextLength,
+  };
+}
+
+function parseFlags(args: readonly string[]): Record<string, string> | "help" {
+  const options: Record<string, { type: "string" }> = {};
+  for (const flag of Object.keys(FLAGS)) options[flag] = { type: "string" };
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      options: { ...options, help: { type: "boolean" } },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (error) {
+    const rule = error instanceof Error
+      ? error.message.split("\n")[0]!
+      : "invalid";
+    throw new ConfigError([{ variable: "command line", rule }]);
+  }
+  if (parsed.values.help) return "help";
+  const flags: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parsed.values)) {
+    if (typeof value === "string") flags[name] = value;
+  }
+  return flags;
+}
+
+function missing(env: Record<string, string | undefined>): ConfigIssue[] {
+  return env.INCONTEXT_UPSTREAM_URL === undefined
+    ? [{
+      variable: "INCONTEXT_UPSTREAM_URL",
+      rule: "is required (or --upstream)",
+    }]
+    : [];
+}
+
+async function gather<T>(
+  issues: ConfigIssue[],
+  step: () => T | Promise<T>,
+): Promise<T | undefined> {
+  try {
+    return await step();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    issues.push(...error.issues);
+    return undefined;
+  }
+}
+
+function splitListen(listen: string): [string, number] {
+  const at = listen.lastIndexOf(":");
+  return [
+    listen.slice(0, at).replace(/^\[(.*)\]$/, "$1"),
+    Number(listen.slice(at + 1)),
+  ];
+}

@@ -1,0 +1,100 @@
+/**
+ * The incontext proxy server: an OpenAI-compatible reverse proxy that gives
+ * every request exactly the output budget left below the compression window.
+ *
+ *     deno run -A --config deno.json examples/server.ts --upstream http://127.0.0.1:8000
+ *
+ * `--help` lists every flag and variable. SIGTERM or SIGINT stop accepting
+ * connections and let requests in flight finish.
+ */
+import { configure, getConsoleSink, getLogger } from "@logtape/logtape";
+import {
+  backends,
+  ConfigError,
+  loadBackendModules,
+  sharedCountCache,
+} from "../mod.ts";
+import { createProxyHandler } from "../src/proxy.ts";
+import { HELP, resolveServerSettings } from "./_cli.ts";
+
+await configure({
+  sinks: { console: getConsoleSink() },
+  loggers: [
+    { category: ["incontext"], lowestLevel: "info", sinks: ["console"] },
+    {
+      category: ["logtape", "meta"],
+      lowestLevel: "warning",
+      sinks: ["console"],
+    },
+  ],
+});
+const logger = getLogger(["incontext", "server"]);
+
+let settings;
+try {
+  settings = await resolveServerSettings(Deno.args, Deno.env.toObject());
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error("incontext: invalid configuration");
+  for (const issue of error.issues) {
+    console.error(`  ${issue.variable} ${issue.rule}`);
+  }
+  console.error("Run with --help for every flag and variable.");
+  Deno.exit(2);
+}
+if (settings === "help") {
+  console.log(HELP);
+  Deno.exit(0);
+}
+
+const { config } = settings;
+await loadBackendModules(config.backendModules, {
+  importModule: (specifier) => import(specifier),
+});
+const backend = backends.one(config.backend, config);
+const cache = sharedCountCache({ maxEntries: config.cacheEntries });
+const handler = createProxyHandler({
+  upstream: settings.upstream,
+  window: settings.window,
+  contextLength: settings.contextLength,
+  backend,
+  fallbackMarginTokens: config.fallbackMarginTokens,
+  minOutputTokens: config.minOutputTokens,
+  onExhausted: config.onExhausted,
+  anchorEntries: config.anchorEntries,
+  anchorTolerance: config.anchorTolerance,
+  maxRequestBytes: config.maxRequestBytes,
+  cache,
+  ...(config.model === undefined ? {} : { route: { model: config.model } }),
+});
+
+const server = Deno.serve({
+  hostname: settings.hostname,
+  port: settings.port,
+  onListen: ({ hostname, port }) => {
+    const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+    console.log(
+      `incontext proxy listening on http://${host}:${port}: window=${settings.window} context_length=${settings.contextLength} backend=${backend.source}`,
+    );
+  },
+  // A stream the upstream cut mid-way ends the client's stream; log its type only.
+  onError: (error) => {
+    logger.warn("response stream failed: error={error}", {
+      error: error instanceof Error ? error.name : typeof error,
+    });
+    return new Response(null, { status: 502 });
+  },
+}, handler);
+
+let stopping = false;
+async function stop(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info("stopping: finishing requests in flight");
+  await server.shutdown();
+  await cache[Symbol.asyncDispose]();
+}
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  Deno.addSignalListener(signal, () => void stop());
+}
+await server.finished;
