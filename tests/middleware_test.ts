@@ -1,4 +1,5 @@
 import { ok, strictEqual } from "node:assert/strict";
+import { Hono } from "hono";
 import OpenAI from "openai";
 import { budgetMiddleware } from "../src/middleware.ts";
 import { FakeBackend } from "../testing.ts";
@@ -135,4 +136,33 @@ Deno.test("budgetMiddleware() answers the reject policy itself", async () => {
   strictEqual(response.status, 400);
   strictEqual(response.headers.get("x-incontext-action"), "compress");
   strictEqual((await response.json()).error.code, "context_length_exceeded");
+});
+
+Deno.test("budgetMiddleware() runs inside a Hono app", async () => {
+  await using upstream = serveUpstream();
+  const middleware = budgetMiddleware({
+    window: W,
+    contextLength: C,
+    backend: new FakeBackend({ count: 5 }),
+  });
+  const forward = (request: Request) => {
+    const url = new URL(request.url);
+    return fetch(
+      new Request(
+        `${upstream.baseUrl.replace(/\/v1$/, "")}${url.pathname}`,
+        request,
+      ),
+    );
+  };
+  const app = new Hono();
+  app.all("*", (c) => middleware(c.req.raw, forward));
+  const response = await app.request("/v1/chat/completions", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "Hi" }] }),
+  });
+  strictEqual(response.status, 200);
+  strictEqual(response.headers.get("x-incontext-action"), "set");
+  await response.body?.cancel();
+  strictEqual(JSON.parse(upstream.received.at(-1)!.text).max_tokens, W - 5);
 });
