@@ -1,6 +1,6 @@
 /**
  * Turns a chat completions request into the body of vLLM's `POST /tokenize`
- * (chat form), and decides what that endpoint cannot count.
+ * (chat form), decides what that endpoint cannot count, and bounds its answer.
  *
  * Every field is read as the server would see it: OpenAI SDKs merge
  * `extra_body` shallowly into the request body, so an `extra_body` value wins
@@ -221,4 +221,17 @@ export function isMultimodal(request: JsonObject): boolean {
       !isJsonObject(part) || part.type !== "text"
     )
   );
+}
+
+/**
+ * The largest `/tokenize` answer worth reading, in bytes: 64 KiB for the
+ * count and framing, plus 16 bytes per context token, since vLLM lists every
+ * token id of the prompt (6 digits and a comma for vocabularies below a
+ * million). Anything larger is a broken or hostile server, not a count.
+ *
+ * @param contextLength The served context length, in tokens.
+ * @returns The cap in bytes.
+ */
+export function maxTokenizeResponseBytes(contextLength: number): number {
+  return 64 * 1024 + 16 * contextLength;
 }

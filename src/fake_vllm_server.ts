@@ -6,6 +6,8 @@
  * @module
  */
 
+import { maxTokenizeResponseBytes } from "./_vllm_payload.ts";
+
 /** A JSON object, as the fake parses a request body. */
 type JsonBody = { readonly [key: string]: unknown };
 
@@ -13,15 +15,28 @@ type JsonBody = { readonly [key: string]: unknown };
  * How the fake fails. `"none"` answers normally; `"refused"` points the URL
  * at a closed port (the handler's `fetch` rejects with a `TypeError`);
  * `"slow"` holds each request until the fake is released or disposed (through
- * the handler's `fetch`, also until the request aborts); the others answer HTTP 500, a body that is not JSON or not an
- * object, or an object whose `count` or `max_model_len` is wrong.
+ * the handler's `fetch`, also until the request aborts); `"stalled"` sends
+ * the headers and the first half of the body, then holds the rest the same
+ * way and breaks off; `"reset"` sends the headers and the first half of the
+ * body, then breaks off the connection; `"oversized"` streams a valid answer
+ * whose token list passes 64 KiB + 16 bytes per `maxModelLen` token (the size
+ * cap of `VllmBackend`); `"truncated-json"` sends the first half of a valid
+ * answer as a complete response; the others answer HTTP 429, 500 or 503, a
+ * body that is not JSON or not an object, or an object whose `count` or
+ * `max_model_len` is wrong.
  */
 export type FakeVllmFault =
   | "none"
   | "refused"
   | "slow"
+  | "stalled"
+  | "reset"
+  | "oversized"
+  | "http-429"
   | "http-500"
+  | "http-503"
   | "non-json"
+  | "truncated-json"
   | "non-object"
   | "invalid-count"
   | "missing-count"
@@ -34,8 +49,14 @@ const FAULTS: ReadonlySet<string> = new Set<FakeVllmFault>([
   "none",
   "refused",
   "slow",
+  "stalled",
+  "reset",
+  "oversized",
+  "http-429",
   "http-500",
+  "http-503",
   "non-json",
+  "truncated-json",
   "non-object",
   "invalid-count",
   "missing-count",
@@ -181,7 +202,7 @@ export function createFakeVllmTokenizerHandler(
     if (path !== "/tokenize") return errorResponse(404, "Not Found");
     const counted = countBody(body, countTokens);
     if (typeof counted === "string") return errorResponse(400, counted);
-    return answer(fault, counted, maxModelLen, text);
+    return answer(fault, counted, maxModelLen, text, hold);
   }
 
   // A server's request.signal is left alone: Deno.serve warns about listeners on it.
@@ -356,6 +377,7 @@ function answer(
   count: number,
   maxModelLen: number,
   text: string,
+  hold: AbortSignal[],
 ): Response {
   const shown = Number.isSafeInteger(count) && count > 0
     ? Math.min(count, MAX_TOKENS_SHOWN)
@@ -365,7 +387,13 @@ function answer(
     (_, index) => (index * 7919) % 32000 + 1,
   );
   const ok = { count, max_model_len: maxModelLen, tokens, token_strs: null };
+  const broken = brokenBody(fault, ok, hold);
+  if (broken !== undefined) return broken;
   switch (fault) {
+    case "http-429":
+      return errorResponse(429, "Too many requests: retry later");
+    case "http-503":
+      return errorResponse(503, "The engine is not ready");
     case "http-500":
       // Real servers echo input in errors; the echo lets tests prove it never leaks.
       return errorResponse(
@@ -400,6 +428,65 @@ function answer(
     default:
       return Response.json(ok);
   }
+}
+
+/** The faults that break the body itself, or undefined for the others. */
+function brokenBody(
+  fault: FakeVllmFault,
+  ok: { readonly count: number; readonly max_model_len: number },
+  hold: AbortSignal[],
+): Response | undefined {
+  switch (fault) {
+    case "truncated-json":
+      return new Response(firstHalf(ok), { headers: JSON_HEADERS });
+    case "reset":
+      return streamed(firstHalf(ok), () => {
+        throw new Error("The fake vLLM tokenizer reset the connection");
+      });
+    case "stalled":
+      return streamed(firstHalf(ok), async () => {
+        await released(hold);
+        throw new Error("The fake vLLM tokenizer broke off a stalled answer");
+      });
+    case "oversized": {
+      // 7 bytes per id ("151643,"): enough ids to pass the cap by themselves.
+      const ids = Math.ceil(maxTokenizeResponseBytes(ok.max_model_len) / 7);
+      const head = `{"count":${ok.count},"max_model_len":${ok.max_model_len}`;
+      return streamed(
+        `${head},"tokens":[${"151643,".repeat(ids)}151643],"token_strs":null}`,
+      );
+    }
+    default:
+      return undefined;
+  }
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+/** The first half of an object's JSON: it lacks the closing brace, so it never parses. */
+function firstHalf(value: object): string {
+  const json = JSON.stringify(value);
+  return json.slice(0, Math.floor(json.length / 2));
+}
+
+/**
+ * `text` as a chunked body with no length, in 64 KiB parts, then `end`:
+ * when it throws, the body errors and the server breaks off the connection.
+ */
+function streamed(text: string, end?: () => unknown): Response {
+  const bytes = new TextEncoder().encode(text);
+  let offset = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (offset < bytes.length) {
+        controller.enqueue(bytes.subarray(offset, offset += 65_536));
+        return;
+      }
+      await end?.();
+      controller.close();
+    },
+  });
+  return new Response(body, { headers: JSON_HEADERS });
 }
 
 function errorResponse(status: number, message: string): Response {

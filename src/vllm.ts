@@ -39,6 +39,7 @@ import { checkHttpUrl } from "./_url.ts";
 import { isJsonObject } from "./_request.ts";
 import { responsesToChat } from "./_responses.ts";
 import { errorType } from "./_error_type.ts";
+import { type Deadline, startDeadline } from "./_deadline.ts";
 import { VERSION } from "./version.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import {
@@ -46,9 +47,11 @@ import {
   buildCompletionPayload,
   buildTokenizePayload,
   isMultimodal,
+  maxTokenizeResponseBytes,
   transferredPromptLength,
   truncationLimit,
 } from "./_vllm_payload.ts";
+import { readLimited } from "./_forward.ts";
 
 // The types VllmBackend's API names, so that this entry stands on its own.
 export type {
@@ -193,7 +196,8 @@ export class VllmBackend extends Backend {
    * for text-only prompts.
    * @throws {RangeError} If `options.contextLength` is not a positive integer.
    * @throws {CountError} On every counting failure: a request `/tokenize`
-   * cannot mirror, a network error, a timeout, an abort, or an invalid answer.
+   * cannot mirror, a network error, a timeout, an abort, an invalid answer,
+   * or an answer over 64 KiB + 16 bytes per context token (read no further).
    *
    * @example Failing on purpose
    * ```ts
@@ -385,35 +389,48 @@ export class VllmBackend extends Backend {
         { cause: error },
       );
     }
-    const post = (): Promise<number> => this.#post(json, contextLength, signal);
     const cache = this.#resolveCache();
-    if (cache === null) return await post();
-    // The URL joins the key (hashed, never stored) so that two servers never share counts.
-    const key = await countCacheKey(
-      `${this.source} ${this.#url}`,
-      contextLength,
-      json,
+    // One deadline covers the whole count: waiting on another caller's
+    // identical count in the cache too, so every caller keeps its own limit.
+    const deadline = startDeadline(
+      Math.min(Math.ceil(this.#timeoutSeconds * 1000), MAX_TIMEOUT_MS),
+      signal,
     );
+    const post = (): Promise<number> =>
+      this.#post(json, contextLength, deadline, signal);
     try {
-      return await cache.getOrCount(key, post, signal);
+      if (cache === null) return await post();
+      // The URL joins the key (hashed, never stored) so that two servers never share counts.
+      const key = await countCacheKey(
+        `${this.source} ${this.#url}`,
+        contextLength,
+        json,
+      );
+      return await cache.getOrCount(key, post, deadline.signal);
     } catch (error) {
-      if (signal?.aborted && error === signal.reason) throw abortError(error);
+      if (error instanceof CountError) throw error;
+      if (signal?.aborted) throw abortError(error);
+      if (deadline.expired) throw this.#timeoutError(error);
       throw error;
+    } finally {
+      deadline.clear();
     }
+  }
+
+  #timeoutError(cause: unknown): CountError {
+    return new CountError(
+      `vLLM /tokenize did not answer within ${this.#timeoutSeconds} s`,
+      { cause },
+    );
   }
 
   async #post(
     json: string,
     contextLength: number,
+    deadline: Deadline,
     signal: AbortSignal | undefined,
   ): Promise<number> {
     if (signal?.aborted) throw abortError(signal.reason);
-    const timeout = AbortSignal.timeout(
-      Math.min(Math.ceil(this.#timeoutSeconds * 1000), MAX_TIMEOUT_MS),
-    );
-    const combined = signal === undefined
-      ? timeout
-      : AbortSignal.any([signal, timeout]);
     const fetch = this.#fetch ?? globalThis.fetch;
     let text: string;
     try {
@@ -421,23 +438,21 @@ export class VllmBackend extends Backend {
         method: "POST",
         headers: this.#headers,
         body: json,
-        signal: combined,
+        signal: deadline.signal,
       });
       if (!response.ok) {
         // The body is never read: it may echo the prompt. Cancelling frees the connection.
         await response.body?.cancel().catch(() => {});
         throw new CountError(`vLLM /tokenize answered HTTP ${response.status}`);
       }
-      text = await response.text();
+      text = await readCapped(
+        response,
+        maxTokenizeResponseBytes(contextLength),
+      );
     } catch (error) {
       if (error instanceof CountError) throw error;
       if (signal?.aborted) throw abortError(error);
-      if (timeout.aborted) {
-        throw new CountError(
-          `vLLM /tokenize did not answer within ${this.#timeoutSeconds} s`,
-          { cause: error },
-        );
-      }
+      if (deadline.expired) throw this.#timeoutError(error);
       throw new CountError(
         `vLLM /tokenize request failed: ${errorType(error)}`,
         { cause: error },
@@ -456,6 +471,23 @@ function tokenizePayload(
   const chat = kind === "responses" ? responsesToChat(request) : request;
   assertMirrorable(chat);
   return buildTokenizePayload(chat);
+}
+
+/**
+ * The body as text, read as a stream: a server that answers without end (or
+ * with a huge token list) fails the count once past `limit` bytes, and the
+ * rest is cancelled unread.
+ */
+async function readCapped(response: Response, limit: number): Promise<string> {
+  const tooLarge = () =>
+    new CountError(`vLLM /tokenize answered more than ${limit} bytes`);
+  if (Number(response.headers.get("content-length")) > limit) {
+    await response.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  const bytes = await readLimited(response.body, limit);
+  if (bytes === undefined) throw tooLarge();
+  return new TextDecoder().decode(bytes);
 }
 
 function readCount(text: string, contextLength: number): number {

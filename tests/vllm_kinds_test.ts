@@ -1,6 +1,9 @@
 import { deepStrictEqual, rejects, strictEqual } from "node:assert/strict";
-import { CountError, VllmBackend } from "../mod.ts";
-import { createFakeVllmTokenizerHandler } from "../testing.ts";
+import { CountError, createCountCache, VllmBackend } from "../mod.ts";
+import {
+  createFakeVllmTokenizerHandler,
+  serveFakeVllmTokenizer,
+} from "../testing.ts";
 
 function setup() {
   const fake = createFakeVllmTokenizerHandler({
@@ -197,4 +200,41 @@ Deno.test("VllmBackend.outputBudgetField() writes max_output_tokens for Response
     backend.outputBudgetField("max_output_tokens", { kind: "completion" }),
     "max_tokens",
   );
+});
+
+Deno.test("VllmBackend.count() keeps its own timeout while it waits on another caller's count", async () => {
+  await using cache = createCountCache({ inProcess: true });
+  const server = await serveFakeVllmTokenizer({
+    maxModelLen: 8192,
+    fault: "slow",
+  });
+  const patient = new VllmBackend({
+    url: server.url,
+    cache,
+    timeoutSeconds: 30,
+  });
+  const hasty = new VllmBackend({
+    url: server.url,
+    cache,
+    timeoutSeconds: 0.1,
+  });
+  const request = { messages: [{ role: "user", content: "same" }] };
+  const first = patient.count(request, { contextLength: 8192 }).then(
+    () => "patient",
+    () => "patient",
+  );
+  while (server.requests.length === 0) {
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  const second = hasty.count(request, { contextLength: 8192 }).then(
+    () => "hasty resolved",
+    (error) => `hasty: ${error.message}`,
+  );
+  strictEqual(
+    await Promise.race([first, second]),
+    "hasty: vLLM /tokenize did not answer within 0.1 s",
+  );
+  strictEqual(server.requests.length, 1); // it waited on the same count, and gave up on its own
+  await server[Symbol.asyncDispose]();
+  await first;
 });
