@@ -43,7 +43,10 @@ Other variables:
   INCONTEXT_TOKENIZER_API_KEY, INCONTEXT_TOKENIZER_TIMEOUT_SECONDS (30), INCONTEXT_TOKENIZER_USER_AGENT,
   INCONTEXT_FALLBACK_MARGIN_TOKENS (1024), INCONTEXT_MIN_OUTPUT_TOKENS (4096), INCONTEXT_BACKEND_MODULES,
   INCONTEXT_CACHE_ENTRIES (4096), INCONTEXT_ANCHOR_ENTRIES (4096), INCONTEXT_ANCHOR_TOLERANCE (2%),
-  INCONTEXT_MAX_REQUEST_BYTES (33554432); legacy HERMES_* aliases as in the README.
+  INCONTEXT_MAX_REQUEST_BYTES (33554432), INCONTEXT_UPSTREAM_TIMEOUT_SECONDS (600: time to response headers),
+  INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS (600: longest wait for the next body bytes),
+  INCONTEXT_SHUTDOWN_GRACE_SECONDS (30: after SIGTERM, time for requests in flight); legacy HERMES_* aliases
+  as in the README.
 
 Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses are budgeted; every other path is
 forwarded; GET /incontext/healthz, /incontext/metrics, /incontext/context.`;

@@ -5,7 +5,8 @@
  *     deno run -A --config deno.json examples/server.ts --upstream http://127.0.0.1:8000
  *
  * `--help` lists every flag and variable. SIGTERM or SIGINT stop accepting
- * connections and let requests in flight finish.
+ * connections and let requests in flight finish; those still running after
+ * INCONTEXT_SHUTDOWN_GRACE_SECONDS are ended.
  */
 import { configure, getConsoleSink, getLogger } from "@logtape/logtape";
 import {
@@ -53,6 +54,8 @@ await loadBackendModules(config.backendModules, {
 });
 const backend = backends.one(config.backend, config);
 const cache = sharedCountCache({ maxEntries: config.cacheEntries });
+// Aborted when the shutdown grace period is over: it ends what is still in flight.
+const graceOver = new AbortController();
 const handler = createProxyHandler({
   upstream: settings.upstream,
   window: settings.window,
@@ -64,6 +67,9 @@ const handler = createProxyHandler({
   anchorEntries: config.anchorEntries,
   anchorTolerance: config.anchorTolerance,
   maxRequestBytes: config.maxRequestBytes,
+  upstreamTimeoutSeconds: config.upstreamTimeoutSeconds,
+  upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
+  signal: graceOver.signal,
   cache,
   ...(config.model === undefined ? {} : { route: { model: config.model } }),
 });
@@ -91,7 +97,17 @@ async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
   logger.info("stopping: finishing requests in flight");
+  // shutdown() waits for every response to end; after the grace period the
+  // proxy's signal ends the upstream requests behind the ones left, so it
+  // returns. (Aborting Deno.serve's own signal after shutdown() throws.)
+  const timer = setTimeout(() => {
+    logger.warn("grace period of {seconds} s over: ending requests in flight", {
+      seconds: config.shutdownGraceSeconds,
+    });
+    graceOver.abort();
+  }, config.shutdownGraceSeconds * 1000);
   await server.shutdown();
+  clearTimeout(timer);
   await cache[Symbol.asyncDispose]();
 }
 for (const signal of ["SIGTERM", "SIGINT"] as const) {

@@ -197,7 +197,10 @@ class Parsed {
 /** Applies the message-level rules to a shallow copy; each property is read once. */
 function normalize(message: unknown): unknown {
   if (!isObject(message)) return message;
-  const copy: Record<string, unknown> = {};
+  // No prototype, so that a parsed "__proto__" key stays an own property of
+  // the copy (it would set the copy's prototype on a plain object, hiding the
+  // key from the canonical form and lending its fields to the message).
+  const copy: Record<string, unknown> = Object.create(null);
   for (const key of Object.keys(message)) copy[key] = message[key];
   const calls = copy.tool_calls;
   if (Array.isArray(calls)) {

@@ -8,6 +8,9 @@ import { budget, type BudgetResult } from "./budget.ts";
 import type { BridgeOptions } from "./bridge_options.ts";
 import { writeCap } from "./_caps.ts";
 import { isJsonObject } from "./_request.ts";
+import { getLogger } from "@logtape/logtape";
+
+const logger = getLogger(["incontext", "bridge"]);
 
 /** What a bridge does with one request body. */
 export interface Decision {
@@ -63,9 +66,11 @@ export async function decide(
   options: BridgeOptions,
   signal?: AbortSignal,
 ): Promise<Decision> {
+  let text: string;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(strictUtf8.decode(bytes));
+    text = strictUtf8.decode(bytes);
+    parsed = JSON.parse(text);
   } catch (error) {
     return {
       malformed: error instanceof SyntaxError
@@ -81,12 +86,141 @@ export async function decide(
     kind,
     ...(signal ? { signal } : {}),
   });
+  const decision = serialized(exhaust(parsed, result, options), parsed, text);
   try {
-    options.onDecision?.(result, kind);
+    options.onDecision?.(decision.result ?? result, kind);
   } catch {
     // An observer's failure must not change what is sent.
   }
-  return exhaust(parsed, result, options);
+  return decision;
+}
+
+/**
+ * Gives a rewritten request its body, unless writing it again would alter
+ * more than its cap or cannot be done: then the original bytes go on
+ * unbudgeted, and the decision says so.
+ */
+function serialized(
+  decision: Decision,
+  request: JsonObject,
+  text: string,
+): Decision {
+  const { result, sent } = decision;
+  if (result === undefined || sent === undefined || sent === request) {
+    return decision;
+  }
+  if (holdsUnsafeNumber(request) && !numbersSurviveRewrite(text)) {
+    return keepBytes(
+      request,
+      result,
+      "the body holds a number JavaScript cannot hold exactly (an integer beyond 2^53 or a value beyond a double)",
+    );
+  }
+  try {
+    return { ...decision, body: JSON.stringify(sent) };
+  } catch {
+    // V8 serialises deep nesting recursively once a copy has lost its fast
+    // shape (a deleted cap): 10,000 levels parse, yet overflow the stack here.
+    return keepBytes(
+      request,
+      result,
+      "the body is nested too deeply to write again",
+    );
+  }
+}
+
+/** The decision to send the body as it came, unbudgeted, and why. */
+function keepBytes(
+  request: JsonObject,
+  result: BudgetResult,
+  why: string,
+): Decision {
+  logger.warn("request left unchanged as {why}: source={source}", {
+    why,
+    source: result.source,
+  });
+  const { maxTokens: _, field: __, ...rest } = result;
+  return {
+    result: {
+      ...rest,
+      action: "unchanged",
+      request,
+      reason: `${result.source}: left unchanged as ${why}`,
+    },
+    sent: request,
+  };
+}
+
+/**
+ * Whether a parsed value holds a number its literal may not have meant: an
+ * infinity (a literal beyond a double) or an integer beyond 2^53. Walking
+ * the parsed values costs far less than scanning the text, which only these
+ * rare bodies need.
+ */
+function holdsUnsafeNumber(value: unknown): boolean {
+  // A stack, not recursion: the body may nest deeper than the call stack.
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === "number") {
+      if (!Number.isFinite(item) || Math.abs(item) > Number.MAX_SAFE_INTEGER) {
+        return true;
+      }
+    } else if (typeof item === "object" && item !== null) {
+      for (const child of Object.values(item)) {
+        if (typeof child === "object" || typeof child === "number") {
+          stack.push(child);
+        }
+      }
+    }
+  }
+  return false;
+}
+
+const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+
+/**
+ * Whether `text` survives `JSON.parse` + `JSON.stringify` with every number's
+ * value intact, as a server in Python or Go reads it. JavaScript numbers are
+ * doubles: an integer beyond 2^53 (a 64-bit `seed`) comes back as another
+ * integer, and a literal beyond a double (`1e400`) as `null`. Floats in range
+ * are safe: the server reads both spellings as the same double.
+ *
+ * @param text A valid JSON text.
+ */
+export function numbersSurviveRewrite(text: string): boolean {
+  // A scan, not a regular expression over strings: V8 runs out of stack on
+  // long strings of escapes. Strings are skipped with indexOf.
+  for (let i = 0; i < text.length;) {
+    const code = text.charCodeAt(i);
+    if (code === 0x22) {
+      i = stringEnd(text, i + 1);
+    } else if (code === 0x2d || (code >= 0x30 && code <= 0x39)) {
+      NUMBER.lastIndex = i;
+      const literal = NUMBER.exec(text)?.[0] ?? text[i]!;
+      if (!numberSurvives(literal)) return false;
+      i += literal.length;
+    } else i++;
+  }
+  return true;
+}
+
+/** The index after the quote that closes the string whose body starts at `from`. */
+function stringEnd(text: string, from: number): number {
+  for (let i = from;;) {
+    const quote = text.indexOf('"', i);
+    if (quote === -1) return text.length;
+    let slashes = 0;
+    while (text.charCodeAt(quote - 1 - slashes) === 0x5c) slashes++;
+    if (slashes % 2 === 0) return quote + 1;
+    i = quote + 1;
+  }
+}
+
+function numberSurvives(literal: string): boolean {
+  const value = Number(literal);
+  if (/[.eE]/.test(literal)) return Number.isFinite(value);
+  return JSON.stringify(value) === literal || literal === "-0";
 }
 
 function exhaust(
@@ -99,7 +233,6 @@ function exhaust(
     return {
       result,
       sent: result.request,
-      body: JSON.stringify(result.request),
       ...(maxTokens === undefined ? {} : { maxTokens }),
     };
   }
@@ -110,7 +243,7 @@ function exhaust(
   const { hardLimitTokens: hard, field } = result;
   if (policy === "clamp" && hard !== undefined && hard >= 2 && field) {
     const sent = writeCap(request, field, hard);
-    return { result, sent, body: JSON.stringify(sent), maxTokens: hard };
+    return { result, sent, maxTokens: hard };
   }
   return { result, reject: contextLengthExceeded(result, options) };
 }

@@ -19,4 +19,7 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   anchorEntries: 4096,
   anchorTolerance: 0.02,
   maxRequestBytes: 32 * 1024 * 1024,
+  upstreamTimeoutSeconds: 600,
+  upstreamIdleTimeoutSeconds: 600,
+  shutdownGraceSeconds: 30,
 });

@@ -31,7 +31,8 @@ export function conversationKey(
  * The prompt size a usage anchor implies for `request` (Hermes' rule): the
  * anchored turn's prompt tokens, plus its completion tokens when the next
  * message is that turn's assistant reply, plus a rough estimate of the
- * messages appended after. Undefined when no anchored conversation matches.
+ * messages appended after. Undefined when no anchored conversation matches,
+ * and for a conversation nested too deeply to hash; never throws for content.
  */
 export function anchorEstimate(
   store: AnchorStore,
@@ -39,7 +40,13 @@ export function anchorEstimate(
 ): number | undefined {
   const key = conversationKey(request);
   if (key === undefined) return undefined;
-  const match = store.lookup(key.model, key.messages);
+  let match;
+  try {
+    match = store.lookup(key.model, key.messages);
+  } catch {
+    // Content nested beyond the stack cannot be canonicalised: no anchor.
+    return undefined;
+  }
   if (match === undefined) return undefined;
   const { prefixLength, promptTokens, completionTokens } = match;
   if (prefixLength >= key.messages.length) return promptTokens;

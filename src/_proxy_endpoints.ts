@@ -63,8 +63,11 @@ async function upstreamReachable(context: ProxyContext): Promise<boolean> {
 
 async function tokenizerReachable(context: ProxyContext): Promise<boolean> {
   try {
+    // A new text each time: a count the cache answered would not reach the
+    // tokenizer, and the check would report a dead one as reachable.
+    const content = `incontext health check ${crypto.randomUUID()}`;
     await context.backend.count(
-      { messages: [{ role: "user", content: "incontext health check" }] },
+      { messages: [{ role: "user", content }] },
       {
         contextLength: context.options.contextLength,
         signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
@@ -83,6 +86,7 @@ async function metrics(context: ProxyContext): Promise<string> {
     ...state.counts.render(),
     ...state.tokenizer.render(),
     ...state.upstream.render(),
+    ...state.timeouts.render(),
     ...state.disagreements.render(),
     ...gauge(
       "incontext_anchor_entries",

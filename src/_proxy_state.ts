@@ -13,6 +13,10 @@ export interface ProxySettings {
   readonly anchorEntries: number;
   readonly anchorTolerance: number;
   readonly recentDecisions: number;
+  /** How long the upstream may take to send its headers. */
+  readonly upstreamTimeoutMs: number;
+  /** How long a response body may wait for the upstream's next bytes. */
+  readonly upstreamIdleTimeoutMs: number;
 }
 
 /** Everything the proxy's parts share. */
@@ -60,6 +64,10 @@ export class ProxyState {
   readonly upstream = new Counter(
     "incontext_upstream_responses_total",
     "Upstream responses by status code (0: unreachable).",
+  );
+  readonly timeouts = new Counter(
+    "incontext_upstream_timeouts_total",
+    "Upstream requests the proxy ended: no headers in time (phase headers) or a body idle too long (phase body).",
   );
   readonly disagreements = new Counter(
     "incontext_anchor_disagreements_total",

@@ -144,6 +144,29 @@ export interface Config {
    * @default 33554432 (32 MiB)
    */
   readonly maxRequestBytes: number;
+  /**
+   * `INCONTEXT_UPSTREAM_TIMEOUT_SECONDS`: how long the upstream may take to
+   * send its response headers before the proxy answers 504. A non-streamed
+   * generation sends them only once it is complete, so this bounds the
+   * longest non-streamed generation.
+   *
+   * @default 600
+   */
+  readonly upstreamTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS`: how long a response body may
+   * wait for the upstream's next bytes before the proxy ends the stream.
+   *
+   * @default 600
+   */
+  readonly upstreamIdleTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_SHUTDOWN_GRACE_SECONDS`: how long the proxy server lets
+   * requests in flight finish after SIGTERM or SIGINT before it ends them.
+   *
+   * @default 30
+   */
+  readonly shutdownGraceSeconds: number;
 }
 
 /**
@@ -325,6 +348,18 @@ const VARIABLES: { readonly [K in Key]: Variable<K> } = {
   anchorEntries: { name: "INCONTEXT_ANCHOR_ENTRIES", schema: integer(1) },
   anchorTolerance: { name: "INCONTEXT_ANCHOR_TOLERANCE", schema: fraction() },
   maxRequestBytes: { name: "INCONTEXT_MAX_REQUEST_BYTES", schema: integer(1) },
+  upstreamTimeoutSeconds: {
+    name: "INCONTEXT_UPSTREAM_TIMEOUT_SECONDS",
+    schema: seconds(),
+  },
+  upstreamIdleTimeoutSeconds: {
+    name: "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
+    schema: seconds(),
+  },
+  shutdownGraceSeconds: {
+    name: "INCONTEXT_SHUTDOWN_GRACE_SECONDS",
+    schema: seconds(),
+  },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES", schema: moduleList },
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES", schema: integer(1) },
 };

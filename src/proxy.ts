@@ -37,12 +37,8 @@ import {
   withDecisionHeaders,
 } from "./_bridge.ts";
 import { checkHttpUrl } from "./_url.ts";
-import {
-  forwardHeaders,
-  readLimited,
-  responseHeaders,
-  upstreamUrl,
-} from "./_forward.ts";
+import { readLimited, upstreamUrl } from "./_forward.ts";
+import { forward } from "./_proxy_forward.ts";
 import { TimedBackend } from "./_timed_backend.ts";
 import {
   countKind,
@@ -56,7 +52,6 @@ import { tapUsage } from "./_usage.ts";
 import { effectiveField } from "./_request.ts";
 import { requireInteger } from "./compute.ts";
 import { getLogger } from "@logtape/logtape";
-import { errorType } from "./_error_type.ts";
 
 export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
 // The types ProxyOptions names, so that this entry stands on its own.
@@ -121,6 +116,28 @@ export interface ProxyOptions extends BridgeOptions {
   readonly fetch?: typeof globalThis.fetch;
   /** The count cache whose hits and misses the metrics report. */
   readonly cache?: CountCache;
+  /**
+   * How long the upstream may take to send its response headers, in seconds;
+   * then the proxy answers 504 `upstream_timeout`. A server sends the headers
+   * of a non-streamed generation only once it is complete, so leave room for
+   * the longest generation.
+   *
+   * @default 600
+   */
+  readonly upstreamTimeoutSeconds?: number;
+  /**
+   * How long a response body may wait for the upstream's next bytes, in
+   * seconds; then the proxy ends the client's stream with an error. Time the
+   * client takes to read does not count.
+   *
+   * @default 600
+   */
+  readonly upstreamIdleTimeoutSeconds?: number;
+  /**
+   * Aborting it ends every upstream request and response in flight, and the
+   * proxy answers 503 from then on: a server's shutdown grace period is over.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** The proxy: a named Web handler. */
@@ -200,6 +217,8 @@ function readSettings(options: ProxyOptions): ProxySettings {
     anchorEntries = 4096,
     anchorTolerance = 0.02,
     recentDecisions = 50,
+    upstreamTimeoutSeconds = 600,
+    upstreamIdleTimeoutSeconds = 600,
   } = options;
   const what = "create the proxy";
   requireInteger(what, "maxRequestBytes", maxRequestBytes, 1);
@@ -216,7 +235,27 @@ function readSettings(options: ProxyOptions): ProxySettings {
     anchorEntries,
     anchorTolerance,
     recentDecisions,
+    upstreamTimeoutMs: timeoutMs(
+      "upstreamTimeoutSeconds",
+      upstreamTimeoutSeconds,
+    ),
+    upstreamIdleTimeoutMs: timeoutMs(
+      "upstreamIdleTimeoutSeconds",
+      upstreamIdleTimeoutSeconds,
+    ),
   };
+}
+
+// Timers cannot wait longer than 2^31 - 1 ms; beyond, Node fires them at once.
+const MAX_TIMEOUT_SECONDS = 2_147_483;
+
+function timeoutMs(name: string, seconds: number): number {
+  if (!(seconds > 0 && seconds <= MAX_TIMEOUT_SECONDS)) {
+    throw new RangeError(
+      `Cannot create the proxy as '${name}' must be a number of seconds in (0, ${MAX_TIMEOUT_SECONDS}]: current value is ${seconds}`,
+    );
+  }
+  return Math.ceil(seconds * 1000);
 }
 
 async function budgeted(
@@ -228,10 +267,17 @@ async function budgeted(
 ): Promise<Response> {
   const { settings, state } = context;
   const route = kind;
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  const bytes = declared > settings.maxRequestBytes
-    ? undefined
-    : await readLimited(request.body, settings.maxRequestBytes);
+  const bytes = await readBody(request, settings.maxRequestBytes);
+  if (bytes === "unreadable") {
+    state.requests.inc({ route, action: "unreadable" });
+    return request.signal.aborted
+      ? new Response(null, { status: 499 })
+      : errorResponse(
+        400,
+        "invalid_body",
+        "Cannot budget the request as its body could not be read in full",
+      );
+  }
   if (bytes === undefined) {
     await request.body?.cancel().catch(() => {});
     state.requests.inc({ route, action: "too_large" });
@@ -265,6 +311,23 @@ async function budgeted(
     context,
   );
   return withDecisionHeaders(learn(response, kind, sent, context), decision);
+}
+
+/**
+ * The body, or undefined past `limit` bytes, or "unreadable" when the client
+ * broke it off (a connection closed early, a body shorter than its length).
+ */
+async function readBody(
+  request: Request,
+  limit: number,
+): Promise<Uint8Array<ArrayBuffer> | undefined | "unreadable"> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > limit) return undefined;
+  try {
+    return await readLimited(request.body, limit);
+  } catch {
+    return "unreadable";
+  }
 }
 
 /** Counts, cross-checks and remembers a decision; returns the request as sent. */
@@ -324,45 +387,4 @@ function learn(
     (usage) => context.state.anchors.record(key.model, key.messages, usage),
   );
   return new Response(body, response);
-}
-
-async function forward(
-  request: Request,
-  target: string,
-  body: Uint8Array<ArrayBuffer> | string | undefined,
-  context: ProxyContext,
-): Promise<Response> {
-  const init: RequestInit & { duplex?: "half" } = {
-    method: request.method,
-    headers: forwardHeaders(request.headers, typeof body === "string"),
-    signal: request.signal,
-    redirect: "manual",
-  };
-  if (body !== undefined) init.body = body;
-  else if (request.body !== null) {
-    init.body = request.body;
-    init.duplex = "half";
-  }
-  let response: Response;
-  try {
-    response = await (context.options.fetch ?? fetch)(target, init);
-  } catch (error) {
-    context.state.upstream.inc({ status: "0" });
-    if (request.signal.aborted) return new Response(null, { status: 499 });
-    logger.error("upstream unreachable: error={error}", {
-      error: errorType(error),
-    });
-    return errorResponse(
-      502,
-      "upstream_unreachable",
-      "The upstream server could not be reached through the incontext proxy",
-      "upstream_error",
-    );
-  }
-  context.state.upstream.inc({ status: String(response.status) });
-  return new Response(response.body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers: responseHeaders(response.headers),
-  });
 }

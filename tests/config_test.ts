@@ -65,6 +65,9 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       anchorEntries: 4096,
       anchorTolerance: 0.02,
       maxRequestBytes: 33554432,
+      upstreamTimeoutSeconds: 600,
+      upstreamIdleTimeoutSeconds: 600,
+      shutdownGraceSeconds: 30,
     });
   });
   await t.step("leaves the optional values absent, not undefined", () => {
@@ -770,6 +773,9 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
       INCONTEXT_ANCHOR_ENTRIES: "10",
       INCONTEXT_ANCHOR_TOLERANCE: "5%",
       INCONTEXT_MAX_REQUEST_BYTES: "1024",
+      INCONTEXT_UPSTREAM_TIMEOUT_SECONDS: "120",
+      INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS: "2.5",
+      INCONTEXT_SHUTDOWN_GRACE_SECONDS: "10",
     });
     strictEqual(config.upstreamUrl, "http://127.0.0.1:8000");
     strictEqual(config.listen, "[::1]:9000");
@@ -777,6 +783,9 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
     strictEqual(config.anchorEntries, 10);
     strictEqual(config.anchorTolerance, 0.05);
     strictEqual(config.maxRequestBytes, 1024);
+    strictEqual(config.upstreamTimeoutSeconds, 120);
+    strictEqual(config.upstreamIdleTimeoutSeconds, 2.5);
+    strictEqual(config.shutdownGraceSeconds, 10);
     strictEqual(
       loadConfig({ ...URL_ENV, INCONTEXT_ANCHOR_TOLERANCE: "0.1" })
         .anchorTolerance,
@@ -794,6 +803,9 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
           INCONTEXT_ANCHOR_ENTRIES: "0",
           INCONTEXT_ANCHOR_TOLERANCE: "100%",
           INCONTEXT_MAX_REQUEST_BYTES: "1e6",
+          INCONTEXT_UPSTREAM_TIMEOUT_SECONDS: "0",
+          INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS: "-1",
+          INCONTEXT_SHUTDOWN_GRACE_SECONDS: "forever",
         }),
       (error: unknown) => {
         ok(error instanceof ConfigError);
@@ -804,6 +816,9 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
           "INCONTEXT_ANCHOR_ENTRIES",
           "INCONTEXT_ANCHOR_TOLERANCE",
           "INCONTEXT_MAX_REQUEST_BYTES",
+          "INCONTEXT_UPSTREAM_TIMEOUT_SECONDS",
+          "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
+          "INCONTEXT_SHUTDOWN_GRACE_SECONDS",
         ]);
         return true;
       },

@@ -1,0 +1,159 @@
+/**
+ * The proxy's upstream call, bounded in time: the upstream must send its
+ * response headers within one timeout and, once the body flows, never wait
+ * longer than another for its next bytes. Either breach, the client's
+ * disconnect or the proxy's own shutdown signal aborts the upstream request,
+ * so nothing in flight can hang for good.
+ */
+import { getLogger } from "@logtape/logtape";
+import { errorResponse } from "./_bridge.ts";
+import { errorType } from "./_error_type.ts";
+import { forwardHeaders, responseHeaders } from "./_forward.ts";
+import type { ProxyContext } from "./_proxy_state.ts";
+
+const logger = getLogger(["incontext", "proxy"]);
+
+/** Why the proxy aborted an upstream request itself. */
+class UpstreamTimeout extends Error {
+  constructor(readonly phase: "headers" | "body") {
+    super(`The upstream exceeded the ${phase} timeout`);
+    this.name = "UpstreamTimeout";
+  }
+}
+
+/**
+ * Sends `request` (with `body` in place of its own when given) to `target`
+ * and returns the upstream's answer with end-to-end headers only, or an
+ * OpenAI-shaped error: 502 unreachable, 503 shutting down, 504 timed out.
+ */
+export async function forward(
+  request: Request,
+  target: string,
+  body: Uint8Array<ArrayBuffer> | string | undefined,
+  context: ProxyContext,
+): Promise<Response> {
+  const { settings, state } = context;
+  const abort = new AbortController();
+  const shutdown = context.options.signal;
+  const signal = AbortSignal.any(
+    shutdown ? [request.signal, abort.signal, shutdown] : [
+      request.signal,
+      abort.signal,
+    ],
+  );
+  const init: RequestInit & { duplex?: "half" } = {
+    method: request.method,
+    headers: forwardHeaders(request.headers, typeof body === "string"),
+    signal,
+    redirect: "manual",
+  };
+  if (body !== undefined) init.body = body;
+  else if (request.body !== null) {
+    init.body = request.body;
+    init.duplex = "half";
+  }
+  const timer = setTimeout(
+    () => abort.abort(new UpstreamTimeout("headers")),
+    settings.upstreamTimeoutMs,
+  );
+  let response: Response;
+  try {
+    response = await (context.options.fetch ?? fetch)(target, init);
+  } catch (error) {
+    return failed(error, request, abort.signal, context);
+  } finally {
+    clearTimeout(timer);
+  }
+  state.upstream.inc({ status: String(response.status) });
+  return new Response(
+    response.body &&
+      guardIdle(response.body, settings.upstreamIdleTimeoutMs, abort, context),
+    {
+      status: response.status,
+      statusText: response.statusText,
+      headers: responseHeaders(response.headers),
+    },
+  );
+}
+
+function failed(
+  error: unknown,
+  request: Request,
+  own: AbortSignal,
+  context: ProxyContext,
+): Response {
+  const { state, settings } = context;
+  if (request.signal.aborted) {
+    state.upstream.inc({ status: "0" });
+    return new Response(null, { status: 499 });
+  }
+  if (own.reason instanceof UpstreamTimeout) {
+    state.timeouts.inc({ phase: "headers" });
+    logger.warn("upstream sent no response headers in {seconds} s", {
+      seconds: settings.upstreamTimeoutMs / 1000,
+    });
+    return errorResponse(
+      504,
+      "upstream_timeout",
+      `The upstream server sent no response within ${
+        settings.upstreamTimeoutMs / 1000
+      } seconds through the incontext proxy`,
+      "upstream_error",
+    );
+  }
+  state.upstream.inc({ status: "0" });
+  if (context.options.signal?.aborted) {
+    return errorResponse(
+      503,
+      "proxy_shutting_down",
+      "The incontext proxy is shutting down; retry the request",
+      "upstream_error",
+    );
+  }
+  logger.error("upstream unreachable: error={error}", {
+    error: errorType(error),
+  });
+  return errorResponse(
+    502,
+    "upstream_unreachable",
+    "The upstream server could not be reached through the incontext proxy",
+    "upstream_error",
+  );
+}
+
+/**
+ * The body as the client reads it, with a timer running only while the proxy
+ * waits for the upstream's next bytes: a slow client is never mistaken for
+ * an idle upstream, and no timer outlives the body.
+ */
+function guardIdle(
+  body: ReadableStream<Uint8Array>,
+  idleMs: number,
+  abort: AbortController,
+  context: ProxyContext,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const timer = setTimeout(() => {
+        context.state.timeouts.inc({ phase: "body" });
+        logger.warn("upstream body idle for {seconds} s: stream ended", {
+          seconds: idleMs / 1000,
+        });
+        abort.abort(new UpstreamTimeout("body"));
+      }, idleMs);
+      try {
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        controller.error(error);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}

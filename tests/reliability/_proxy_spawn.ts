@@ -1,0 +1,141 @@
+/**
+ * The real proxy server (examples/server.ts) as a child process: its output
+ * collected as it arrives, its resident memory sampled from /proc, and a
+ * disposal that always reaps it.
+ */
+
+const SERVER = new URL("../../examples/server.ts", import.meta.url).pathname;
+const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+
+/** A free local port: the server's --listen refuses port 0. */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
+/** A child's output, collected as it arrives so the child never blocks on a full pipe. */
+export interface Output {
+  readonly done: Promise<void>;
+  readonly text: string;
+  /** Resolves once `pattern` appears or the stream ends, or after `timeoutMs`. */
+  waitFor(pattern: RegExp, timeoutMs: number): Promise<boolean>;
+}
+
+function collect(stream: ReadableStream<Uint8Array>): Output {
+  let text = "";
+  let ended = false;
+  const waiters = new Set<() => void>();
+  const wake = () => waiters.forEach((w) => w());
+  const done = (async () => {
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      wake();
+    }
+  })().finally(() => {
+    ended = true;
+    wake();
+  });
+  return {
+    done,
+    get text() {
+      return text;
+    },
+    async waitFor(pattern, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(text) && !ended && Date.now() < deadline) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await new Promise<void>((resolve) => {
+          const w = () => resolve();
+          waiters.add(w);
+          timer = setTimeout(() => {
+            waiters.delete(w);
+            resolve();
+          }, Math.max(1, deadline - Date.now()));
+        }).finally(() => clearTimeout(timer));
+      }
+      return pattern.test(text);
+    },
+  };
+}
+
+/** The proxy server running as a child process. */
+export interface SpawnedProxy extends AsyncDisposable {
+  readonly child: Deno.ChildProcess;
+  readonly url: string;
+  readonly port: number;
+  readonly stdout: Output;
+  readonly stderr: Output;
+  /** The child's resident set size in bytes (0 once it has exited). */
+  rss(): Promise<number>;
+}
+
+/** Starts examples/server.ts in front of `upstream`; resolves once it listens. */
+export async function spawnProxy(
+  upstream: string,
+  env: Record<string, string>,
+): Promise<SpawnedProxy> {
+  const port = freePort();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "--config",
+      CONFIG,
+      SERVER,
+      "--upstream",
+      upstream,
+      "--listen",
+      `127.0.0.1:${port}`,
+    ],
+    env: {
+      NO_COLOR: "1",
+      INCONTEXT_CONTEXT_LENGTH: "65536",
+      INCONTEXT_COMPRESSION_WINDOW_TOKENS: "55705",
+      ...env,
+    },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stdout = collect(child.stdout);
+  const stderr = collect(child.stderr);
+  let exited = false;
+  const status = child.status.finally(() => exited = true);
+  const reap = async () => {
+    if (!exited) {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // It exited between the check and the kill.
+      }
+    }
+    await status;
+    await stdout.done;
+    await stderr.done;
+  };
+  if (!await stdout.waitFor(/listening on/, 15_000)) {
+    await reap();
+    throw new Error(`The proxy did not start: ${stderr.text}`);
+  }
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    port,
+    stdout,
+    stderr,
+    async rss() {
+      // Through ps: reading /proc/<pid> needs --allow-all, which tests lack.
+      const { stdout } = await new Deno.Command("ps", {
+        args: ["-o", "rss=", "-p", String(child.pid)],
+        stdout: "piped",
+        stderr: "null",
+      }).output();
+      const kb = Number(new TextDecoder().decode(stdout).trim());
+      return Number.isFinite(kb) ? kb * 1024 : 0;
+    },
+    [Symbol.asyncDispose]: reap,
+  };
+}

@@ -1,0 +1,433 @@
+/**
+ * The proxy under load (issue 7, part 3): 10,000 streamed requests from 200
+ * concurrent clients through the real server (examples/server.ts as a child
+ * process, so its memory is its own) in front of a seeded faulty upstream;
+ * slow readers; a stalled upstream; SIGTERM with streams in flight. Every
+ * client gets the upstream's bytes unchanged or a clear error, and no answer
+ * is mixed with another's.
+ */
+import { ok, rejects, strictEqual, throws } from "node:assert/strict";
+import {
+  createFakeUpstreamHandler,
+  FakeBackend,
+  serveFakeUpstream,
+} from "../../testing.ts";
+import { createProxyHandler } from "../../src/proxy.ts";
+import { createCountCache, VllmBackend } from "../../mod.ts";
+import { serveSecretUpstream } from "./_proxy_secret_upstream.ts";
+import { postJson, serveProxy } from "./_proxy_serve.ts";
+import {
+  loadBody,
+  type Outcome,
+  quantile,
+  request,
+  serveTimedUpstream,
+} from "./_proxy_load.ts";
+import { judge, type Verdict } from "./_proxy_verdict.ts";
+import { spawnProxy } from "./_proxy_spawn.ts";
+
+const TOTAL = 10_000;
+const CLIENTS = 200;
+const SEQUENTIAL = 200;
+const SLOW_CLIENTS = 4;
+const LOAD_PHASE_MS = 90_000;
+const MIB = 1024 * 1024;
+
+const unhandled: unknown[] = [];
+globalThis.addEventListener("unhandledrejection", (event) => {
+  unhandled.push(event.reason);
+  event.preventDefault();
+});
+
+function tally(verdicts: readonly Verdict[]): string {
+  const kinds = new Map<string, number>();
+  for (const v of verdicts) kinds.set(v.kind, (kinds.get(v.kind) ?? 0) + 1);
+  return [...kinds].sort().map(([k, n]) => `${k}=${n}`).join(", ");
+}
+
+function latency(verdicts: readonly Verdict[]): string {
+  const added = verdicts.flatMap((v) =>
+    v.addedMs === undefined ? [] : [v.addedMs]
+  );
+  return `p50 ${quantile(added, 0.5).toFixed(1)} ms, p99 ${
+    quantile(added, 0.99).toFixed(1)
+  } ms (${added.length} complete answers)`;
+}
+
+Deno.test("the proxy holds 10,000 streamed requests from 200 clients against a faulty upstream", async () => {
+  await using upstream = serveTimedUpstream({
+    seed: 7,
+    delayFraction: 0.10,
+    delayMs: [50, 500],
+    cutFraction: 0.05,
+    errorFraction: 0.05,
+  });
+  await using proxy = await spawnProxy(upstream.url, {
+    INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
+  });
+  const target = `${proxy.url}/v1/chat/completions`;
+  const rss: number[] = [await proxy.rss()];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      rss.push(await proxy.rss());
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  })();
+  const sequential: Outcome[] = [];
+  const outcomes: Outcome[] = [];
+  let loadMs = 0;
+  try {
+    // One client alone first: the proxy's own cost without queueing.
+    for (let n = 0; n < SEQUENTIAL; n++) {
+      const id = `seq-${n}`;
+      sequential.push(
+        await request(target, id, loadBody(id), { timeoutMs: 30_000 }),
+      );
+    }
+    const started = performance.now();
+    let issued = 0;
+    const client = async () => {
+      while (issued < TOTAL && performance.now() - started < LOAD_PHASE_MS) {
+        const id = String(issued++).padStart(6, "0");
+        outcomes.push(
+          await request(target, id, loadBody(id), { timeoutMs: 30_000 }),
+        );
+      }
+    };
+    const slow = async (n: number) => {
+      const id = `slow-${n}`;
+      outcomes.push(
+        await request(target, id, loadBody(id, true), {
+          pauseMs: 20,
+          timeoutMs: 60_000,
+        }),
+      );
+    };
+    await Promise.all([
+      Promise.all(Array.from({ length: CLIENTS }, client)).then(() => {
+        loadMs = performance.now() - started;
+      }),
+      ...Array.from({ length: SLOW_CLIENTS }, (_, n) => slow(n)),
+    ]);
+  } finally {
+    sampling = false;
+    await sampler;
+  }
+  rss.push(await proxy.rss());
+
+  const alone = await judge(sequential, upstream);
+  const loaded = await judge(outcomes, upstream);
+  const slowOnes = loaded.filter((v) => v.id.startsWith("slow-"));
+  const fastOnes = loaded.filter((v) => !v.id.startsWith("slow-"));
+  const broken = [...alone, ...loaded].filter((v) => v.broken);
+  const healthy = await fetch(`${proxy.url}/incontext/healthz`);
+  await healthy.body?.cancel();
+  const peak = Math.max(...rss);
+  console.log([
+    `proxy load: ${TOTAL} requests from ${CLIENTS} concurrent streaming clients in ${
+      (loadMs / 1000).toFixed(1)
+    } s (${
+      Math.round(TOTAL / (loadMs / 1000))
+    } req/s), plus ${SLOW_CLIENTS} slow readers and ${SEQUENTIAL} sequential requests first`,
+    `  outcomes: ${tally(fastOnes)}`,
+    `  slow readers: ${tally(slowOnes)}`,
+    `  broken promises (altered bytes, mixed answers, hangs, unclear errors): ${broken.length}; unhandled rejections: ${unhandled.length}`,
+    `  added latency (client time - upstream's own time), 1 client: ${
+      latency(alone)
+    }`,
+    `  added latency, ${CLIENTS} clients (queueing on 2 cores shared by clients, proxy and upstream): ${
+      latency(fastOnes)
+    }`,
+    `  proxy RSS: start ${(rss[0]! / MIB).toFixed(0)} MiB, peak ${
+      (peak / MIB).toFixed(0)
+    } MiB, end ${(rss.at(-1)! / MIB).toFixed(0)} MiB (${rss.length} samples)`,
+  ].join("\n"));
+
+  strictEqual(loaded.length, TOTAL + SLOW_CLIENTS, "load phase over 90 s");
+  strictEqual(
+    broken.length,
+    0,
+    broken.slice(0, 20).map((v) => `${v.id}: ${v.broken}`).join("\n"),
+  );
+  strictEqual(unhandled.length, 0, String(unhandled[0]));
+  strictEqual(healthy.status, 200);
+  // Every fault kind was drawn, so every path above was taken.
+  for (
+    const kind of ["ok", "ok after", "cut", "upstream 500", "upstream 503"]
+  ) {
+    ok(loaded.some((v) => v.kind.startsWith(kind)), kind);
+  }
+  strictEqual(slowOnes.length, SLOW_CLIENTS);
+  // The cache and anchors are bounded at 4096 entries each: memory is not
+  // proportional to 10,000 distinct conversations.
+  ok(rss.every((bytes) => bytes > 0), "an RSS sample failed");
+  ok(peak < 512 * MIB, `peak RSS ${peak}`);
+  ok(!/error: Uncaught/.test(proxy.stderr.text), proxy.stderr.text);
+});
+
+/** Resolves with `promise`, or rejects once `ms` have passed: a hang fails the test. */
+async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`hung for ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const chat = (content: string, stream = false) => ({
+  model: "m",
+  messages: [{ role: "user", content }],
+  ...(stream ? { stream: true } : {}),
+});
+
+Deno.test("the proxy bounds a stalled upstream with its timeouts", async (t) => {
+  await t.step(
+    "no response headers in time: 504 upstream_timeout, and the next request works",
+    async () => {
+      await using upstream = await serveFakeUpstream({ fault: "stall" });
+      await using proxy = serveProxy(upstream.url, {
+        upstreamTimeoutSeconds: 0.3,
+      });
+      const started = performance.now();
+      const response = await within(
+        5000,
+        postJson(`${proxy.url}/v1/chat/completions`, chat("stalled")),
+      );
+      const elapsed = performance.now() - started;
+      strictEqual(response.status, 504);
+      const { error } = await response.json();
+      strictEqual(error.code, "upstream_timeout");
+      ok(error.message.includes("0.3 seconds"), error.message);
+      ok(elapsed >= 290, `answered after ${elapsed} ms`);
+      upstream.fault = "none";
+      const next = await postJson(
+        `${proxy.url}/v1/chat/completions`,
+        chat("x"),
+      );
+      strictEqual(next.status, 200);
+      await next.body?.cancel();
+      const metrics = await (await fetch(`${proxy.url}/incontext/metrics`))
+        .text();
+      ok(
+        metrics.includes(
+          'incontext_upstream_timeouts_total{phase="headers"} 1',
+        ),
+        metrics,
+      );
+    },
+  );
+
+  await t.step(
+    "a body idle too long: the client's stream ends with an error",
+    async () => {
+      await using upstream = await serveFakeUpstream({ chunkDelayMs: 60_000 });
+      await using proxy = serveProxy(upstream.url, {
+        upstreamIdleTimeoutSeconds: 0.3,
+      });
+      const response = await postJson(
+        `${proxy.url}/v1/chat/completions`,
+        chat("stalls mid-stream", true),
+      );
+      strictEqual(response.status, 200);
+      const reader = response.body!.getReader();
+      const first = await reader.read();
+      ok(new TextDecoder().decode(first.value).startsWith("data: "));
+      await rejects(within(5000, reader.read()));
+      const metrics = await (await fetch(`${proxy.url}/incontext/metrics`))
+        .text();
+      ok(metrics.includes('incontext_upstream_timeouts_total{phase="body"} 1'));
+    },
+  );
+
+  await t.step("a slow client is not an idle upstream", async () => {
+    const fake = createFakeUpstreamHandler({ reply: () => "a b c d e f g h" });
+    const proxy = createProxyHandler({
+      upstream: "http://upstream.test",
+      window: 55705,
+      contextLength: 65536,
+      backend: new FakeBackend({ count: 100 }),
+      fetch: fake.fetch,
+      upstreamIdleTimeoutSeconds: 0.05,
+    });
+    const response = await proxy(
+      new Request("http://proxy.test/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(chat("read me slowly", true)),
+      }),
+    );
+    let text = "";
+    // Pauses 3x the idle timeout between reads: only upstream waits count.
+    for await (const chunk of response.body!) {
+      text += new TextDecoder().decode(chunk);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    ok(text.trimEnd().endsWith("data: [DONE]"), text);
+  });
+
+  await t.step(
+    "the proxy's signal ends streams in flight and answers 503 after",
+    async () => {
+      await using upstream = await serveFakeUpstream({ chunkDelayMs: 60_000 });
+      const closing = new AbortController();
+      await using proxy = serveProxy(upstream.url, { signal: closing.signal });
+      const response = await postJson(
+        `${proxy.url}/v1/chat/completions`,
+        chat("in flight", true),
+      );
+      const reader = response.body!.getReader();
+      await reader.read();
+      closing.abort();
+      await rejects(within(5000, reader.read()));
+      const late = await postJson(
+        `${proxy.url}/v1/chat/completions`,
+        chat("too late"),
+      );
+      strictEqual(late.status, 503);
+      strictEqual((await late.json()).error.code, "proxy_shutting_down");
+    },
+  );
+
+  await t.step("the timeouts are validated", () => {
+    for (const upstreamTimeoutSeconds of [0, -1, NaN, 1e10]) {
+      throws(
+        () =>
+          createProxyHandler({
+            upstream: "http://upstream.test",
+            window: 55705,
+            contextLength: 65536,
+            backend: new FakeBackend({ count: 1 }),
+            upstreamTimeoutSeconds,
+          }),
+        RangeError,
+      );
+    }
+  });
+});
+
+/** Whether a new TCP connection to `port` is refused, polled for up to 2 s. */
+async function refusesConnections(port: number): Promise<boolean> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    try {
+      const connection = await Deno.connect({ hostname: "127.0.0.1", port });
+      connection.close();
+    } catch (error) {
+      // A connect that lands in the backlog just as the listener closes is
+      // reset rather than refused: either way it is never served.
+      if (
+        error instanceof Deno.errors.ConnectionRefused ||
+        error instanceof Deno.errors.ConnectionReset
+      ) return true;
+      throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return false;
+}
+
+Deno.test("examples/server.ts finishes streams in flight on SIGTERM and refuses new connections", async (t) => {
+  await t.step(
+    "under load: every stream in flight completes unchanged, new connections are refused",
+    async () => {
+      // About 15 events 100 ms apart: each stream lasts ~1.5 s.
+      await using upstream = serveTimedUpstream("none", 100);
+      await using proxy = await spawnProxy(upstream.url, {
+        INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
+        INCONTEXT_SHUTDOWN_GRACE_SECONDS: "20",
+      });
+      const target = `${proxy.url}/v1/chat/completions`;
+      const inFlight = Array.from({ length: 100 }, (_, n) => {
+        const id = `term-${n}`;
+        return request(target, id, loadBody(id), { timeoutMs: 20_000 });
+      });
+      // Every stream has reached the upstream before the signal.
+      for (let i = 0; i < 500 && upstream.timings.size < 100; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      strictEqual(upstream.timings.size, 100);
+      const signalled = performance.now();
+      proxy.child.kill("SIGTERM");
+      ok(await refusesConnections(proxy.port), "a new connection was accepted");
+      const late = await request(target, "late", loadBody("late"), {
+        timeoutMs: 5000,
+      });
+      strictEqual(late.failed, "fetch");
+      const outcomes = await within(20_000, Promise.all(inFlight));
+      const status = await within(20_000, proxy.child.status);
+      const stopped = performance.now() - signalled;
+      const verdicts = await judge(outcomes, upstream);
+      const broken = verdicts.filter((v) => v.broken);
+      strictEqual(broken.length, 0, JSON.stringify(broken.slice(0, 5)));
+      ok(verdicts.every((v) => v.kind === "ok"));
+      strictEqual(status.code, 0, proxy.stderr.text);
+      console.log(
+        `SIGTERM with 100 streams in flight: all 100 completed unchanged; the server exited after ${
+          stopped.toFixed(0)
+        } ms`,
+      );
+    },
+  );
+
+  await t.step(
+    "past the grace period, streams still in flight end with an error and the server exits",
+    async () => {
+      // The second event comes after a minute: the streams outlive any grace.
+      await using upstream = serveTimedUpstream("none", 60_000);
+      await using proxy = await spawnProxy(upstream.url, {
+        INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
+        INCONTEXT_SHUTDOWN_GRACE_SECONDS: "0.5",
+      });
+      const target = `${proxy.url}/v1/chat/completions`;
+      const inFlight = Array.from({ length: 5 }, (_, n) => {
+        const id = `grace-${n}`;
+        return request(target, id, loadBody(id), { timeoutMs: 20_000 });
+      });
+      for (let i = 0; i < 500 && upstream.timings.size < 5; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const signalled = performance.now();
+      proxy.child.kill("SIGTERM");
+      const outcomes = await within(10_000, Promise.all(inFlight));
+      const status = await within(10_000, proxy.child.status);
+      const stopped = performance.now() - signalled;
+      for (const outcome of outcomes) {
+        strictEqual(outcome.status, 200);
+        strictEqual(outcome.failed, "read");
+        ok(outcome.text.startsWith("data: "));
+      }
+      strictEqual(status.code, 0);
+      ok(stopped >= 450 && stopped < 10_000, `stopped after ${stopped} ms`);
+      ok(
+        /grace period of 0.5 s over/.test(
+          proxy.stdout.text + proxy.stderr.text,
+        ),
+      );
+    },
+  );
+});
+
+Deno.test("/incontext/healthz asks the tokenizer each time, not the count cache", async () => {
+  await using upstream = serveSecretUpstream();
+  await using cache = createCountCache({ inProcess: true });
+  await using proxy = serveProxy(upstream.url, {
+    backend: new VllmBackend({ url: `${upstream.url}/tokenize`, cache }),
+    cache,
+  });
+  const health = async () => {
+    const response = await fetch(`${proxy.url}/incontext/healthz`);
+    return { ...(await response.json()), http: response.status };
+  };
+  strictEqual((await health()).http, 200);
+  strictEqual((await health()).http, 200);
+  upstream.mode = "echo-tokenize-errors";
+  const sick = await health();
+  strictEqual(sick.http, 503);
+  strictEqual(sick.tokenizer, "unreachable");
+});
