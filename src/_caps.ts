@@ -59,17 +59,28 @@ export function writeCap(
   field: string,
   value: number,
 ): Record<string, unknown> {
-  const copy: Record<string, unknown> = { ...request };
-  for (const alias of CAP_FIELDS) delete copy[alias];
+  const copy = withoutCaps(request);
   const extra = request.extra_body;
   if (isJsonObject(extra) && CAP_FIELDS.some((f) => Object.hasOwn(extra, f))) {
-    const extraCopy = { ...extra };
-    for (const alias of CAP_FIELDS) delete extraCopy[alias];
-    copy.extra_body = extraCopy;
+    copy.extra_body = withoutCaps(extra);
   }
   copy[field] = value;
   return copy;
 }
+
+/**
+ * A shallow copy without the cap aliases. Built rather than `delete`d: a
+ * deleted property turns the copy into a slow dictionary object, which V8
+ * then serialises recursively (a deeply nested body overflows the stack).
+ * `fromEntries` defines own data properties, so a `"__proto__"` key stays data.
+ */
+function withoutCaps(level: JsonObject): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(level).filter(([key]) => !CAP_NAMES.has(key)),
+  );
+}
+
+const CAP_NAMES: ReadonlySet<string> = new Set(CAP_FIELDS);
 
 /** The smallest of the defined numbers, or undefined when none is. */
 export function minDefined(

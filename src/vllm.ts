@@ -246,7 +246,7 @@ export class VllmBackend extends Backend {
       const failure = error instanceof CountError
         ? error
         : new CountError(`vLLM /tokenize count failed: ${errorType(error)}`, {
-          cause: error,
+          cause: safeCause(error),
         });
       logger.debug("The {source} count failed: {errorType} ({causeType})", {
         source: this.source,
@@ -386,7 +386,7 @@ export class VllmBackend extends Backend {
     } catch (error) {
       throw new CountError(
         "Cannot count the request as it is not serialisable to JSON",
-        { cause: error },
+        { cause: safeCause(error) },
       );
     }
     const cache = this.#resolveCache();
@@ -420,7 +420,7 @@ export class VllmBackend extends Backend {
   #timeoutError(cause: unknown): CountError {
     return new CountError(
       `vLLM /tokenize did not answer within ${this.#timeoutSeconds} s`,
-      { cause },
+      { cause: safeCause(cause) },
     );
   }
 
@@ -455,7 +455,7 @@ export class VllmBackend extends Backend {
       if (deadline.expired) throw this.#timeoutError(error);
       throw new CountError(
         `vLLM /tokenize request failed: ${errorType(error)}`,
-        { cause: error },
+        { cause: safeCause(error) },
       );
     }
     return readCount(text, contextLength);
@@ -518,8 +518,21 @@ function readCount(text: string, contextLength: number): number {
   return count;
 }
 
+/**
+ * The cause to chain: only the original error's type. Fetch errors quote the
+ * request URL (with any query-string secret) and server text can echo the
+ * prompt, so their messages never travel with a CountError.
+ */
+function safeCause(error: unknown): Error {
+  const cause = new Error(`${errorType(error)} (details withheld)`);
+  cause.name = errorType(error);
+  return cause;
+}
+
 function abortError(cause: unknown): CountError {
-  return new CountError("vLLM /tokenize count was aborted", { cause });
+  return new CountError("vLLM /tokenize count was aborted", {
+    cause: safeCause(cause),
+  });
 }
 
 function checkHeaderValue(name: string, value: unknown): void {

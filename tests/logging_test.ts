@@ -59,11 +59,10 @@ Deno.test("budget() never logs or returns prompts, keys, URLs or server error te
     try {
       await backend.count(request, { contextLength: 65536 });
     } catch (error) {
-      texts.push(
-        String(error),
-        (error as Error).stack ?? "",
-        String((error as Error).cause ?? ""),
-      );
+      // The whole chain: a host may log an error with its causes.
+      for (let e: unknown = error; e !== undefined; e = (e as Error).cause) {
+        texts.push(String(e), (e as Error).stack ?? "");
+      }
     }
     for (const estimate of [undefined, () => Number.NaN]) {
       const result = await budget(request, {

@@ -176,12 +176,12 @@ export function hostileCases(): HostileCase[] {
       model: "m",
       messages: [user(nested(10_000))],
     }),
-    // The cap the rewrite replaces made the copy too deep to serialise.
+    // The rewrite builds its copy (no `delete`), so even this serialises.
     json("10,000-level nesting with a cap", {
       model: "m",
       max_tokens: 100,
       messages: [user(nested(10_000))],
-    }, "verbatim"),
+    }),
     text(
       "prototype-pollution keys",
       '{"__proto__":{"polluted":true,"max_tokens":1},"constructor":{"prototype":{"polluted":true}},"model":"m","messages":[{"role":"user","content":"hi","__proto__":{"polluted":true}}]}',
