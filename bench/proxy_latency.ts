@@ -58,12 +58,14 @@ await using inProcess = await startServer({
 type Path = readonly [label: string, server: BenchServer];
 const DIRECT = "direct to the upstream";
 const BARE = "bare pass-through proxy";
-const INCONTEXT = "incontext proxy (worker count cache, as examples/server.ts)";
+const INCONTEXT = "incontext proxy (worker count cache)";
+const SERVER =
+  "incontext proxy (in-process count cache, as examples/server.ts)";
 const latencyPaths: readonly Path[] = [
   [DIRECT, upstream],
   [BARE, bare],
   [INCONTEXT, incontext],
-  ["incontext proxy (in-process count cache)", inProcess],
+  [SERVER, inProcess],
 ];
 
 /** Runs `measure` on every path, `rounds` times, rotating the order each round. */
@@ -153,7 +155,7 @@ for (const [label, bytes] of SIZES) {
 const ttfbPaths: readonly Path[] = [
   [DIRECT, upstream],
   [BARE, bare],
-  [INCONTEXT, incontext],
+  [SERVER, inProcess],
 ];
 const ttfbRows: string[][] = [];
 for (const [label, bytes] of SIZES.slice(0, 2)) {

@@ -82,12 +82,15 @@ async function load(
 
 const DIRECT = "direct to the upstream";
 const BARE = "bare pass-through proxy";
-const INCONTEXT = "incontext proxy (worker count cache, as examples/server.ts)";
+const INCONTEXT = "incontext proxy (worker count cache)";
 const paths = [
   [DIRECT, upstream],
   [BARE, bare],
   [INCONTEXT, incontext],
-  ["incontext proxy (in-process count cache)", inProcess],
+  [
+    "incontext proxy (in-process count cache, as examples/server.ts)",
+    inProcess,
+  ],
 ] as const;
 const runs = new Map<string, Run[]>(paths.map(([label]) => [label, []]));
 for (const order of [paths, [...paths].reverse()]) {

@@ -45,10 +45,29 @@ const DEFAULT_MAX_ENTRIES = 4096;
  * bytes, and only the full-prefix key of each recorded request is stored, so
  * an entry costs a 64-character key and two numbers.
  */
+/**
+ * The keys of one conversation: the key of all its messages, and the keys of
+ * those of its prefixes whose length the store holds an anchor for.
+ */
+export interface ConversationKeys {
+  /** The key of the whole conversation, to record its usage under. */
+  readonly full: string;
+  /** How many messages the conversation has. */
+  readonly length: number;
+  /** [prefix length, key] for the lengths worth looking up, longest last. */
+  readonly prefixes: readonly (readonly [number, string])[];
+}
+
+interface Stored extends Anchor {
+  readonly length: number;
+}
+
 export class AnchorStore {
   readonly #maxEntries: number;
   /** Anchors by key, least recently used first (a `Map` keeps insertion order). */
-  readonly #anchors = new Map<string, Anchor>();
+  readonly #anchors = new Map<string, Stored>();
+  /** How many anchors cover each conversation length: only these are hashed for a lookup. */
+  readonly #lengths = new Map<number, number>();
 
   /**
    * Creates an empty store.
@@ -82,23 +101,86 @@ export class AnchorStore {
    */
   record(model: string, messages: readonly unknown[], usage: Usage): void {
     checkRequest("record", model, messages);
-    const { promptTokens, completionTokens } = usage;
-    if (!isCount(promptTokens) || !isCount(completionTokens)) {
-      // The counts came from a response body, so they stay out of the message.
-      throw new RangeError(
-        "Cannot record the anchor as 'usage.promptTokens' and 'usage.completionTokens' must be non-negative integers",
-      );
-    }
+    checkUsage(usage);
     // No conversation, nothing a later request could extend.
     if (messages.length === 0) return;
-    let key = modelHash(model);
-    for (const message of messages) key = chain(key, message);
-    this.#anchors.delete(key);
-    this.#anchors.set(key, { promptTokens, completionTokens });
+    this.recordKeys(this.keys(model, messages), usage);
+  }
+
+  /**
+   * Hashes a conversation once: one SHA-256 stream over the model and the
+   * canonical messages, with a digest taken only where the store holds an
+   * anchor of that length (and at the end). A caller that looks up and later
+   * records the same conversation computes this once and passes it on.
+   *
+   * @param model The model (and whatever else must match) of the request.
+   * @param messages The messages of the request.
+   * @returns The conversation's keys.
+   * @throws {TypeError} When `model` is not a string or `messages` not an array.
+   */
+  keys(model: string, messages: readonly unknown[]): ConversationKeys {
+    checkRequest("hash", model, messages);
+    const hash = createHash("sha256").update(model).update("\u0000");
+    const prefixes: [number, string][] = [];
+    for (let i = 0; i < messages.length; i++) {
+      // Canonical JSON escapes NUL, so the separator keeps messages apart.
+      hash.update(canonicalMessage(messages[i])).update("\u0000");
+      const length = i + 1;
+      if (length < messages.length && this.#lengths.has(length)) {
+        prefixes.push([length, hash.copy().digest("hex")]);
+      }
+    }
+    const full = hash.digest("hex");
+    if (this.#lengths.has(messages.length)) {
+      prefixes.push([messages.length, full]);
+    }
+    return { full, length: messages.length, prefixes };
+  }
+
+  /**
+   * Remembers the usage of the conversation `keys` describe.
+   *
+   * @param keys From {@linkcode AnchorStore.keys}.
+   * @param usage The usage of its response.
+   * @throws {RangeError} When a count of `usage` is not a non-negative integer.
+   */
+  recordKeys(keys: ConversationKeys, usage: Usage): void {
+    checkUsage(usage);
+    if (keys.length === 0) return;
+    this.#forget(keys.full);
+    this.#anchors.set(keys.full, {
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      length: keys.length,
+    });
+    this.#lengths.set(keys.length, (this.#lengths.get(keys.length) ?? 0) + 1);
     for (const oldest of this.#anchors.keys()) {
       if (this.#anchors.size <= this.#maxEntries) break;
-      this.#anchors.delete(oldest);
+      this.#forget(oldest);
     }
+  }
+
+  /**
+   * The anchor of the longest prefix `keys` names that the store holds,
+   * marked as recently used.
+   *
+   * @param keys From {@linkcode AnchorStore.keys}.
+   * @returns The anchor and how many messages it covers, or `undefined`.
+   */
+  lookupKeys(keys: ConversationKeys): AnchorMatch | undefined {
+    for (let i = keys.prefixes.length - 1; i >= 0; i--) {
+      const [length, key] = keys.prefixes[i]!;
+      const anchor = this.#anchors.get(key);
+      if (anchor === undefined) continue;
+      this.#anchors.delete(key);
+      this.#anchors.set(key, anchor);
+      return {
+        promptTokens: anchor.promptTokens,
+        completionTokens: anchor.completionTokens,
+        prefixLength: length,
+      };
+    }
+    return undefined;
   }
 
   /**
@@ -116,23 +198,22 @@ export class AnchorStore {
   ): AnchorMatch | undefined {
     checkRequest("look up", model, messages);
     if (this.#anchors.size === 0) return undefined;
-    let key = modelHash(model);
-    let best: { key: string; anchor: Anchor; length: number } | undefined;
-    // Going forward computes each prefix hash once; the last hit is the longest.
-    for (let i = 0; i < messages.length; i++) {
-      key = chain(key, messages[i]);
-      const anchor = this.#anchors.get(key);
-      if (anchor !== undefined) best = { key, anchor, length: i + 1 };
-    }
-    if (best === undefined) return undefined;
-    this.#anchors.delete(best.key);
-    this.#anchors.set(best.key, best.anchor);
-    return { ...best.anchor, prefixLength: best.length };
+    return this.lookupKeys(this.keys(model, messages));
   }
 
   /** Forgets every anchor. */
   clear(): void {
     this.#anchors.clear();
+    this.#lengths.clear();
+  }
+
+  #forget(key: string): void {
+    const anchor = this.#anchors.get(key);
+    if (anchor === undefined) return;
+    this.#anchors.delete(key);
+    const left = (this.#lengths.get(anchor.length) ?? 1) - 1;
+    if (left > 0) this.#lengths.set(anchor.length, left);
+    else this.#lengths.delete(anchor.length);
   }
 }
 
@@ -152,14 +233,13 @@ function isCount(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
-function modelHash(model: string): string {
-  return createHash("sha256").update(model).digest("hex");
-}
-
-/** The previous hash has a fixed length, so the concatenation is unambiguous. */
-function chain(previous: string, message: unknown): string {
-  return createHash("sha256").update(previous).update(canonicalMessage(message))
-    .digest("hex");
+function checkUsage(usage: Usage): void {
+  if (!isCount(usage.promptTokens) || !isCount(usage.completionTokens)) {
+    // The counts came from a response body, so they stay out of the message.
+    throw new RangeError(
+      "Cannot record the anchor as 'usage.promptTokens' and 'usage.completionTokens' must be non-negative integers",
+    );
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 /** How the proxy turns usage anchors into prompt sizes. */
 import type { JsonObject } from "./backend.ts";
-import type { AnchorStore } from "./_anchors.ts";
+import type { AnchorStore, ConversationKeys } from "./_anchors.ts";
 import { roughEstimate } from "./estimate.ts";
 import { effectiveField, isJsonObject } from "./_request.ts";
 
@@ -38,21 +38,50 @@ export function anchorEstimate(
   store: AnchorStore,
   request: JsonObject,
 ): number | undefined {
+  const conversation = anchorKeys(store, request);
+  return conversation && anchorFromKeys(store, conversation);
+}
+
+/** A chat request's messages and their conversation keys. */
+export interface AnchorKeys {
+  readonly messages: readonly unknown[];
+  readonly keys: ConversationKeys;
+}
+
+/**
+ * The prefix keys of a chat request, computed once so that the proxy can both
+ * look up and later record its conversation. Undefined for other shapes, and
+ * for content nested too deeply to canonicalise (no anchor then).
+ */
+export function anchorKeys(
+  store: AnchorStore,
+  request: JsonObject,
+): AnchorKeys | undefined {
   const key = conversationKey(request);
-  if (key === undefined) return undefined;
-  let match;
+  if (key === undefined || key.messages.length === 0) return undefined;
   try {
-    match = store.lookup(key.model, key.messages);
+    return {
+      messages: key.messages,
+      keys: store.keys(key.model, key.messages),
+    };
   } catch {
-    // Content nested beyond the stack cannot be canonicalised: no anchor.
     return undefined;
   }
+}
+
+/** {@linkcode anchorEstimate} from keys computed already. */
+export function anchorFromKeys(
+  store: AnchorStore,
+  conversation: AnchorKeys,
+): number | undefined {
+  const { messages, keys } = conversation;
+  const match = store.lookupKeys(keys);
   if (match === undefined) return undefined;
   const { prefixLength, promptTokens, completionTokens } = match;
-  if (prefixLength >= key.messages.length) return promptTokens;
-  const next = key.messages[prefixLength];
+  if (prefixLength >= messages.length) return promptTokens;
+  const next = messages[prefixLength];
   const replied = isJsonObject(next) && next.role === "assistant";
-  const appended = key.messages.slice(prefixLength + (replied ? 1 : 0));
+  const appended = messages.slice(prefixLength + (replied ? 1 : 0));
   return promptTokens + (replied ? completionTokens : 0) +
     (appended.length > 0 ? roughEstimate({ messages: appended }) : 0);
 }

@@ -6,7 +6,7 @@
  * so nothing in flight can hang for good.
  */
 import { getLogger } from "@logtape/logtape";
-import { errorResponse } from "./_bridge.ts";
+import { errorResponse, isJsonContentType } from "./_bridge.ts";
 import { errorType } from "./_error_type.ts";
 import { forwardHeaders, responseHeaders } from "./_forward.ts";
 import type { ProxyContext } from "./_proxy_state.ts";
@@ -65,15 +65,40 @@ export async function forward(
     clearTimeout(timer);
   }
   state.upstream.inc({ status: String(response.status) });
+  const answer = {
+    status: response.status,
+    statusText: response.statusText,
+    headers: responseHeaders(response.headers),
+  };
+  if (response.body !== null && isSmallJson(response.headers)) {
+    // A short JSON answer is read whole under one idle timer: cheaper than a
+    // guarded stream, and the proxy reads its usage from the bytes anyway.
+    const timer = setTimeout(
+      () => abort.abort(new UpstreamTimeout("body")),
+      settings.upstreamIdleTimeoutMs,
+    );
+    try {
+      return new Response(await response.arrayBuffer(), answer);
+    } catch (error) {
+      return failed(error, request, abort.signal, context);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
   return new Response(
     response.body &&
       guardIdle(response.body, settings.upstreamIdleTimeoutMs, abort, context),
-    {
-      status: response.status,
-      statusText: response.statusText,
-      headers: responseHeaders(response.headers),
-    },
+    answer,
   );
+}
+
+/** The largest JSON answer the forwarder reads whole. */
+const SMALL_JSON_BYTES = 8 * 1024 * 1024;
+
+function isSmallJson(headers: Headers): boolean {
+  const length = Number(headers.get("content-length") ?? NaN);
+  return isJsonContentType(headers.get("content-type")) &&
+    Number.isSafeInteger(length) && length <= SMALL_JSON_BYTES;
 }
 
 function failed(

@@ -24,13 +24,14 @@
  *
  * @module
  */
-import type { JsonObject, RequestKind } from "./backend.ts";
+import type { RequestKind } from "./backend.ts";
 import { validateBudgetOptions } from "./budget.ts";
 import type { BridgeOptions } from "./bridge_options.ts";
 import type { CountCache } from "./count_cache.ts";
 import {
   decide,
   type Decision,
+  decisionHeaders,
   endpointKind,
   errorResponse,
   isJsonContentType,
@@ -46,9 +47,14 @@ import {
   type ProxySettings,
   ProxyState,
 } from "./_proxy_state.ts";
-import { anchorEstimate, conversationKey } from "./_proxy_anchor.ts";
+import {
+  anchorEstimate,
+  anchorFromKeys,
+  type AnchorKeys,
+  anchorKeys,
+} from "./_proxy_anchor.ts";
 import { ownEndpoint } from "./_proxy_endpoints.ts";
-import { tapUsage } from "./_usage.ts";
+import { readUsage, tapUsage, type Usage } from "./_usage.ts";
 import { effectiveField } from "./_request.ts";
 import { requireInteger } from "./compute.ts";
 import { getLogger } from "@logtape/logtape";
@@ -299,18 +305,20 @@ async function budgeted(
       `Cannot budget the request as ${decision.malformed}`,
     );
   }
-  const sent = observe(decision, kind, context);
   if (decision.reject) {
+    observe(decision, kind, context);
     state.requests.inc({ route, action: "rejected" });
     return withDecisionHeaders(decision.reject, decision);
   }
-  const response = await forward(
+  // The upstream starts working before the proxy does its bookkeeping.
+  const pending = forward(
     request,
     target,
     decision.body === undefined ? bytes : decision.body,
     context,
   );
-  return withDecisionHeaders(learn(response, kind, sent, context), decision);
+  const conversation = observe(decision, kind, context);
+  return await finish(await pending, decision, conversation, context);
 }
 
 /**
@@ -331,19 +339,24 @@ async function readBody(
 }
 
 /** Counts, cross-checks and remembers a decision; returns the request as sent. */
+/**
+ * Counts, cross-checks and remembers a decision. Returns the prefix keys of
+ * the chat conversation as sent, for recording its usage later.
+ */
 function observe(
   decision: Decision,
   kind: RequestKind,
   context: ProxyContext,
-): JsonObject | undefined {
+): AnchorKeys | undefined {
   const { result } = decision;
   if (result === undefined) return undefined;
   const { state, settings } = context;
   state.requests.inc({ route: kind, action: result.action });
   state.counts.inc({ kind: countKind(result) });
-  const anchored = kind === "chat"
-    ? anchorEstimate(state.anchors, result.request)
+  const conversation = kind === "chat" && decision.sent
+    ? anchorKeys(state.anchors, decision.sent)
     : undefined;
+  const anchored = conversation && anchorFromKeys(state.anchors, conversation);
   const exact = countKind(result) === "exact" ? result.promptTokens : undefined;
   if (anchored !== undefined && exact !== undefined && exact > 0) {
     const drift = Math.abs(anchored - exact) / exact;
@@ -366,25 +379,55 @@ function observe(
     anchorTokens: anchored ?? null,
     maxTokens: decision.maxTokens ?? null,
   });
-  return decision.sent;
+  return conversation;
 }
 
-/** Taps a chat response's usage into the anchor store, bytes untouched. */
-function learn(
+/**
+ * The response the client gets: the upstream's, with the decision headers,
+ * built once. A chat response's usage is learned on the way: from a JSON
+ * body read whole (the forwarder already buffered it), or by tapping an SSE
+ * stream; the bytes stay as they are.
+ */
+async function finish(
   response: Response,
-  kind: RequestKind,
-  sent: JsonObject | undefined,
+  decision: Decision,
+  conversation: AnchorKeys | undefined,
   context: ProxyContext,
-): Response {
-  if (kind !== "chat" || sent === undefined || !response.ok || !response.body) {
-    return response;
+): Promise<Response> {
+  const headers = new Headers(response.headers);
+  for (const [name, value] of decisionHeaders(decision)) {
+    headers.set(name, value);
   }
-  const key = conversationKey(sent);
-  if (key === undefined) return response;
-  const body = tapUsage(
-    response.body,
-    response.headers.get("content-type"),
-    (usage) => context.state.anchors.record(key.model, key.messages, usage),
-  );
-  return new Response(body, response);
+  const init = {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  };
+  const keys = conversation?.keys;
+  if (keys === undefined || !response.ok || response.body === null) {
+    return new Response(response.body, init);
+  }
+  const record = (usage: Usage) =>
+    context.state.anchors.recordKeys(keys, usage);
+  const type = response.headers.get("content-type");
+  if (isJsonContentType(type)) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    learnFromJson(bytes, record);
+    return new Response(bytes, init);
+  }
+  return new Response(tapUsage(response.body, type, record), init);
+}
+
+const decoder = new TextDecoder();
+
+function learnFromJson(
+  bytes: Uint8Array,
+  record: (usage: Usage) => void,
+): void {
+  try {
+    const usage = readUsage(JSON.parse(decoder.decode(bytes)));
+    if (usage !== undefined) record(usage);
+  } catch {
+    // Not JSON after all, or no usage: nothing to learn, the bytes go on.
+  }
 }

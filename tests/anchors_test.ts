@@ -340,3 +340,33 @@ Deno.test("canonicalMessage() makes re-serialised messages equal", async (t) => 
     strictEqual(canonicalMessage(null), "null");
   });
 });
+
+Deno.test("AnchorStore keeps its per-length index right through eviction and clear", () => {
+  const store = new AnchorStore({ maxEntries: 1 });
+  const a = [{ role: "user", content: "a" }, {
+    role: "assistant",
+    content: "A",
+  }];
+  const b = [{ role: "user", content: "b" }, {
+    role: "assistant",
+    content: "B",
+  }];
+  const usage = { promptTokens: 10, completionTokens: 2 };
+  store.record("m", a, usage);
+  store.record("m", b, usage); // evicts a; length 2 is still indexed for b
+  strictEqual(
+    store.lookup("m", [...a, { role: "user", content: "more" }]),
+    undefined,
+  );
+  deepStrictEqual(
+    store.lookup("m", [...b, { role: "user", content: "more" }]),
+    { ...usage, prefixLength: 2 },
+  );
+  const keys = store.keys("m", [...b, { role: "user", content: "x" }]);
+  deepStrictEqual(keys.prefixes.map(([length]) => length), [2]); // only lengths the store holds are hashed
+  store.clear();
+  deepStrictEqual(
+    store.keys("m", [...b, { role: "user", content: "x" }]).prefixes,
+    [],
+  );
+});
