@@ -29,7 +29,7 @@ Deno.test("budget() with the vLLM backend counts through a worker cache", async 
   const backend = new VllmBackend({
     url: server.url,
     cache,
-    timeoutSeconds: 0.2,
+    timeoutSeconds: 10,
   });
   const options = { window: WINDOW, contextLength: CONTEXT, backend };
 

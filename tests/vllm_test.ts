@@ -272,7 +272,9 @@ Deno.test("VllmBackend.count() fails with a CountError on every server fault", a
     await t.step(fault, async () => {
       await using server = await serve();
       server.fault = fault;
-      const backend = backendFor(server, { timeoutSeconds: 0.05 });
+      // Only "slow" needs a short limit; the rest must fail on their own, even on a busy machine.
+      const timeoutSeconds = fault === "slow" ? 0.05 : 10;
+      const backend = backendFor(server, { timeoutSeconds });
       const error = await countError(backend.count(HELLO, OPTIONS));
       strictEqual(error.message, message);
       const transport = fault === "refused" || fault === "slow";
@@ -729,7 +731,7 @@ Deno.test("VllmBackend.count() keeps secrets out of error messages and logs", as
         url: `${server.url}?token=${canary}`,
         apiKey: `sk-${canary}`,
         cache: null,
-        timeoutSeconds: 0.05,
+        timeoutSeconds: fault === "slow" ? 0.05 : 10,
       });
       const error = await countError(backend.count(request, OPTIONS));
       ok(!error.message.includes(canary), error.message);
