@@ -95,7 +95,8 @@ export async function forward(
 /** The largest JSON answer the forwarder reads whole. */
 const SMALL_JSON_BYTES = 8 * 1024 * 1024;
 
-function isSmallJson(headers: Headers): boolean {
+/** A JSON answer with a declared length the proxy may hold whole. */
+export function isSmallJson(headers: Headers): boolean {
   const length = Number(headers.get("content-length") ?? NaN);
   return isJsonContentType(headers.get("content-type")) &&
     Number.isSafeInteger(length) && length <= SMALL_JSON_BYTES;

@@ -39,7 +39,7 @@ import {
 } from "./_bridge.ts";
 import { checkHttpUrl } from "./_url.ts";
 import { readLimited, upstreamUrl } from "./_forward.ts";
-import { forward } from "./_proxy_forward.ts";
+import { forward, isSmallJson } from "./_proxy_forward.ts";
 import { TimedBackend } from "./_timed_backend.ts";
 import {
   countKind,
@@ -410,7 +410,7 @@ async function finish(
   const record = (usage: Usage) =>
     context.state.anchors.recordKeys(keys, usage);
   const type = response.headers.get("content-type");
-  if (isJsonContentType(type)) {
+  if (isJsonContentType(type) && isSmallJson(response.headers)) {
     const bytes = new Uint8Array(await response.arrayBuffer());
     learnFromJson(bytes, record);
     return new Response(bytes, init);

@@ -404,3 +404,33 @@ Deno.test("a client abort cancels the upstream request", async () => {
   }
   ok(metrics.includes('incontext_upstream_responses_total{status="0"} 1'));
 });
+
+Deno.test("the proxy learns an anchor from a streamed response's final usage chunk", async () => {
+  await using proxy = await proxyFixture({
+    backend: new FakeBackend({ error: new Error("no count") }),
+  });
+  const first = [{ role: "user", content: "Hello" }];
+  const streamed = await postJson(`${proxy.baseUrl}/chat/completions`, {
+    model: "m",
+    messages: first,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  const text = await streamed.text();
+  const usage = JSON.parse(
+    text.split("\n").filter((line) => line.includes('"usage"')).at(-1)!.slice(
+      "data: ".length,
+    ),
+  ).usage;
+  const reply = { role: "assistant", content: "Noted: 1 messages." };
+  const next = await postJson(`${proxy.baseUrl}/chat/completions`, {
+    model: "m",
+    messages: [...first, reply, { role: "user", content: "More" }],
+  });
+  await next.body?.cancel();
+  strictEqual(next.headers.get("x-incontext-source"), "usage-anchor");
+  strictEqual(
+    Number(next.headers.get("x-incontext-prompt-tokens")),
+    usage.prompt_tokens + usage.completion_tokens + 1,
+  );
+});
