@@ -59,6 +59,44 @@ export async function startServer(spec: ServerSpec): Promise<BenchServer> {
 }
 
 /** A chat request body of about `bytes` bytes of JSON, encoded once. */
+/** The four servers every proxy benchmark compares, each in its own Worker. */
+export interface BenchServers extends AsyncDisposable {
+  readonly upstream: BenchServer;
+  readonly bare: BenchServer;
+  readonly incontext: BenchServer;
+  readonly inProcess: BenchServer;
+}
+
+/** Starts the upstream, the bare proxy, and incontext with each kind of count cache. */
+export async function startServers(): Promise<BenchServers> {
+  const upstream = await startServer({
+    role: "upstream",
+    contextLength: CONTEXT,
+  });
+  const bare = await startServer({ role: "bare", upstream: upstream.url });
+  const proxy = (cache: "worker" | "in-process") =>
+    startServer({
+      role: "incontext",
+      upstream: upstream.url,
+      window: WINDOW,
+      contextLength: CONTEXT,
+      cache,
+    });
+  const incontext = await proxy("worker");
+  const inProcess = await proxy("in-process");
+  return {
+    upstream,
+    bare,
+    incontext,
+    inProcess,
+    async [Symbol.asyncDispose]() {
+      for (const server of [inProcess, incontext, bare, upstream]) {
+        await server[Symbol.asyncDispose]();
+      }
+    },
+  };
+}
+
 export function chatBody(
   bytes: number,
   options: { nonce?: string; stream?: boolean } = {},

@@ -16,16 +16,14 @@ import {
   added,
   type BenchServer,
   chatBody,
-  CONTEXT,
   ms,
   percentile,
   post,
   printMachine,
   printTable,
-  startServer,
+  startServers,
   timeFirstByte,
   timeRequest,
-  WINDOW,
 } from "./_proxy_bench_setup.ts";
 
 const SAMPLES = 400;
@@ -35,25 +33,8 @@ const TTFB_SAMPLES = 300;
 const started = performance.now();
 printMachine();
 
-await using upstream = await startServer({
-  role: "upstream",
-  contextLength: CONTEXT,
-});
-await using bare = await startServer({ role: "bare", upstream: upstream.url });
-await using incontext = await startServer({
-  role: "incontext",
-  upstream: upstream.url,
-  window: WINDOW,
-  contextLength: CONTEXT,
-  cache: "worker",
-});
-await using inProcess = await startServer({
-  role: "incontext",
-  upstream: upstream.url,
-  window: WINDOW,
-  contextLength: CONTEXT,
-  cache: "in-process",
-});
+await using servers = await startServers();
+const { upstream, bare, incontext, inProcess } = servers;
 
 type Path = readonly [label: string, server: BenchServer];
 const DIRECT = "direct to the upstream";

@@ -14,12 +14,10 @@
  */
 import {
   chatBody,
-  CONTEXT,
   post,
   printMachine,
   printTable,
-  startServer,
-  WINDOW,
+  startServers,
 } from "./_proxy_bench_setup.ts";
 
 const CLIENTS = 64;
@@ -30,25 +28,8 @@ const MAX_SECONDS = 4;
 const started = performance.now();
 printMachine();
 
-await using upstream = await startServer({
-  role: "upstream",
-  contextLength: CONTEXT,
-});
-await using bare = await startServer({ role: "bare", upstream: upstream.url });
-await using incontext = await startServer({
-  role: "incontext",
-  upstream: upstream.url,
-  window: WINDOW,
-  contextLength: CONTEXT,
-  cache: "worker",
-});
-await using inProcess = await startServer({
-  role: "incontext",
-  upstream: upstream.url,
-  window: WINDOW,
-  contextLength: CONTEXT,
-  cache: "in-process",
-});
+await using servers = await startServers();
+const { upstream, bare, incontext, inProcess } = servers;
 
 const body = chatBody(2_000);
 // Fills the count caches.
