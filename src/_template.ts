@@ -1,0 +1,99 @@
+/**
+ * Chat-template rendering that matches Python jinja2 as transformers sets it
+ * up, built on @huggingface/jinja plus a layer that fixes its differences.
+ *
+ * @module
+ */
+import { Environment, Interpreter, parse, tokenize } from "@huggingface/jinja";
+import { rewrite } from "./_template_ast.ts";
+import { globalsFor } from "./_template_globals.ts";
+import { toValue, type Value } from "./_template_values.ts";
+
+export { PyFloat } from "./_template_values.ts";
+export { parseJsonLossless } from "./_template_json.ts";
+
+/** Options of {@linkcode compileChatTemplate}. */
+export interface RenderOptions {
+  /**
+   * The clock `strftime_now` reads (local time, C locale).
+   *
+   * @default {() => new Date()}
+   */
+  readonly now?: () => Date;
+}
+
+/** A compiled chat template. */
+export interface ChatTemplate {
+  /**
+   * Renders the template.
+   *
+   * @param context Template variables. `Map`s keep their key order and
+   * `PyFloat`s print as floats, as Python's values would.
+   * @returns The rendered text.
+   * @throws {TemplateRaisedError} If the template calls `raise_exception`.
+   */
+  render(context: Record<string, unknown>): string;
+}
+
+/** The template called `raise_exception`: the server would reject this request. */
+export class TemplateRaisedError extends Error {
+  /**
+   * @param message The template's message.
+   * @param options Error options.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "TemplateRaisedError";
+  }
+}
+
+/**
+ * Compiles a chat template.
+ *
+ * @example Render a template
+ * ```ts
+ * import { compileChatTemplate } from "./_template.ts";
+ * const template = compileChatTemplate("{{ x.strip('*') }}|{{ y }}");
+ * console.assert(template.render({ x: "*hi*", y: true }) === "hi|True");
+ * ```
+ *
+ * @param source Template text; CR LF and lone CR become LF, as in jinja2.
+ * @param options Options.
+ * @returns The compiled template.
+ * @throws {SyntaxError} If the template does not parse.
+ */
+export function compileChatTemplate(
+  source: string,
+  options?: RenderOptions,
+): ChatTemplate {
+  const normalised = source.replace(/\r\n?/g, "\n")
+    // transformers' {% generation %} renders its body; as a real block tag
+    // (unlike @huggingface/jinja's textual removal) it keeps jinja2's
+    // whitespace control around it.
+    .replace(/\{%([-+]?)\s*generation\s*([-+]?)%\}/g, "{%$1 if true $2%}")
+    .replace(/\{%([-+]?)\s*endgeneration\s*([-+]?)%\}/g, "{%$1 endif $2%}");
+  const program = rewrite(
+    parse(tokenize(normalised, { lstrip_blocks: true, trim_blocks: true })),
+  ) as ReturnType<typeof parse>;
+  const now = options?.now ?? (() => new Date());
+  const globals = globalsFor({
+    now,
+    raise: (message) => {
+      throw new TemplateRaisedError(message);
+    },
+  });
+  return {
+    render(context: Record<string, unknown>): string {
+      const root = new Environment();
+      for (const [name, value] of globals) {
+        root.setVariable(name as never, value as never);
+      }
+      const scope = new Environment(root);
+      for (const [name, value] of Object.entries(context)) {
+        scope.setVariable(name, toValue(value) as never);
+      }
+      const result = new Interpreter(scope).run(program) as unknown as Value;
+      return result.value as string;
+    },
+  };
+}

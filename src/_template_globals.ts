@@ -1,0 +1,176 @@
+// The globals a rewritten template calls: Python semantics for printing,
+// string methods and filters, plus transformers' template globals.
+import { CONCAT, PRINT } from "./_template_ast.ts";
+import {
+  pyCapitalize,
+  pySplit,
+  pyStrip,
+  pyTitleFilter,
+  pyTitleMethod,
+} from "./_template_py.ts";
+import { strftime } from "./_template_strftime.ts";
+import {
+  fn,
+  make,
+  pyJsonDumps,
+  pyStr,
+  type Value,
+} from "./_template_values.ts";
+
+/** What the globals need from the caller. */
+export interface GlobalsOptions {
+  readonly now: () => Date;
+  readonly raise: (message: string) => never;
+}
+
+type Kwargs = Map<string, Value>;
+
+function split(args: Value[]): [Value[], Kwargs] {
+  const last = args.at(-1);
+  if (last?.type === "KeywordArgumentsValue") {
+    return [args.slice(0, -1), last.value as Kwargs];
+  }
+  return [args, new Map()];
+}
+
+function str(value: string): Value {
+  return make("StringValue", value);
+}
+
+function optionalString(value: Value | undefined): string | null {
+  if (
+    value === undefined || value.type === "NullValue" ||
+    value.type === "UndefinedValue"
+  ) {
+    return null;
+  }
+  if (value.type !== "StringValue") {
+    throw new TypeError("expected a string argument");
+  }
+  return value.value as string;
+}
+
+// A non-string receiver keeps @huggingface/jinja's own member lookup.
+function method(
+  name: string,
+  onString: (text: string, args: Value[], kw: Kwargs) => Value,
+) {
+  return fn((all) => {
+    const [self, ...rest] = all as [Value, ...Value[]];
+    if (self.type === "StringValue") {
+      const [args, kw] = split(rest);
+      return onString(self.value as string, args, kw);
+    }
+    const member =
+      (self.value instanceof Map ? self.value.get(name) : undefined) ??
+        self.builtins.get(name);
+    if (member?.type !== "FunctionValue") {
+      throw new TypeError(`'${self.type}' has no method '${name}'`);
+    }
+    return (member.value as (args: Value[]) => Value)(rest);
+  });
+}
+
+function strip(left: boolean, right: boolean) {
+  return (text: string, args: Value[], kw: Kwargs) =>
+    str(pyStrip(text, optionalString(args[0] ?? kw.get("chars")), left, right));
+}
+
+function tojson(args: Value[]): Value {
+  const [[operand, ...rest], kw] = split(args) as [[Value, ...Value[]], Kwargs];
+  const get = (name: string, i: number) => rest[i] ?? kw.get(name);
+  const indent = get("indent", 1);
+  const separators = get("separators", 3);
+  const sortKeys = get("sort_keys", 4);
+  const pair = separators?.value as Value[] | null | undefined;
+  return str(pyJsonDumps(operand, {
+    ensureAscii: Boolean(get("ensure_ascii", 0)?.value),
+    indent: (indent?.value ?? null) as number | string | null,
+    separators: Array.isArray(pair)
+      ? [pair[0]!.value as string, pair[1]!.value as string]
+      : null,
+    sortKeys: Boolean(sortKeys?.value),
+  }));
+}
+
+function length(args: Value[]): Value {
+  const value = args[0]!;
+  if (value.type === "StringValue") {
+    return make("IntegerValue", Array.from(value.value as string).length);
+  }
+  const items = value.value;
+  if (Array.isArray(items)) return make("IntegerValue", items.length);
+  if (items instanceof Map) return make("IntegerValue", items.size);
+  throw new TypeError(`object of type '${value.type}' has no len()`);
+}
+
+function join(args: Value[]): Value {
+  const [[operand, separator], kw] = split(args) as [[Value, Value?], Kwargs];
+  const sep = optionalString(separator ?? kw.get("d")) ?? "";
+  const items = operand.type === "StringValue"
+    ? Array.from(operand.value as string)
+    : (operand.value as Value[]).map(pyStr);
+  return str(items.join(sep));
+}
+
+function range(args: Value[]): Value {
+  const n = args.map((a) => a.value as number);
+  const [start, stop, step] = n.length === 1
+    ? [0, n[0]!, 1]
+    : [n[0]!, n[1]!, n[2] ?? 1];
+  if (step === 0) throw new RangeError("range() arg 3 must not be zero");
+  const out: Value[] = [];
+  for (let i = start; step > 0 ? i < stop : i > stop; i += step) {
+    out.push(make("IntegerValue", i));
+  }
+  return make("ArrayValue", out);
+}
+
+/** Builds the global variables of a render. */
+export function globalsFor(options: GlobalsOptions): Map<string, Value> {
+  const text = (f: (s: string) => string) => (t: string) => str(f(t));
+  const filterOnText = (f: (s: string, args: Value[], kw: Kwargs) => Value) =>
+    method("", f);
+  return new Map<string, Value>([
+    ["true", make("BooleanValue", true)],
+    ["false", make("BooleanValue", false)],
+    ["none", make("NullValue", null)],
+    ["True", make("BooleanValue", true)],
+    ["False", make("BooleanValue", false)],
+    ["None", make("NullValue", null)],
+    ["range", fn(range)],
+    [
+      "raise_exception",
+      fn(([m]) => options.raise(m === undefined ? "" : pyStr(m))),
+    ],
+    [
+      "strftime_now",
+      fn(([f]) => str(strftime(options.now(), String(f?.value ?? "")))),
+    ],
+    [PRINT, fn(([v]) => str(pyStr(v!)))],
+    [CONCAT, fn(([a, b]) => str(pyStr(a!) + pyStr(b!)))],
+    ["__ic_method_strip", method("strip", strip(true, true))],
+    ["__ic_method_lstrip", method("lstrip", strip(true, false))],
+    ["__ic_method_rstrip", method("rstrip", strip(false, true))],
+    [
+      "__ic_method_split",
+      method("split", (t, args, kw) => {
+        const sep = optionalString(args[0] ?? kw.get("sep"));
+        const max = (args[1] ?? kw.get("maxsplit"))?.value as
+          | number
+          | undefined;
+        return make("ArrayValue", pySplit(t, sep, max ?? -1).map(str));
+      }),
+    ],
+    ["__ic_method_title", method("title", text(pyTitleMethod))],
+    ["__ic_method_capitalize", method("capitalize", text(pyCapitalize))],
+    ["__ic_filter_tojson", fn(tojson)],
+    ["__ic_filter_trim", filterOnText(strip(true, true))],
+    ["__ic_filter_title", filterOnText(text(pyTitleFilter))],
+    ["__ic_filter_capitalize", filterOnText(text(pyCapitalize))],
+    ["__ic_filter_length", fn(length)],
+    ["__ic_filter_count", fn(length)],
+    ["__ic_filter_string", fn(([v]) => str(pyStr(v!)))],
+    ["__ic_filter_join", fn(join)],
+  ]);
+}

@@ -1,0 +1,117 @@
+// Renders a corpus of templates x contexts with compileChatTemplate and with
+// Python jinja2 (tools/jinja2_oracle.py) and requires byte-identical output.
+import { deepStrictEqual } from "node:assert/strict";
+import {
+  compileChatTemplate,
+  parseJsonLossless,
+  TemplateRaisedError,
+} from "../src/_template.ts";
+
+const NOW = "2026-03-07T15:04:05";
+const dir = new URL("./fixtures/templates/", import.meta.url);
+
+type Outcome = { text: string } | { error: { type: string; message: string } };
+
+// Debian's python3 with python3-jinja2 (what .ci/run installs) is the oracle;
+// a python3 elsewhere on PATH may carry another jinja2.
+const PYTHON = await Deno.stat("/usr/bin/python3").then(
+  () => "/usr/bin/python3",
+  () => "python3",
+);
+
+async function oracle(jobs: unknown[]): Promise<Outcome[]> {
+  const script = new URL("../tools/jinja2_oracle.py", import.meta.url);
+  let output: Deno.CommandOutput;
+  try {
+    const child = new Deno.Command(PYTHON, {
+      args: [script.pathname],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(JSON.stringify(jobs)));
+    await writer.close();
+    output = await child.output();
+  } catch (error) {
+    throw new Error(
+      "python3 is required: run `apt-get update && apt-get install -y python3-jinja2`",
+      { cause: error },
+    );
+  }
+  const stderr = new TextDecoder().decode(output.stderr);
+  if (!output.success) {
+    throw new Error(
+      stderr.includes("No module named 'jinja2'")
+        ? "python3-jinja2 is not installed: run `apt-get update && apt-get install -y python3-jinja2` (as .ci/run does)"
+        : `The jinja2 oracle failed: ${stderr.slice(0, 500)}`,
+    );
+  }
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
+
+function ours(template: string, contextJson: string, key: string): Outcome {
+  const now = () => new Date(NOW);
+  try {
+    const all = parseJsonLossless(contextJson) as Map<string, unknown>;
+    const context = all.get(key) as Map<string, unknown>;
+    return {
+      text: compileChatTemplate(template, { now }).render(
+        Object.fromEntries(context),
+      ),
+    };
+  } catch (error) {
+    if (error instanceof TemplateRaisedError) {
+      return { error: { type: "TemplateError", message: error.message } };
+    }
+    throw error;
+  }
+}
+
+async function corpus(): Promise<
+  { templates: Map<string, string>; contexts: Map<string, string> }
+> {
+  const templates = new Map<string, string>();
+  const contexts = new Map<string, string>();
+  for await (const entry of Deno.readDir(dir)) {
+    const text = await Deno.readTextFile(new URL(entry.name, dir));
+    if (entry.name.endsWith(".jinja")) templates.set(entry.name, text);
+    if (entry.name.endsWith(".json")) {
+      for (const name of Object.keys(JSON.parse(text))) {
+        contexts.set(`${entry.name}#${name}`, text);
+      }
+    }
+  }
+  return { templates, contexts };
+}
+
+Deno.test("compileChatTemplate() renders byte-identical to Python jinja2", async (t) => {
+  const { templates, contexts } = await corpus();
+  // Context JSON goes through each side's own reader: Python's json.loads
+  // and parseJsonLossless (key order, integral floats).
+  const jobs: { name: string; template: string; context: string }[] = [];
+  for (const [tname, template] of [...templates].sort()) {
+    for (const [cname, context] of [...contexts].sort()) {
+      jobs.push({ name: `${tname} x ${cname}`, template, context });
+    }
+  }
+  const expected = await oracle(jobs.map((j) => ({
+    template: j.template,
+    context_json: j.context,
+    context_key: j.name.split("#")[1],
+    now: NOW,
+  })));
+  const perFamily = new Map<string, [number, number]>();
+  for (const [i, job] of jobs.entries()) {
+    const family = job.name.split(/[._]/)[0]!;
+    const tally = perFamily.get(family) ?? [0, 0];
+    const actual = ours(job.template, job.context, job.name.split("#")[1]!);
+    tally[1]++;
+    if (JSON.stringify(actual) === JSON.stringify(expected[i])) tally[0]++;
+    perFamily.set(family, tally);
+    await t.step(job.name, () => deepStrictEqual(actual, expected[i]));
+  }
+  for (const [family, [ok, all]] of perFamily) {
+    console.log(`jinja2 oracle: ${family}: ${ok}/${all} identical`);
+  }
+});
