@@ -11,6 +11,7 @@ import { type Estimator, roughEstimate } from "./estimate.ts";
 import { minDefined, readCallerCap, writeCap } from "./_caps.ts";
 import { requireInteger } from "./compute.ts";
 import { errorType } from "./_error_type.ts";
+import { TemplateRejectedError } from "./errors.ts";
 import { effectiveField, isJsonObject } from "./_request.ts";
 import {
   type BudgetRoute,
@@ -175,6 +176,13 @@ export async function budget(
     return hookFailed(request, source, error);
   }
   const counted = await countPrompt(request, { ...options, kind }, source);
+  if (counted === null) {
+    return unchanged(
+      request,
+      source,
+      "the chat template rejects this request, so the server would too",
+    );
+  }
   if (counted === undefined) {
     return unchanged(
       request,
@@ -318,12 +326,15 @@ export function validateBudgetOptions(options: BudgetOptions): Settings {
   return { window, contextLength, fallbackMarginTokens, minOutputTokens };
 }
 
-/** The exact count, else the rough estimate, else undefined (both failed). */
+/**
+ * The exact count, else the rough estimate, else undefined (both failed);
+ * null when the server would reject the request (an estimate would hide that).
+ */
 async function countPrompt(
   request: JsonObject,
   options: BudgetOptions & { readonly kind: RequestKind },
   source: string,
-): Promise<{ tokens: number; source: string } | undefined> {
+): Promise<{ tokens: number; source: string } | null | undefined> {
   let exactError: unknown;
   try {
     const tokens = await options.backend.count(request, {
@@ -334,6 +345,13 @@ async function countPrompt(
     if (Number.isSafeInteger(tokens) && tokens >= 0) return { tokens, source };
     exactError = new TypeError("backend returned an invalid count");
   } catch (error) {
+    if (error instanceof TemplateRejectedError) {
+      logger.warn(
+        "request rejected by the chat template, left unchanged: model={model} source={source} error={error}",
+        { model: modelLabel(request), source, error: errorType(error) },
+      );
+      return null;
+    }
     exactError = error;
   }
   const anchored = anchorCount(request, options);

@@ -67,6 +67,19 @@ export interface Config {
   /** `INCONTEXT_TOKENIZER_API_KEY`: a secret, never echoed in errors or logs. */
   readonly tokenizerApiKey?: string;
   /**
+   * `INCONTEXT_TOKENIZER_DIR`: the Hugging Face model folder the vLLM server
+   * serves; `local` requires it.
+   */
+  readonly tokenizerDir?: string;
+  /**
+   * `INCONTEXT_CHAT_TEMPLATE`: a chat template overriding the folder's (as
+   * vLLM's `--chat-template`): a file path, or the template text itself when
+   * it contains `{%` or `{{`.
+   */
+  readonly chatTemplate?: string;
+  /** `INCONTEXT_TOKENIZER_SHA256`: the expected SHA-256 of `tokenizer.json`, 64 hex characters. */
+  readonly tokenizerSha256?: string;
+  /**
    * `INCONTEXT_FALLBACK_MARGIN_TOKENS` (legacy `HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS`):
    * subtracted when only an estimate is available.
    *
@@ -319,6 +332,14 @@ const VARIABLES: { readonly [K in Key]: Variable<K> } = {
     schema: headerValue,
   },
   tokenizerApiKey: { name: "INCONTEXT_TOKENIZER_API_KEY", schema: headerValue },
+  tokenizerDir: { name: "INCONTEXT_TOKENIZER_DIR", schema: z.string() },
+  chatTemplate: { name: "INCONTEXT_CHAT_TEMPLATE", schema: z.string() },
+  tokenizerSha256: {
+    name: "INCONTEXT_TOKENIZER_SHA256",
+    schema: z.string()
+      .regex(/^[0-9a-fA-F]{64}$/, "must be 64 hexadecimal characters")
+      .transform((value) => value.toLowerCase()),
+  },
   fallbackMarginTokens: {
     name: "INCONTEXT_FALLBACK_MARGIN_TOKENS",
     alias: "HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS",

@@ -24,3 +24,35 @@ export class CountError extends Error {
     this.name = "CountError";
   }
 }
+
+/**
+ * The request breaks a rule of the served chat template (it calls
+ * `raise_exception`, e.g. "Conversation roles must alternate"), so the
+ * server would reject it too. budget() leaves such a request unchanged
+ * instead of estimating it.
+ *
+ * @example Telling a rejected request from a failed count
+ * ```ts
+ * import { CountError, TemplateRejectedError } from "@incontext/incontext/local";
+ * import { ok } from "node:assert/strict";
+ *
+ * const error = new TemplateRejectedError();
+ * ok(error instanceof CountError);
+ * ok(error.message.includes("the server would too"));
+ * ```
+ */
+export class TemplateRejectedError extends CountError {
+  /**
+   * Creates the error. The template's own message is not copied: it may
+   * quote the prompt.
+   *
+   * @param options The underlying cause, if any.
+   */
+  constructor(options?: ErrorOptions) {
+    super(
+      "the chat template rejects this request (the server would too)",
+      options,
+    );
+    this.name = "TemplateRejectedError";
+  }
+}

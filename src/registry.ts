@@ -9,6 +9,7 @@ import { DEFAULT_CONFIG } from "./_config_defaults.ts";
 import type { Config } from "./config.ts";
 import { ConfigError } from "./config_error.ts";
 import { VllmBackend } from "./vllm.ts";
+import { LocalBackend } from "./local.ts";
 
 /** Builds a backend from the loaded configuration. Called at most once per registry. */
 export type BackendFactory = (config: Config) => Backend;
@@ -163,6 +164,26 @@ export function createBackendRegistry(): BackendRegistry {
   };
 }
 
+function localFromConfig(config: Config): Backend {
+  if (config.tokenizerDir === undefined) {
+    throw new ConfigError([{
+      variable: "INCONTEXT_TOKENIZER_DIR",
+      rule: "is required by the 'local' backend",
+    }]);
+  }
+  // Nothing is read here: the files load on the first count.
+  return new LocalBackend({
+    dir: config.tokenizerDir,
+    ...(config.chatTemplate === undefined
+      ? {}
+      : { chatTemplate: config.chatTemplate }),
+    ...(config.tokenizerSha256 === undefined
+      ? {}
+      : { expectedSha256: config.tokenizerSha256 }),
+    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
+  });
+}
+
 function vllmFromConfig(config: Config): Backend {
   if (config.tokenizerUrl === undefined) {
     throw new ConfigError([{
@@ -199,4 +220,7 @@ function vllmFromConfig(config: Config): Backend {
 export const backends: BackendRegistry = createBackendRegistry();
 backends.plugin("vllm", vllmFromConfig, {
   requires: ["INCONTEXT_TOKENIZER_URL"],
+});
+backends.plugin("local", localFromConfig, {
+  requires: ["INCONTEXT_TOKENIZER_DIR"],
 });

@@ -6,6 +6,7 @@ import {
   type JsonObject,
 } from "../mod.ts";
 import { FakeBackend } from "../testing.ts";
+import { TemplateRejectedError } from "../src/errors.ts";
 
 const W = 55705;
 const C = 65536;
@@ -481,4 +482,23 @@ Deno.test("budget() uses a usage anchor between the exact count and the estimate
     strictEqual(result.source, "fake");
     strictEqual(result.promptTokens, 1705);
   });
+});
+
+Deno.test("budget() leaves a request the chat template rejects unchanged", async () => {
+  const request = chat({ max_tokens: 100 });
+  let estimated = false;
+  const result = await budget(
+    request,
+    options({
+      backend: new FakeBackend({ error: new TemplateRejectedError() }),
+      estimate: () => {
+        estimated = true;
+        return 1000;
+      },
+    }),
+  );
+  strictEqual(result.action, "unchanged");
+  strictEqual(result.request, request);
+  strictEqual(estimated, false);
+  ok(result.reason.includes("rejects this request"));
 });

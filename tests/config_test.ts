@@ -825,3 +825,43 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
     );
   });
 });
+
+Deno.test("loadConfig() reads the local backend's variables", async (t) => {
+  const sha = "AB".repeat(32);
+  await t.step("the folder, the template and the hash", () => {
+    const config = loadConfig({
+      INCONTEXT_BACKEND: "local",
+      INCONTEXT_TOKENIZER_DIR: "/models/qwen3",
+      INCONTEXT_CHAT_TEMPLATE: "{{ messages }}",
+      INCONTEXT_TOKENIZER_SHA256: sha,
+    });
+    strictEqual(config.tokenizerDir, "/models/qwen3");
+    strictEqual(config.chatTemplate, "{{ messages }}");
+    strictEqual(config.tokenizerSha256, "ab".repeat(32));
+    strictEqual(config.tokenizerUrl, undefined);
+  });
+  await t.step("local requires INCONTEXT_TOKENIZER_DIR, not the URL", () => {
+    throws(() => loadConfig({ INCONTEXT_BACKEND: "local" }), (error) => {
+      ok(error instanceof ConfigError);
+      deepStrictEqual(error.issues.map((i) => i.variable), [
+        "INCONTEXT_TOKENIZER_DIR",
+      ]);
+      return true;
+    });
+  });
+  await t.step("INCONTEXT_TOKENIZER_SHA256 must be 64 hex characters", () => {
+    for (const bad of ["ab", "g".repeat(64), "a".repeat(65)]) {
+      throws(
+        () => loadConfig({ ...URL_ENV, INCONTEXT_TOKENIZER_SHA256: bad }),
+        (error) => {
+          ok(error instanceof ConfigError);
+          deepStrictEqual(error.issues, [{
+            variable: "INCONTEXT_TOKENIZER_SHA256",
+            rule: "must be 64 hexadecimal characters",
+          }]);
+          return true;
+        },
+      );
+    }
+  });
+});

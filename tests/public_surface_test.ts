@@ -10,6 +10,7 @@ import * as middleware from "../src/middleware.ts";
 import * as preflight from "../src/preflight.ts";
 import * as hermes from "../src/hermes.ts";
 import * as proxy from "../src/proxy.ts";
+import * as local from "../src/local.ts";
 
 // A change to the public surface must be deliberate: update this list with it.
 Deno.test("the export entries expose exactly the documented surface", () => {
@@ -25,6 +26,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     preflight,
     hermes,
     proxy,
+    local,
   };
   const expected: Record<string, string[]> = {
     root: [
@@ -57,6 +59,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     middleware: ["budgetMiddleware"],
     preflight: ["preflight"],
     proxy: ["createProxyHandler"],
+    local: ["CountError", "LocalBackend", "TemplateRejectedError"],
     hermes: [
       "hermesWindow",
       "loadHermesSettings",

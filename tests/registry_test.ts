@@ -17,6 +17,7 @@ import {
   VllmBackend,
 } from "../mod.ts";
 import { FakeBackend } from "../testing.ts";
+import { LocalBackend } from "../src/local.ts";
 
 Deno.test("createBackendRegistry() builds only the selected backend, once", async (t) => {
   await t.step("lazy factories", () => {
@@ -85,6 +86,19 @@ Deno.test("createBackendRegistry() builds only the selected backend, once", asyn
     );
     strictEqual(seen, "qwen");
   });
+});
+
+Deno.test("backends registers the bundled local backend, which loads nothing until a count", () => {
+  ok(backends.names().includes("local"));
+  deepStrictEqual(backends.requirements("local"), ["INCONTEXT_TOKENIZER_DIR"]);
+  const config = loadConfig({
+    INCONTEXT_BACKEND: "local",
+    INCONTEXT_TOKENIZER_DIR: "/nonexistent/model",
+  });
+  const backend = backends.one("local", config);
+  strictEqual(backends.one("local", config), backend);
+  ok(backend instanceof LocalBackend);
+  strictEqual(backend.source, "local-tokenizer");
 });
 
 Deno.test("backends registers the bundled vllm backend", () => {

@@ -1,0 +1,518 @@
+/**
+ * Counts prompt tokens exactly, in process, from a model folder's tokenizer
+ * files and chat template: what vLLM's `POST /tokenize` would answer for the
+ * same request, without the round trip.
+ *
+ * @example Counting a chat request from a model folder
+ * ```ts
+ * import { LocalBackend } from "@incontext/incontext/local";
+ * import { ok } from "node:assert/strict";
+ *
+ * const dir = new URL("../tests/fixtures/model_folder/", import.meta.url).pathname;
+ * const backend = new LocalBackend({ dir, cache: null });
+ * const request = { messages: [{ role: "user", content: "hi there" }] };
+ * ok(await backend.count(request, { contextLength: 8192 }) > 0);
+ * await backend[Symbol.asyncDispose]();
+ * ```
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import {
+  Backend,
+  type CapField,
+  type CountOptions,
+  type JsonObject,
+  type OutputFieldOptions,
+  type OutputLimitOptions,
+  type RequestKind,
+} from "./backend.ts";
+import {
+  type CountCache,
+  countCacheKey,
+  sharedCountCache,
+} from "./count_cache.ts";
+import { CountError, TemplateRejectedError } from "./errors.ts";
+import { isJsonObject } from "./_request.ts";
+import { responsesToChat } from "./_responses.ts";
+import { errorType } from "./_error_type.ts";
+import { laxPositiveInteger } from "./_vllm_caps.ts";
+import {
+  assertMirrorable,
+  buildCompletionPayload,
+  buildTokenizePayload,
+  isMultimodal,
+  transferredPromptLength,
+  truncationLimit,
+} from "./_vllm_payload.ts";
+import type { ChatTemplate } from "./_template.ts";
+import type { LocalTokenizer } from "./_tokenizer.ts";
+import type { ContentFormat } from "./_local_preprocess.ts";
+
+// The types LocalBackend's API names, so that this entry stands on its own.
+export type {
+  Backend,
+  CapField,
+  CountOptions,
+  JsonObject,
+  OutputFieldOptions,
+  OutputLimitOptions,
+  RequestKind,
+} from "./backend.ts";
+export type {
+  CountCache,
+  CountCacheKind,
+  CountCacheStats,
+} from "./count_cache.ts";
+export { CountError, TemplateRejectedError } from "./errors.ts";
+
+const logger = getLogger(["incontext", "local"]);
+
+/** Options for {@linkcode LocalBackend}. */
+export interface LocalBackendOptions {
+  /** A Hugging Face model folder: `tokenizer.json`, `tokenizer_config.json`, `chat_template.jinja`. */
+  readonly dir: string;
+  /**
+   * A chat template that overrides the folder's, as vLLM's `--chat-template`
+   * does: a file path, or the template text itself when it contains `{%` or `{{`.
+   *
+   * @default {undefined} `chat_template.jinja`, else `tokenizer_config.json`'s `chat_template`
+   */
+  readonly chatTemplate?: string;
+  /**
+   * The expected SHA-256 of `tokenizer.json`, 64 hex characters; on a
+   * mismatch every count fails.
+   *
+   * @default {undefined} not checked
+   */
+  readonly expectedSha256?: string;
+  /**
+   * The clock the template's `strftime_now` reads.
+   *
+   * @default {() => new Date()}
+   */
+  readonly now?: () => Date;
+  /**
+   * Where counts are cached; `null` disables caching.
+   *
+   * @default {sharedCountCache()} resolved at each count
+   */
+  readonly cache?: CountCache | null;
+}
+
+/** What the first count loads. */
+interface Loaded {
+  readonly tokenizer: LocalTokenizer;
+  /** Named templates (`"default"`, `"tool_use"`, ...), compiled on first use. */
+  readonly sources: ReadonlyMap<string, string>;
+  readonly compiled: Map<string, [ChatTemplate, ContentFormat]>;
+  /** Joins the count cache key: the files' SHA-256. */
+  readonly identity: string;
+  /** The clock of `strftime_now`. */
+  readonly now: () => Date;
+  /** The template and preprocessing code, imported with the files. */
+  readonly engine: Engine;
+}
+
+/**
+ * The heavy modules (@huggingface/jinja, @huggingface/tokenizers), imported
+ * on the first count so that importing the registry stays cheap.
+ */
+type Engine =
+  & typeof import("./_template.ts")
+  & typeof import("./_tokenizer.ts")
+  & typeof import("./_local_preprocess.ts");
+
+async function importEngine(): Promise<Engine> {
+  const [template, tokenizer, preprocess] = await Promise.all([
+    import("./_template.ts"),
+    import("./_tokenizer.ts"),
+    import("./_local_preprocess.ts"),
+  ]);
+  return { ...template, ...tokenizer, ...preprocess };
+}
+
+/**
+ * Counts the exact prompt tokens of a request in process: renders the
+ * model's chat template as Python jinja2 would, after vLLM's message
+ * preprocessing, and tokenizes the result as the Rust `tokenizers` crate
+ * would. Output caps are read as vLLM reads them.
+ *
+ * Files load on the first count (concurrent first counts share one load).
+ * Media parts, and requests `/tokenize` cannot mirror, fail their count so
+ * that the caller falls back to an estimate; a request the template rejects
+ * fails with {@linkcode TemplateRejectedError}.
+ *
+ * @example Counting the text form
+ * ```ts
+ * import { LocalBackend } from "@incontext/incontext/local";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const dir = new URL("../tests/fixtures/model_folder/", import.meta.url).pathname;
+ * const backend = new LocalBackend({ dir, cache: null });
+ * const count = await backend.count({ prompt: "hi" }, { contextLength: 8192, kind: "completion" });
+ * strictEqual(typeof count, "number");
+ * await backend[Symbol.asyncDispose]();
+ * ```
+ */
+export class LocalBackend extends Backend implements AsyncDisposable {
+  /** The label of local counts: `"local-tokenizer"`. */
+  override readonly source: string = "local-tokenizer";
+  readonly #options: LocalBackendOptions;
+  #loading: Promise<Loaded> | undefined;
+  #disposed = false;
+
+  /**
+   * Creates a local backend. Nothing is read until the first count.
+   *
+   * @param options The model folder and the optional settings.
+   * @throws {TypeError} If `dir` is not a non-empty string, or
+   * `expectedSha256` is not 64 hex characters.
+   */
+  constructor(options: LocalBackendOptions) {
+    super();
+    if (typeof options?.dir !== "string" || options.dir === "") {
+      throw new TypeError(
+        "Cannot create the local backend as 'dir' must be a non-empty string",
+      );
+    }
+    const sha = options.expectedSha256;
+    if (sha !== undefined && !/^[0-9a-fA-F]{64}$/.test(sha)) {
+      throw new TypeError(
+        "Cannot create the local backend as 'expectedSha256' must be 64 hex characters",
+      );
+    }
+    this.#options = { ...options };
+  }
+
+  /**
+   * Counts the prompt tokens of `request` exactly: the chat template's
+   * render tokenized without special tokens (the template writes them), or
+   * for `kind: "completion"` the `prompt` with special tokens unless the
+   * request sets `add_special_tokens: false`.
+   *
+   * @param request The request body, never mutated.
+   * @param options The context length (not compared with the files), the kind, an abort signal.
+   * @returns The exact prompt token count.
+   * @throws {RangeError} If `contextLength` is not a positive integer.
+   * @throws {TemplateRejectedError} If the chat template rejects the request.
+   * @throws {CountError} On any other failure, including media parts and a
+   * `tokenizer.json` whose SHA-256 is not the expected one.
+   *
+   * @example A request the template cannot count falls back
+   * ```ts
+   * import { CountError, LocalBackend } from "@incontext/incontext/local";
+   * import { rejects } from "node:assert/strict";
+   *
+   * const dir = new URL("../tests/fixtures/model_folder/", import.meta.url).pathname;
+   * const backend = new LocalBackend({ dir, cache: null });
+   * const image = { type: "image_url", image_url: { url: "data:," } };
+   * const request = { messages: [{ role: "user", content: [image] }] };
+   * await rejects(backend.count(request, { contextLength: 8192 }), CountError);
+   * await backend[Symbol.asyncDispose]();
+   * ```
+   */
+  override async count(
+    request: JsonObject,
+    options: CountOptions,
+  ): Promise<number> {
+    const contextLength = options?.contextLength;
+    if (!Number.isSafeInteger(contextLength) || contextLength < 1) {
+      throw new RangeError(
+        `Cannot count with the local backend as 'contextLength' must be a positive integer: current value is ${contextLength}`,
+      );
+    }
+    try {
+      if (!isJsonObject(request)) {
+        throw new CountError(
+          "Cannot count the request as it is not a JSON object",
+        );
+      }
+      const counted = transferredPromptLength(request) ??
+        await this.#countTemplated(request, options.kind ?? "chat", {
+          contextLength,
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+      const limit = truncationLimit(request);
+      return limit !== undefined && !isMultimodal(request)
+        ? Math.min(counted, limit)
+        : counted;
+    } catch (error) {
+      const failure = error instanceof CountError ? error : new CountError(
+        `The local count failed: ${errorType(error)}`,
+        { cause: safeCause(error) },
+      );
+      logger.debug("The {source} count failed: {errorType}", {
+        source: this.source,
+        errorType: failure.name,
+      });
+      throw failure;
+    }
+  }
+
+  /**
+   * Forgets cached counts: clears the backend's count cache.
+   *
+   * @returns A promise that settles once the clear has taken effect.
+   */
+  override clearCache(): Promise<void> {
+    return this.#resolveCache()?.clear() ?? Promise.resolve();
+  }
+
+  /**
+   * Maps a cap field as vLLM does: Responses read `max_output_tokens`;
+   * otherwise `max_output_tokens` becomes `max_tokens`.
+   *
+   * @param field The field incontext would write.
+   * @param options The request's kind.
+   * @returns The field to write on the wire.
+   */
+  override outputBudgetField(
+    field: CapField,
+    options: OutputFieldOptions = {},
+  ): string {
+    if (options.kind === "responses") return "max_output_tokens";
+    return field === "max_output_tokens" ? "max_tokens" : field;
+  }
+
+  /**
+   * Reads a cap value as vLLM's request validation does (lax integers).
+   *
+   * @param value A cap field's value.
+   * @returns The cap as a positive safe integer, or `undefined`.
+   */
+  override coerceOutputBudget(value: unknown): number | undefined {
+    return laxPositiveInteger(value);
+  }
+
+  /**
+   * The output limit `truncate_prompt_tokens` T implies: `contextLength - T`.
+   *
+   * @param request The request body.
+   * @param options The context length.
+   * @returns The limit, or `undefined` without truncation.
+   */
+  override outputBudgetLimit(
+    request: JsonObject,
+    options: OutputLimitOptions,
+  ): number | undefined {
+    const limit = isJsonObject(request) ? truncationLimit(request) : undefined;
+    return limit === undefined
+      ? undefined
+      : Math.max(0, options.contextLength - limit);
+  }
+
+  /**
+   * Frees the loaded tokenizer and template; later counts fail.
+   *
+   * @returns A promise that settles at once.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.#disposed = true;
+    this.#loading = undefined;
+    return Promise.resolve();
+  }
+
+  #resolveCache(): CountCache | null {
+    const cache = this.#options.cache;
+    return cache === undefined ? sharedCountCache() : cache;
+  }
+
+  async #countTemplated(
+    request: JsonObject,
+    kind: RequestKind,
+    options: { contextLength: number; signal?: AbortSignal },
+  ): Promise<number> {
+    const payload = tokenizePayload(request, kind);
+    let json: string;
+    try {
+      json = JSON.stringify(payload);
+    } catch {
+      throw new CountError(
+        "Cannot count the request as it is not serialisable to JSON",
+      );
+    }
+    const loaded = await this.#load();
+    options.signal?.throwIfAborted();
+    const compute = () => Promise.resolve(countPayload(loaded, payload, kind));
+    const cache = this.#resolveCache();
+    if (cache === null) return await compute();
+    const key = await countCacheKey(
+      `${this.source} ${loaded.identity}`,
+      options.contextLength,
+      json,
+    );
+    return await cache.getOrCount(key, compute, options.signal);
+  }
+
+  #load(): Promise<Loaded> {
+    if (this.#disposed) {
+      return Promise.reject(
+        new CountError("Cannot count as the local backend is disposed"),
+      );
+    }
+    this.#loading ??= loadFolder(this.#options).catch((error) => {
+      // A mismatch stays; a read error is retried by the next count.
+      if (!(error instanceof CountError)) this.#loading = undefined;
+      throw error;
+    });
+    return this.#loading;
+  }
+}
+
+/** The `/tokenize` body vLLM would receive: the text form for completions. */
+function tokenizePayload(
+  request: JsonObject,
+  kind: RequestKind,
+): Record<string, unknown> {
+  if (kind === "completion") return buildCompletionPayload(request);
+  const chat = kind === "responses" ? responsesToChat(request) : request;
+  assertMirrorable(chat);
+  const payload = buildTokenizePayload(chat);
+  if (payload.chat_template !== undefined && payload.chat_template !== null) {
+    throw new CountError(
+      "Cannot count a request's own chat_template locally: the server may refuse it",
+    );
+  }
+  return payload;
+}
+
+function countPayload(
+  loaded: Loaded,
+  payload: Record<string, unknown>,
+  kind: RequestKind,
+): number {
+  if (kind === "completion") {
+    return loaded.tokenizer.count(payload.prompt as string, {
+      addSpecialTokens: payload.add_special_tokens !== false,
+    });
+  }
+  const engine = loaded.engine;
+  const [template, contentFormat] = templateFor(loaded, payload.tools);
+  const input = engine.templateContext(payload, {
+    specialTokens: loaded.tokenizer.specialTokens,
+    contentFormat,
+  });
+  let text: string;
+  try {
+    text = template.render(input.context);
+  } catch (error) {
+    if (error instanceof engine.TemplateRaisedError) {
+      throw new TemplateRejectedError({ cause: safeCause(error) });
+    }
+    throw new CountError(`The chat template failed: ${errorType(error)}`, {
+      cause: safeCause(error),
+    });
+  }
+  if ("continueFrom" in input) {
+    text = engine.continueFinalMessage(text, input.continueFrom);
+  }
+  return loaded.tokenizer.count(text, {
+    addSpecialTokens: payload.add_special_tokens === true,
+  });
+}
+
+/** Picks the template as transformers does: `tool_use` with tools, else `default`. */
+function templateFor(
+  loaded: Loaded,
+  tools: unknown,
+): [ChatTemplate, ContentFormat] {
+  const name = tools !== undefined && tools !== null &&
+      loaded.sources.has("tool_use")
+    ? "tool_use"
+    : "default";
+  const source = loaded.sources.get(name);
+  if (source === undefined) {
+    throw new CountError(
+      "Cannot count a chat request as the model folder has no chat template",
+    );
+  }
+  let entry = loaded.compiled.get(name);
+  if (entry === undefined) {
+    try {
+      entry = [
+        loaded.engine.compileChatTemplate(source, { now: loaded.now }),
+        loaded.engine.detectContentFormat(source),
+      ];
+    } catch (error) {
+      throw new CountError(
+        `The chat template does not compile: ${errorType(error)}`,
+      );
+    }
+    loaded.compiled.set(name, entry);
+  }
+  return entry;
+}
+
+async function loadFolder(options: LocalBackendOptions): Promise<Loaded> {
+  const engine = await importEngine();
+  const folder = await engine.readModelFolder(options.dir);
+  const expected = options.expectedSha256?.toLowerCase();
+  if (expected !== undefined && expected !== folder.tokenizerSha256) {
+    throw new CountError(
+      `tokenizer.json does not match the expected SHA-256: ${folder.tokenizerSha256} != ${expected}`,
+    );
+  }
+  const tokenizer = engine.loadTokenizer({
+    tokenizerJson: folder.tokenizerJson,
+    ...(folder.tokenizerConfig === undefined
+      ? {}
+      : { tokenizerConfig: folder.tokenizerConfig }),
+  });
+  const sources = await templateSources(options, folder);
+  const templateSha = sha256([...sources].flat().join("\0"));
+  logger.info(
+    "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, chat template sha256={templateSha256}",
+    { tokenizerSha256: folder.tokenizerSha256, templateSha256: templateSha },
+  );
+  return {
+    tokenizer,
+    sources,
+    compiled: new Map(),
+    identity: `${folder.tokenizerSha256} ${templateSha}`,
+    now: options.now ?? (() => new Date()),
+    engine,
+  };
+}
+
+async function templateSources(
+  options: LocalBackendOptions,
+  folder: { tokenizerConfig?: string; chatTemplate?: string },
+): Promise<Map<string, string>> {
+  const explicit = options.chatTemplate;
+  if (explicit !== undefined) {
+    const text = explicit.includes("{%") || explicit.includes("{{")
+      ? explicit
+      : await readFile(explicit, "utf8");
+    return new Map([["default", text]]);
+  }
+  if (folder.chatTemplate !== undefined) {
+    return new Map([["default", folder.chatTemplate]]);
+  }
+  const config: unknown = JSON.parse(folder.tokenizerConfig ?? "{}");
+  const template = isJsonObject(config) ? config.chat_template : undefined;
+  if (typeof template === "string") return new Map([["default", template]]);
+  const named = new Map<string, string>();
+  if (Array.isArray(template)) {
+    for (const entry of template) {
+      if (
+        isJsonObject(entry) && typeof entry.name === "string" &&
+        typeof entry.template === "string"
+      ) named.set(entry.name, entry.template);
+    }
+  }
+  return named;
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function safeCause(error: unknown): Error {
+  const cause = new Error(`${errorType(error)} (details withheld)`);
+  cause.name = errorType(error);
+  return cause;
+}
