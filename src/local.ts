@@ -50,6 +50,7 @@ import {
 } from "./_vllm_payload.ts";
 import type { ChatTemplate } from "./_template.ts";
 import type { LocalTokenizer } from "./_tokenizer.ts";
+import type { SegmentCache } from "./_segments.ts";
 import type { ContentFormat } from "./_local_preprocess.ts";
 
 // The types LocalBackend's API names, so that this entry stands on its own.
@@ -106,6 +107,11 @@ export interface LocalBackendOptions {
 /** What the first count loads. */
 interface Loaded {
   readonly tokenizer: LocalTokenizer;
+  /**
+   * Counts of the pieces between added tokens, for incremental counting;
+   * `null` when the tokenizer does not count piece by piece exactly.
+   */
+  readonly segments: SegmentCache | null;
   /** Named templates (`"default"`, `"tool_use"`, ...), compiled on first use. */
   readonly sources: ReadonlyMap<string, string>;
   readonly compiled: Map<string, [ChatTemplate, ContentFormat]>;
@@ -124,15 +130,17 @@ interface Loaded {
 type Engine =
   & typeof import("./_template.ts")
   & typeof import("./_tokenizer.ts")
-  & typeof import("./_local_preprocess.ts");
+  & typeof import("./_local_preprocess.ts")
+  & typeof import("./_segments.ts");
 
 async function importEngine(): Promise<Engine> {
-  const [template, tokenizer, preprocess] = await Promise.all([
+  const [template, tokenizer, preprocess, segments] = await Promise.all([
     import("./_template.ts"),
     import("./_tokenizer.ts"),
     import("./_local_preprocess.ts"),
+    import("./_segments.ts"),
   ]);
-  return { ...template, ...tokenizer, ...preprocess };
+  return { ...template, ...tokenizer, ...preprocess, ...segments };
 }
 
 /**
@@ -410,9 +418,11 @@ function countPayload(
   if ("continueFrom" in input) {
     text = engine.continueFinalMessage(text, input.continueFrom);
   }
-  return loaded.tokenizer.count(text, {
-    addSpecialTokens: payload.add_special_tokens === true,
-  });
+  const addSpecialTokens = payload.add_special_tokens === true;
+  // A grown conversation re-tokenizes only its new pieces.
+  return loaded.segments !== null && !addSpecialTokens
+    ? engine.countIncrementally(text, loaded.tokenizer, loaded.segments)
+    : loaded.tokenizer.count(text, { addSpecialTokens });
 }
 
 /** Picks the template as transformers does: `tool_use` with tools, else `default`. */
@@ -468,8 +478,11 @@ async function loadFolder(options: LocalBackendOptions): Promise<Loaded> {
     "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, chat template sha256={templateSha256}",
     { tokenizerSha256: folder.tokenizerSha256, templateSha256: templateSha },
   );
+  const safe = engine.isSegmentationSafe(JSON.parse(folder.tokenizerJson));
+  logger.info("Incremental counting: {incremental}", { incremental: safe });
   return {
     tokenizer,
+    segments: safe ? new engine.SegmentCache() : null,
     sources,
     compiled: new Map(),
     identity: `${folder.tokenizerSha256} ${templateSha}`,
