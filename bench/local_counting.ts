@@ -1,0 +1,282 @@
+/**
+ * Local exact counting: a conversation grown by about 1,000 tokens a turn
+ * to 128k tokens, counted each turn by LocalBackend (render, then
+ * incremental counting over pieces between added tokens) against a full
+ * pure-JS re-tokenization and the native `tokenizers` binding (timed inside
+ * its Node process) on the same renders, in the same run; then first-load
+ * time and heap per model family, and pure-JS vs native tokens per second
+ * on ~100 KB of fresh prose-like text.
+ *
+ *     npx --yes deno@2.9.6 run --v8-flags=--expose-gc --allow-read --allow-env --allow-run=node bench/local_counting.ts
+ *
+ * `--load-only` prints only the first-load table.
+ */
+import { dirname } from "node:path";
+import { LocalBackend } from "../src/local.ts";
+import { compileChatTemplate } from "../src/_template.ts";
+import { loadTokenizer, readModelFolder } from "../src/_tokenizer.ts";
+import {
+  countIncrementally,
+  SegmentCache,
+  splitAtAddedTokens,
+} from "../src/_segments.ts";
+import { MODEL_FILES, type ModelFiles } from "../tests/_model_files.ts";
+import { ProseGenerator } from "./_local_bench_text.ts";
+import { nativeEncodeTimes } from "./_local_bench_native.ts";
+import type { LoadReport } from "./_local_bench_load_worker.ts";
+
+const TURN_TOKENS = 1000;
+const CHECKPOINTS = [32768, 65536, 131072];
+/** Turns whose count lies within this of a checkpoint are its samples. */
+const HALF_WINDOW = 8192;
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function percentile(samples: readonly number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+}
+
+function family(name: string): ModelFiles {
+  return MODEL_FILES.find((files) => files.family === name)!;
+}
+
+function ms(value: number): string {
+  return `${value.toFixed(value < 10 ? 2 : 1)} ms`;
+}
+
+/** Load the files, build the tokenizer, compile the template. */
+async function firstLoad(files: ModelFiles) {
+  const folder = await readModelFolder(dirname(files.tokenizerPath));
+  const tokenizer = loadTokenizer({
+    tokenizerJson: folder.tokenizerJson,
+    ...(folder.tokenizerConfig === undefined
+      ? {}
+      : { tokenizerConfig: folder.tokenizerConfig }),
+  });
+  const config = JSON.parse(folder.tokenizerConfig ?? "{}");
+  const source = folder.chatTemplate ?? config.chat_template;
+  const template = compileChatTemplate(
+    typeof source === "string" ? source : source[0].template,
+  );
+  return { tokenizer, template };
+}
+
+/** Each family in a fresh Worker, so that its isolate holds only that load. */
+async function loadTable(): Promise<string[]> {
+  const rows = [
+    "| family | first load (read + build tokenizer + compile template) | Worker heap before | Worker heap after | heap used |",
+    "| --- | --- | --- | --- | --- |",
+  ];
+  for (const files of MODEL_FILES) {
+    const worker = new Worker(
+      new URL("./_local_bench_load_worker.ts", import.meta.url),
+      { type: "module" },
+    );
+    const report = await new Promise<LoadReport>((resolve, reject) => {
+      worker.onmessage = (event) => resolve(event.data);
+      worker.onerror = reject;
+      worker.postMessage(files.tokenizerPath);
+    });
+    worker.terminate();
+    const mb = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MB`;
+    rows.push(
+      `| ${files.family} | ${ms(report.ms)} | ${mb(report.heapBefore)} | ${
+        mb(report.heapAfter)
+      } | ${mb(report.heapAfter - report.heapBefore)} |`,
+    );
+  }
+  return rows;
+}
+
+interface TurnSample {
+  readonly tokens: number;
+  readonly backendMs: number;
+  readonly renderMs: number;
+  readonly splitMs: number;
+  readonly incrementalMs: number;
+  readonly tokenizeMs: number;
+  readonly fullMs: number;
+  readonly render: string;
+}
+
+async function growConversation(files: ModelFiles): Promise<string[]> {
+  const { tokenizer, template } = await firstLoad(files);
+  const backend = new LocalBackend({
+    dir: dirname(files.tokenizerPath),
+    cache: null,
+  });
+  const segments = new SegmentCache();
+  let tokenizeMs = 0;
+  const timedTokenizer = {
+    addedTokens: tokenizer.addedTokens,
+    count: (text: string, options?: { addSpecialTokens?: boolean }) => {
+      const start = performance.now();
+      const n = tokenizer.count(text, options);
+      tokenizeMs += performance.now() - start;
+      return n;
+    },
+  };
+  const prose = new ProseGenerator(7);
+  const messages: { role: string; content: string }[] = [
+    { role: "system", content: prose.text(400) },
+  ];
+  let charsPerToken = 4;
+  const samples: TurnSample[] = [];
+  const contextLength = 262144;
+  for (let tokens = 0; tokens < CHECKPOINTS.at(-1)! + HALF_WINDOW;) {
+    const chars = Math.round(TURN_TOKENS * charsPerToken);
+    messages.push({ role: "user", content: prose.text(chars * 0.3) });
+    messages.push({ role: "assistant", content: prose.text(chars * 0.7) });
+    const request = { model: "m", messages: [...messages] };
+    let start = performance.now();
+    const counted = await backend.count(request, { contextLength });
+    const backendMs = performance.now() - start;
+    start = performance.now();
+    const render = template.render({
+      messages,
+      add_generation_prompt: true,
+      ...tokenizer.specialTokens,
+    });
+    const renderMs = performance.now() - start;
+    start = performance.now();
+    splitAtAddedTokens(render, tokenizer.addedTokens);
+    const splitMs = performance.now() - start;
+    tokenizeMs = 0;
+    start = performance.now();
+    const incremental = countIncrementally(render, timedTokenizer, segments);
+    const incrementalMs = performance.now() - start;
+    const near = CHECKPOINTS.some((c) =>
+      Math.abs(incremental - c) < HALF_WINDOW
+    );
+    let fullMs = NaN;
+    if (near) {
+      start = performance.now();
+      const full = tokenizer.count(render, { addSpecialTokens: false });
+      fullMs = performance.now() - start;
+      if (full !== incremental) {
+        throw new Error(`incremental ${incremental} != full ${full}`);
+      }
+    }
+    if (samples.length === 0) {
+      charsPerToken = render.length / incremental;
+    }
+    if (Math.abs(counted - incremental) > 2) {
+      // The backend renders from the vLLM-shaped context; allow tiny drift.
+      console.error(`note: backend ${counted} vs direct ${incremental}`);
+    }
+    samples.push({
+      tokens: incremental,
+      backendMs,
+      renderMs,
+      splitMs,
+      incrementalMs,
+      tokenizeMs,
+      fullMs,
+      render: near ? render : "",
+    });
+    tokens = incremental;
+  }
+  await backend[Symbol.asyncDispose]();
+
+  const rows: string[] = [
+    `#### ${files.family}: ${samples.length} turns, ~${
+      Math.round(samples.at(-1)!.tokens / samples.length)
+    } tokens a turn; segment cache ${JSON.stringify(segments.stats)}`,
+    "",
+    "| near | turns | LocalBackend.count p50 / p99 | render p50 | split p50 | countIncrementally p50 / p99 (of which tokenizing new pieces p50) | full pure-JS re-count p50 / p99 | native binding p50 / p99 | full / LocalBackend | full / countIncrementally | native / LocalBackend |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+  ];
+  for (const checkpoint of CHECKPOINTS) {
+    const window = samples.filter((s) =>
+      Math.abs(s.tokens - checkpoint) < HALF_WINDOW
+    );
+    const native = await nativeEncodeTimes(
+      files.tokenizerPath,
+      window.map((s) => s.render),
+    );
+    window.forEach((s, i) => {
+      if (native.counts[i] !== s.tokens) {
+        throw new Error(`native ${native.counts[i]} != ${s.tokens}`);
+      }
+    });
+    const p = (pick: (s: TurnSample) => number, q: number) =>
+      percentile(window.map(pick), q);
+    const backend50 = p((s) => s.backendMs, 0.5);
+    const full50 = p((s) => s.fullMs, 0.5);
+    const native50 = percentile(native.ms, 0.5);
+    rows.push(
+      `| ${checkpoint / 1024}k | ${window.length} | ${ms(backend50)} / ${
+        ms(p((s) => s.backendMs, 0.99))
+      } | ${ms(p((s) => s.renderMs, 0.5))} | ${
+        ms(p((s) => s.splitMs, 0.5))
+      } | ${ms(p((s) => s.incrementalMs, 0.5))} / ${
+        ms(p((s) => s.incrementalMs, 0.99))
+      } (${ms(p((s) => s.tokenizeMs, 0.5))}) | ${ms(full50)} / ${
+        ms(p((s) => s.fullMs, 0.99))
+      } | ${ms(native50)} / ${ms(percentile(native.ms, 0.99))} | ${
+        (full50 / backend50).toFixed(1)
+      }x | ${(full50 / p((s) => s.incrementalMs, 0.5)).toFixed(1)}x | ${
+        (native50 / backend50).toFixed(1)
+      }x |`,
+    );
+  }
+  return rows;
+}
+
+async function throughputTable(): Promise<string[]> {
+  const rows = [
+    "| family | text | pure-JS tokens/s (cold) | pure-JS tokens/s (same text again) | native tokens/s | native / pure-JS cold |",
+    "| --- | --- | --- | --- | --- | --- |",
+  ];
+  for (const name of ["qwen3", "llama3"]) {
+    const files = family(name);
+    const { tokenizer } = await firstLoad(files); // a fresh word cache
+    const texts = [1, 2, 3].map((seed) =>
+      new ProseGenerator(1000 + seed).text(100_000)
+    );
+    let tokens = 0;
+    let cold = 0;
+    let warm = 0;
+    for (const text of texts) {
+      let start = performance.now();
+      tokens += tokenizer.count(text, { addSpecialTokens: false });
+      cold += performance.now() - start;
+      start = performance.now();
+      tokenizer.count(text, { addSpecialTokens: false });
+      warm += performance.now() - start;
+    }
+    // The warm-up encode in Node uses the first text: give it a fourth.
+    const native = await nativeEncodeTimes(files.tokenizerPath, [
+      new ProseGenerator(999).text(100_000),
+      ...texts,
+    ]);
+    const nativeMs = native.ms.slice(1).reduce((a, b) => a + b, 0);
+    const perSecond = (ms: number) => Math.round(tokens / ms * 1000);
+    rows.push(
+      `| ${name} | 3 x 100 KB, ${tokens} tokens | ${
+        perSecond(cold).toLocaleString("en")
+      } | ${perSecond(warm).toLocaleString("en")} | ${
+        perSecond(nativeMs).toLocaleString("en")
+      } | ${(cold / nativeMs).toFixed(1)}x |`,
+    );
+  }
+  return rows;
+}
+
+const started = performance.now();
+if (Deno.args.includes("--load-only")) {
+  for (const row of await loadTable()) console.log(row);
+  Deno.exit(0);
+}
+console.log(`gc exposed: ${gc !== undefined}\n`);
+console.log("### First load and heap per model family\n");
+for (const row of await loadTable()) console.log(row);
+console.log("\n### Per-turn count of a growing conversation\n");
+for (const name of ["qwen3", "llama3"]) {
+  for (const row of await growConversation(family(name))) console.log(row);
+  console.log();
+}
+console.log("### Tokens per second on fresh prose-like text\n");
+for (const row of await throughputTable()) console.log(row);
+console.log(`\nTotal: ${((performance.now() - started) / 1000).toFixed(1)} s`);
