@@ -52,6 +52,27 @@ export interface LocalTokenizer {
    * @returns The number of tokens.
    */
   count(text: string, options?: EncodeOptions): number;
+  /**
+   * Decodes ids to text, special tokens kept, as `tokenizer.decode(ids)`.
+   *
+   * @param ids The token ids.
+   * @returns The text.
+   */
+  decode(ids: readonly number[]): string;
+  /**
+   * The vocabulary's string of each id, as `convert_ids_to_tokens(ids)`.
+   *
+   * @param ids The token ids.
+   * @returns One string per id.
+   */
+  tokenStrings(ids: readonly number[]): string[];
+  /**
+   * Whether an id is in the vocabulary, added tokens included.
+   *
+   * @param id A candidate id.
+   * @returns `true` for a known id.
+   */
+  isTokenId(id: number): boolean;
   /** The contents of the added tokens, longest first, as they split text. */
   readonly addedTokens: readonly string[];
   /**
@@ -105,6 +126,11 @@ export function loadTokenizer(files: TokenizerFiles): LocalTokenizer {
   return {
     encode,
     count: (text, options) => encode(text, options).length,
+    decode: (ids) => tokenizer.decode([...ids], { skip_special_tokens: false }),
+    tokenStrings: (ids) => ids.map((id) => tokenizer.id_to_token(id) ?? ""),
+    isTokenId: (id) =>
+      Number.isSafeInteger(id) && id >= 0 &&
+      tokenizer.id_to_token(id) !== undefined,
     addedTokens: Object.freeze(addedTokens),
     specialTokens,
   };

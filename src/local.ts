@@ -314,6 +314,99 @@ export class LocalBackend extends Backend implements AsyncDisposable {
   }
 
   /**
+   * Tokenizes a vLLM `/tokenize` body as vLLM would: the chat form
+   * (`messages`, `tools`, `add_generation_prompt` defaulting to `true`,
+   * `continue_final_message`, `chat_template_kwargs`, `add_special_tokens`
+   * defaulting to `false`) is rendered and tokenized exactly as
+   * {@linkcode LocalBackend.count} counts it; the text form (`prompt`) adds
+   * special tokens unless `add_special_tokens` is `false`. A body's own
+   * `chat_template` is used as given: the caller decides whether to trust it.
+   *
+   * @param body A `/tokenize` request body.
+   * @returns The token ids.
+   * @throws {TemplateRejectedError} If the chat template rejects the conversation.
+   * @throws {CountError} If the body is malformed or the files fail to load.
+   *
+   * @example Tokenizing the text form
+   * ```ts
+   * import { LocalBackend } from "@incontext/incontext/local";
+   * import { ok } from "node:assert/strict";
+   *
+   * const dir = new URL("../tests/fixtures/model_folder/", import.meta.url).pathname;
+   * const backend = new LocalBackend({ dir, cache: null });
+   * const ids = await backend.tokenize({ prompt: "hi there" });
+   * ok(ids.every(Number.isInteger));
+   * await backend[Symbol.asyncDispose]();
+   * ```
+   */
+  async tokenize(body: JsonObject): Promise<number[]> {
+    const loaded = await this.#load();
+    try {
+      if (!isJsonObject(body)) {
+        throw new CountError(
+          "Cannot tokenize the body as it is not a JSON object",
+        );
+      }
+      return payloadIds(loaded, body);
+    } catch (error) {
+      throw error instanceof CountError ? error : new CountError(
+        `The local tokenization failed: ${errorType(error)}`,
+        { cause: safeCause(error) },
+      );
+    }
+  }
+
+  /**
+   * Decodes token ids back to text, special tokens included, as vLLM's
+   * `/detokenize` does.
+   *
+   * @param ids The token ids.
+   * @returns The text.
+   * @throws {CountError} If an id is not in the vocabulary.
+   *
+   * @example A round trip
+   * ```ts
+   * import { LocalBackend } from "@incontext/incontext/local";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const dir = new URL("../tests/fixtures/model_folder/", import.meta.url).pathname;
+   * const backend = new LocalBackend({ dir, cache: null });
+   * const ids = await backend.tokenize({ prompt: "hi", add_special_tokens: false });
+   * strictEqual(typeof await backend.detokenize(ids), "string");
+   * await backend[Symbol.asyncDispose]();
+   * ```
+   */
+  async detokenize(ids: readonly number[]): Promise<string> {
+    const tokenizer = await this.#vocabularyFor(ids);
+    return tokenizer.decode(ids);
+  }
+
+  /**
+   * The vocabulary's string of each token id (vLLM's `token_strs`, as
+   * `convert_ids_to_tokens` gives them).
+   *
+   * @param ids The token ids.
+   * @returns One string per id.
+   * @throws {CountError} If an id is not in the vocabulary.
+   *
+   * @example One string per id
+   * ```ts
+   * import { LocalBackend } from "@incontext/incontext/local";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const dir = new URL("../tests/fixtures/model_folder/", import.meta.url).pathname;
+   * const backend = new LocalBackend({ dir, cache: null });
+   * const ids = await backend.tokenize({ prompt: "hi there" });
+   * strictEqual((await backend.tokenStrings(ids)).length, ids.length);
+   * await backend[Symbol.asyncDispose]();
+   * ```
+   */
+  async tokenStrings(ids: readonly number[]): Promise<string[]> {
+    const tokenizer = await this.#vocabularyFor(ids);
+    return tokenizer.tokenStrings(ids);
+  }
+
+  /**
    * Frees the loaded tokenizer and template; later counts fail.
    *
    * @returns A promise that settles at once.
@@ -322,6 +415,16 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     this.#disposed = true;
     this.#loading = undefined;
     return Promise.resolve();
+  }
+
+  async #vocabularyFor(ids: readonly number[]): Promise<LocalTokenizer> {
+    const { tokenizer } = await this.#load();
+    if (!Array.isArray(ids) || !ids.every(tokenizer.isTokenId)) {
+      throw new CountError(
+        "Cannot detokenize as 'tokens' must be an array of token ids in the vocabulary",
+      );
+    }
+    return tokenizer;
   }
 
   #resolveCache(): CountCache | null {
@@ -398,8 +501,48 @@ function countPayload(
       addSpecialTokens: payload.add_special_tokens !== false,
     });
   }
+  const text = renderChat(loaded, payload, templateFor(loaded, payload.tools));
+  const addSpecialTokens = payload.add_special_tokens === true;
+  // A grown conversation re-tokenizes only its new pieces.
+  return loaded.segments !== null && !addSpecialTokens
+    ? loaded.engine.countIncrementally(text, loaded.tokenizer, loaded.segments)
+    : loaded.tokenizer.count(text, { addSpecialTokens });
+}
+
+/** The token ids of a `/tokenize` body, as vLLM's tokenize endpoint computes them. */
+function payloadIds(loaded: Loaded, payload: JsonObject): number[] {
+  if (typeof payload.prompt === "string" && payload.messages === undefined) {
+    return loaded.tokenizer.encode(payload.prompt, {
+      addSpecialTokens: payload.add_special_tokens !== false,
+    });
+  }
+  if (
+    !Array.isArray(payload.messages) || !payload.messages.every(isJsonObject)
+  ) {
+    throw new CountError(
+      "Cannot tokenize the body as it has neither a 'prompt' string nor a 'messages' array of objects",
+    );
+  }
+  const chat = {
+    ...payload,
+    add_generation_prompt: payload.add_generation_prompt ?? true,
+  };
+  const own = payload.chat_template;
+  const entry = typeof own === "string"
+    ? compileTemplate(loaded, own)
+    : templateFor(loaded, payload.tools);
+  return loaded.tokenizer.encode(renderChat(loaded, chat, entry), {
+    addSpecialTokens: payload.add_special_tokens === true,
+  });
+}
+
+/** Renders a chat payload after vLLM's preprocessing. */
+function renderChat(
+  loaded: Loaded,
+  payload: Record<string, unknown>,
+  [template, contentFormat]: [ChatTemplate, ContentFormat],
+): string {
   const engine = loaded.engine;
-  const [template, contentFormat] = templateFor(loaded, payload.tools);
   const input = engine.templateContext(payload, {
     specialTokens: loaded.tokenizer.specialTokens,
     contentFormat,
@@ -415,14 +558,9 @@ function countPayload(
       cause: safeCause(error),
     });
   }
-  if ("continueFrom" in input) {
-    text = engine.continueFinalMessage(text, input.continueFrom);
-  }
-  const addSpecialTokens = payload.add_special_tokens === true;
-  // A grown conversation re-tokenizes only its new pieces.
-  return loaded.segments !== null && !addSpecialTokens
-    ? engine.countIncrementally(text, loaded.tokenizer, loaded.segments)
-    : loaded.tokenizer.count(text, { addSpecialTokens });
+  return "continueFrom" in input
+    ? engine.continueFinalMessage(text, input.continueFrom)
+    : text;
 }
 
 /** Picks the template as transformers does: `tool_use` with tools, else `default`. */
@@ -442,19 +580,26 @@ function templateFor(
   }
   let entry = loaded.compiled.get(name);
   if (entry === undefined) {
-    try {
-      entry = [
-        loaded.engine.compileChatTemplate(source, { now: loaded.now }),
-        loaded.engine.detectContentFormat(source),
-      ];
-    } catch (error) {
-      throw new CountError(
-        `The chat template does not compile: ${errorType(error)}`,
-      );
-    }
+    entry = compileTemplate(loaded, source);
     loaded.compiled.set(name, entry);
   }
   return entry;
+}
+
+function compileTemplate(
+  loaded: Loaded,
+  source: string,
+): [ChatTemplate, ContentFormat] {
+  try {
+    return [
+      loaded.engine.compileChatTemplate(source, { now: loaded.now }),
+      loaded.engine.detectContentFormat(source),
+    ];
+  } catch (error) {
+    throw new CountError(
+      `The chat template does not compile: ${errorType(error)}`,
+    );
+  }
 }
 
 async function loadFolder(options: LocalBackendOptions): Promise<Loaded> {

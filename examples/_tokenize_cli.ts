@@ -1,0 +1,99 @@
+/**
+ * The tokenize server's command line: flags override the environment;
+ * every bad setting is reported in one `ConfigError`.
+ */
+import { parseArgs } from "node:util";
+import { ConfigError } from "../mod.ts";
+import type { ConfigIssue } from "../src/config_error.ts";
+
+export const TOKENIZE_HELP =
+  `incontext tokenize server: vLLM's /tokenize and /detokenize from a model folder
+
+Usage:
+  deno run --allow-net --allow-read --allow-env examples/tokenize_server.ts --model-dir PATH --max-model-len N [flags]
+
+Flags:
+  --model-dir PATH                Hugging Face model folder (tokenizer.json, tokenizer_config.json,
+                                  chat_template.jinja); default INCONTEXT_TOKENIZER_DIR
+  --max-model-len N               the served context length every answer reports (required)
+  --listen HOST:PORT              default 127.0.0.1:8001
+  --chat-template PATH            a chat template overriding the folder's, as vLLM's --chat-template
+  --trust-request-chat-template   use a request's own chat_template (refused with HTTP 400 otherwise)
+  --help                          print this help
+
+Endpoints: POST /tokenize (chat form: messages, tools, add_generation_prompt, continue_final_message,
+add_special_tokens, chat_template_kwargs, return_token_strs; text form: prompt, add_special_tokens),
+POST /detokenize {tokens}.`;
+
+/** What the tokenize server needs. */
+export interface TokenizeServerSettings {
+  readonly modelDir: string;
+  readonly maxModelLen: number;
+  readonly hostname: string;
+  readonly port: number;
+  readonly chatTemplate?: string;
+  readonly trustRequestChatTemplate: boolean;
+}
+
+/**
+ * Resolves the settings from flags and the environment, or `"help"`.
+ *
+ * @throws {ConfigError} Listing every bad or missing flag.
+ */
+export function resolveTokenizeServerSettings(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+): TokenizeServerSettings | "help" {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...args],
+      options: {
+        "model-dir": { type: "string" },
+        "max-model-len": { type: "string" },
+        listen: { type: "string", default: "127.0.0.1:8001" },
+        "chat-template": { type: "string" },
+        "trust-request-chat-template": { type: "boolean", default: false },
+        help: { type: "boolean", default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    const rule = error instanceof Error
+      ? error.message.split("\n")[0]!
+      : "invalid";
+    throw new ConfigError([{ variable: "command line", rule }]);
+  }
+  if (values.help) return "help";
+  const issues: ConfigIssue[] = [];
+  const modelDir = values["model-dir"] ?? env.INCONTEXT_TOKENIZER_DIR;
+  if (modelDir === undefined || modelDir === "") {
+    issues.push({
+      variable: "--model-dir (INCONTEXT_TOKENIZER_DIR)",
+      rule: "is required",
+    });
+  }
+  const maxModelLen = Number(values["max-model-len"]);
+  if (!/^[1-9][0-9]*$/.test(values["max-model-len"] ?? "")) {
+    issues.push({
+      variable: "--max-model-len",
+      rule: "is required and must be a positive integer",
+    });
+  }
+  const listen = /^(.+):([0-9]{1,5})$/.exec(values.listen);
+  const port = Number(listen?.[2]);
+  if (listen === null || port > 65535) {
+    issues.push({ variable: "--listen", rule: "must be HOST:PORT" });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  const chatTemplate = values["chat-template"];
+  return {
+    modelDir: modelDir!,
+    maxModelLen,
+    hostname: listen![1]!.replace(/^\[(.*)\]$/, "$1"),
+    port,
+    ...(chatTemplate === undefined ? {} : { chatTemplate }),
+    trustRequestChatTemplate: values["trust-request-chat-template"],
+  };
+}
