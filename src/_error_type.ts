@@ -6,3 +6,14 @@ export function errorType(error: unknown): string {
   if (error instanceof Error) return error.name;
   return error === null ? "null" : error === undefined ? "none" : typeof error;
 }
+
+/**
+ * The cause to chain to a CountError: only the original error's type. Fetch
+ * errors quote the request URL (with any query-string secret), and server or
+ * template text can echo the prompt, so their messages never travel on.
+ */
+export function safeCause(error: unknown): Error {
+  const cause = new Error(`${errorType(error)} (details withheld)`);
+  cause.name = errorType(error);
+  return cause;
+}

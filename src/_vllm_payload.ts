@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { JsonObject } from "./backend.ts";
+import type { CapField, JsonObject, RequestKind } from "./backend.ts";
 import { laxInteger } from "./_vllm_caps.ts";
 import { CountError } from "./errors.ts";
 import { effectiveField, isJsonObject } from "./_request.ts";
@@ -234,4 +234,28 @@ export function isMultimodal(request: JsonObject): boolean {
  */
 export function maxTokenizeResponseBytes(contextLength: number): number {
   return 64 * 1024 + 16 * contextLength;
+}
+
+/**
+ * The field vLLM reads for a cap: Responses read only `max_output_tokens`;
+ * chat completions and completions ignore it, so it becomes `max_tokens`.
+ */
+export function vllmOutputField(
+  field: CapField,
+  kind: RequestKind | undefined,
+): string {
+  if (kind === "responses") return "max_output_tokens";
+  return field === "max_output_tokens" ? "max_tokens" : field;
+}
+
+/**
+ * The largest cap vLLM accepts for a request with `truncate_prompt_tokens`
+ * T >= 0: the context length minus T (never below 0); undefined otherwise.
+ */
+export function vllmOutputLimit(
+  request: JsonObject,
+  contextLength: number,
+): number | undefined {
+  const limit = isJsonObject(request) ? truncationLimit(request) : undefined;
+  return limit === undefined ? undefined : Math.max(0, contextLength - limit);
 }

@@ -38,7 +38,7 @@ import {
 import { CountError, TemplateRejectedError } from "./errors.ts";
 import { isJsonObject } from "./_request.ts";
 import { responsesToChat } from "./_responses.ts";
-import { errorType } from "./_error_type.ts";
+import { errorType, safeCause } from "./_error_type.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import {
   assertMirrorable,
@@ -47,6 +47,8 @@ import {
   isMultimodal,
   transferredPromptLength,
   truncationLimit,
+  vllmOutputField,
+  vllmOutputLimit,
 } from "./_vllm_payload.ts";
 import type { ChatTemplate } from "./_template.ts";
 import type { LocalTokenizer } from "./_tokenizer.ts";
@@ -282,8 +284,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     field: CapField,
     options: OutputFieldOptions = {},
   ): string {
-    if (options.kind === "responses") return "max_output_tokens";
-    return field === "max_output_tokens" ? "max_tokens" : field;
+    return vllmOutputField(field, options.kind);
   }
 
   /**
@@ -307,10 +308,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     request: JsonObject,
     options: OutputLimitOptions,
   ): number | undefined {
-    const limit = isJsonObject(request) ? truncationLimit(request) : undefined;
-    return limit === undefined
-      ? undefined
-      : Math.max(0, options.contextLength - limit);
+    return vllmOutputLimit(request, options.contextLength);
   }
 
   /**
@@ -667,10 +665,4 @@ async function templateSources(
 
 function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
-}
-
-function safeCause(error: unknown): Error {
-  const cause = new Error(`${errorType(error)} (details withheld)`);
-  cause.name = errorType(error);
-  return cause;
 }

@@ -38,7 +38,7 @@ import { CountError } from "./errors.ts";
 import { checkHttpUrl } from "./_url.ts";
 import { isJsonObject } from "./_request.ts";
 import { responsesToChat } from "./_responses.ts";
-import { errorType } from "./_error_type.ts";
+import { errorType, safeCause } from "./_error_type.ts";
 import { type Deadline, startDeadline } from "./_deadline.ts";
 import { VERSION } from "./version.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
@@ -50,6 +50,8 @@ import {
   maxTokenizeResponseBytes,
   transferredPromptLength,
   truncationLimit,
+  vllmOutputField,
+  vllmOutputLimit,
 } from "./_vllm_payload.ts";
 import { readLimited } from "./_forward.ts";
 
@@ -311,8 +313,7 @@ export class VllmBackend extends Backend {
     field: CapField,
     options: OutputFieldOptions = {},
   ): string {
-    if (options.kind === "responses") return "max_output_tokens";
-    return field === "max_output_tokens" ? "max_tokens" : field;
+    return vllmOutputField(field, options.kind);
   }
 
   /**
@@ -362,10 +363,7 @@ export class VllmBackend extends Backend {
     request: JsonObject,
     options: OutputLimitOptions,
   ): number | undefined {
-    const limit = isJsonObject(request) ? truncationLimit(request) : undefined;
-    return limit === undefined
-      ? undefined
-      : Math.max(0, options.contextLength - limit);
+    return vllmOutputLimit(request, options.contextLength);
   }
 
   #resolveCache(): CountCache | null {
@@ -516,17 +514,6 @@ function readCount(text: string, contextLength: number): number {
     );
   }
   return count;
-}
-
-/**
- * The cause to chain: only the original error's type. Fetch errors quote the
- * request URL (with any query-string secret) and server text can echo the
- * prompt, so their messages never travel with a CountError.
- */
-function safeCause(error: unknown): Error {
-  const cause = new Error(`${errorType(error)} (details withheld)`);
-  cause.name = errorType(error);
-  return cause;
 }
 
 function abortError(cause: unknown): CountError {
