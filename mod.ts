@@ -47,10 +47,13 @@ export type { Estimator } from "./src/estimate.ts";
 export { Backend } from "./src/backend.ts";
 export type {
   CapField,
+  CapReading,
   CountOptions,
+  CountResult,
   JsonObject,
   OutputFieldOptions,
   OutputLimitOptions,
+  ReadCapsOptions,
   RequestKind,
 } from "./src/backend.ts";
 export { CountError } from "./src/errors.ts";

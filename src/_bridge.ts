@@ -6,7 +6,6 @@
 import type { JsonObject, RequestKind } from "./backend.ts";
 import { budget, type BudgetResult } from "./budget.ts";
 import type { BridgeOptions } from "./bridge_options.ts";
-import { writeCap } from "./_caps.ts";
 import { isJsonObject } from "./_request.ts";
 import { getLogger } from "@logtape/logtape";
 
@@ -242,7 +241,14 @@ function exhaust(
   }
   const { hardLimitTokens: hard, field } = result;
   if (policy === "clamp" && hard !== undefined && hard >= 2 && field) {
-    const sent = writeCap(request, field, hard);
+    let sent: JsonObject;
+    try {
+      sent = options.backend.writeCap(request, field, hard);
+      if (!isJsonObject(sent)) throw new TypeError("not an object");
+    } catch {
+      // A failing hook leaves the request as it came (fail-open).
+      return { result, sent: request };
+    }
     return { result, sent, maxTokens: hard };
   }
   return { result, reject: contextLengthExceeded(result, options) };

@@ -23,13 +23,14 @@ export function detectKind(request: JsonObject): RequestKind | undefined {
 export function shapeProblem(
   request: unknown,
   kind: RequestKind | undefined,
+  detect: (request: JsonObject) => RequestKind | undefined = detectKind,
 ): string | undefined {
   if (!isJsonObject(request)) return "not a JSON object";
   const extra = request.extra_body;
   if (extra !== undefined && extra !== null && !isJsonObject(extra)) {
     return "extra_body is not an object";
   }
-  const detected = detectKind(request);
+  const detected = detect(request);
   if (detected === undefined) {
     return "no messages array, prompt string or input to count";
   }

@@ -1,10 +1,14 @@
 import {
   Backend,
   type CapField,
+  type CapReading,
   type CountOptions,
+  type CountResult,
   type JsonObject,
   type OutputFieldOptions,
   type OutputLimitOptions,
+  type ReadCapsOptions,
+  type RequestKind,
 } from "./backend.ts";
 
 /**
@@ -28,7 +32,7 @@ export class TimedBackend extends Backend {
   override async count(
     request: JsonObject,
     options: CountOptions,
-  ): Promise<number> {
+  ): Promise<number | CountResult> {
     const start = performance.now();
     let ok = false;
     try {
@@ -60,5 +64,21 @@ export class TimedBackend extends Backend {
     options: OutputLimitOptions,
   ): number | undefined {
     return this.#inner.outputBudgetLimit(request, options);
+  }
+
+  override requestKind(request: JsonObject): RequestKind | undefined {
+    return this.#inner.requestKind(request);
+  }
+
+  override readCaps(request: JsonObject, options: ReadCapsOptions): CapReading {
+    return this.#inner.readCaps(request, options);
+  }
+
+  override writeCap(
+    request: JsonObject,
+    field: string,
+    value: number,
+  ): JsonObject {
+    return this.#inner.writeCap(request, field, value);
   }
 }

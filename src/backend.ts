@@ -4,6 +4,8 @@
  *
  * @module
  */
+import { readCallerCap, writeCap } from "./_caps.ts";
+import { detectKind } from "./_kind.ts";
 
 /** A JSON request body in the OpenAI chat completions shape (or another shape a backend counts). */
 export type JsonObject = { readonly [key: string]: unknown };
@@ -59,6 +61,41 @@ export interface OutputFieldOptions {
 }
 
 /**
+ * A count that says how much of it is estimated: a usage-anchored count is
+ * exact up to the last response and estimated for what was appended since.
+ * budget() keeps a margin of at most `estimatedTokens` (and at most F) free.
+ */
+export interface CountResult {
+  /** The prompt tokens, exact and estimated together. */
+  readonly tokens: number;
+  /** How many of `tokens` are estimated, from 0 (exact) to `tokens` (all estimated). */
+  readonly estimatedTokens: number;
+  /**
+   * The label of this count when it differs from the backend's `source`
+   * (a backend that counts some kinds exactly and estimates others).
+   *
+   * @default the backend's source
+   */
+  readonly source?: string;
+}
+
+/** The caller's output cap as the server reads it, and the wire field to write. */
+export interface CapReading {
+  /** The smallest positive cap the server would read, or `undefined` without one. */
+  readonly value: number | undefined;
+  /** The wire field budget() writes: a top-level name, or a dotted path such as `generationConfig.maxOutputTokens`. */
+  readonly field: string;
+}
+
+/** Options handed to {@linkcode Backend.readCaps}. */
+export interface ReadCapsOptions {
+  /** The request's shape. */
+  readonly kind: RequestKind;
+  /** The OpenAI cap field to use when the caller gave none. */
+  readonly defaultField: CapField;
+}
+
+/**
  * Counts the exact prompt tokens of a request, and describes how the server
  * reads output caps. Subclass it to add a backend, and register the subclass
  * with {@linkcode backends}.
@@ -91,7 +128,8 @@ export abstract class Backend {
    *
    * @param request The request body, never mutated.
    * @param options The context length and an abort signal.
-   * @returns The exact prompt token count.
+   * @returns The exact prompt token count, or a {@linkcode CountResult}
+   * saying how much of it is estimated.
    * @throws On any doubt: budget() then falls back to a rough estimate.
    *
    * @example Counting, and failing so that budget() estimates instead
@@ -113,7 +151,10 @@ export abstract class Backend {
    * strictEqual(result.source, "rough-fallback");
    * ```
    */
-  abstract count(request: JsonObject, options: CountOptions): Promise<number>;
+  abstract count(
+    request: JsonObject,
+    options: CountOptions,
+  ): Promise<number | CountResult>;
 
   /**
    * Forgets cached counts. A count in flight during the clear still reaches
@@ -238,5 +279,92 @@ export abstract class Backend {
     _options: OutputLimitOptions,
   ): number | undefined {
     return undefined;
+  }
+
+  /**
+   * The kind this backend reads `request` as, or `undefined` when it cannot
+   * budget that shape (budget() then leaves the request unchanged). A
+   * backend for another provider's shape (Gemini `contents`) overrides it.
+   *
+   * @param request The request body.
+   * @returns The kind, or `undefined`.
+   * @default `messages` array: chat; `prompt` string: completion; `input` string or array: Responses
+   *
+   * @example The OpenAI shapes
+   * ```ts
+   * import { FakeBackend } from "@incontext/incontext/testing";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new FakeBackend();
+   * strictEqual(backend.requestKind({ messages: [] }), "chat");
+   * strictEqual(backend.requestKind({ prompt: "Once" }), "completion");
+   * strictEqual(backend.requestKind({ contents: [] }), undefined);
+   * ```
+   */
+  requestKind(request: JsonObject): RequestKind | undefined {
+    return detectKind(request);
+  }
+
+  /**
+   * Reads the caller's output cap as this server does, and names the field
+   * budget() writes. Override it, with {@linkcode Backend.writeCap}, for a
+   * request shape whose cap lives elsewhere.
+   *
+   * @param request The request body.
+   * @param options The request's kind and the field to use without a cap.
+   * @returns The smallest cap and the wire field.
+   * @default the OpenAI aliases (`max_tokens`, `max_completion_tokens`,
+   * `max_output_tokens`) at the top level and in `extra_body`, read with
+   * {@linkcode Backend.coerceOutputBudget} and mapped with
+   * {@linkcode Backend.outputBudgetField}
+   *
+   * @example The smallest alias wins
+   * ```ts
+   * import { FakeBackend } from "@incontext/incontext/testing";
+   * import { deepStrictEqual } from "node:assert/strict";
+   *
+   * const backend = new FakeBackend();
+   * const request = { messages: [], max_tokens: 900, extra_body: { max_completion_tokens: 500 } };
+   * deepStrictEqual(
+   *   backend.readCaps(request, { kind: "chat", defaultField: "max_tokens" }),
+   *   { value: 500, field: "max_tokens" },
+   * );
+   * ```
+   */
+  readCaps(request: JsonObject, options: ReadCapsOptions): CapReading {
+    const cap = readCallerCap(request, this, options.defaultField);
+    return {
+      value: cap.value,
+      field: this.outputBudgetField(cap.field, { kind: options.kind }),
+    };
+  }
+
+  /**
+   * Returns a copy of `request` whose output cap is `value`, written to
+   * `field` (from {@linkcode Backend.readCaps}); the caller's object is never
+   * changed.
+   *
+   * @param request The request body.
+   * @param field The wire field.
+   * @param value The cap to write.
+   * @returns The rewritten copy.
+   * @default writes `field` at the top level and removes every other OpenAI
+   * alias at both levels, so the server reads exactly one cap
+   *
+   * @example One cap left
+   * ```ts
+   * import { FakeBackend } from "@incontext/incontext/testing";
+   * import { deepStrictEqual } from "node:assert/strict";
+   *
+   * const backend = new FakeBackend();
+   * const request = { messages: [], max_completion_tokens: 9000, extra_body: { max_tokens: 8000 } };
+   * deepStrictEqual(
+   *   backend.writeCap(request, "max_tokens", 700),
+   *   { messages: [], extra_body: {}, max_tokens: 700 },
+   * );
+   * ```
+   */
+  writeCap(request: JsonObject, field: string, value: number): JsonObject {
+    return writeCap(request, field, value);
   }
 }

@@ -5,10 +5,17 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { Backend, CapField, JsonObject, RequestKind } from "./backend.ts";
-import { detectKind, shapeProblem } from "./_kind.ts";
+import type {
+  Backend,
+  CapField,
+  CapReading,
+  CountResult,
+  JsonObject,
+  RequestKind,
+} from "./backend.ts";
+import { shapeProblem } from "./_kind.ts";
 import { type Estimator, roughEstimate } from "./estimate.ts";
-import { minDefined, readCallerCap, writeCap } from "./_caps.ts";
+import { minDefined } from "./_caps.ts";
 import { requireInteger } from "./compute.ts";
 import { errorType } from "./_error_type.ts";
 import { TemplateRejectedError } from "./errors.ts";
@@ -146,11 +153,19 @@ export async function budget(
   const settings = validateBudgetOptions(options);
   const { backend } = options;
   const source = readSource(backend);
-  const unsupported = shapeProblem(request, options.kind);
+  let detected: RequestKind | undefined;
+  let unsupported: string | undefined;
+  try {
+    const detect = (body: JsonObject) => backend.requestKind(body);
+    unsupported = shapeProblem(request, options.kind, detect);
+    if (unsupported === undefined) detected = detect(request);
+  } catch (error) {
+    return hookFailed(request, source, error);
+  }
   if (unsupported !== undefined) {
     return unchanged(request, source, `unsupported request: ${unsupported}`);
   }
-  const kind = options.kind ?? detectKind(request) ?? "chat";
+  const kind = options.kind ?? detected ?? "chat";
   const outside = options.route &&
     routeMismatch(request, options.route, options.target);
   if (outside) {
@@ -160,11 +175,11 @@ export async function budget(
       `outside the budgeted route (${outside})`,
     );
   }
-  let cap, limit;
+  let cap: CapReading, limit;
   try {
     const defaultField = options.defaultField ??
       (kind === "responses" ? "max_output_tokens" : "max_tokens");
-    cap = readCallerCap(request, backend, defaultField);
+    cap = readCaps(backend, request, kind, defaultField);
     limit = backend.outputBudgetLimit(request, {
       contextLength: settings.contextLength,
       kind,
@@ -191,21 +206,17 @@ export async function budget(
     );
   }
   const { window, fallbackMarginTokens, minOutputTokens } = settings;
-  const margin = counted.source === ROUGH ? fallbackMarginTokens : 0;
+  // The margin covers only what was estimated: all of a rough estimate,
+  // the appended part of an anchored count, nothing of an exact one.
+  const margin = counted.source === ROUGH
+    ? fallbackMarginTokens
+    : Math.min(fallbackMarginTokens, counted.estimated);
   const remaining = window - counted.tokens - margin;
   const required = minDefined(minOutputTokens, cap.value) ?? minOutputTokens;
   const maxTokens = minDefined(remaining, cap.value, limit) ?? remaining;
   const detail =
     `compression_window=${window}, prompt_tokens=${counted.tokens}, max_tokens=${maxTokens}`;
-  let field;
-  try {
-    field = backend.outputBudgetField(cap.field, { kind });
-    if (typeof field !== "string" || field === "") {
-      throw new TypeError("outputBudgetField returned an invalid field");
-    }
-  } catch (error) {
-    return hookFailed(request, source, error);
-  }
+  const { field } = cap;
   if (maxTokens < required) {
     logger.warn(
       "action=requires_compression model={model} source={source} window={window} prompt_tokens={promptTokens} required={required}",
@@ -231,6 +242,15 @@ export async function budget(
       hardLimitTokens: minDefined(hard, cap.value, limit) ?? hard,
     };
   }
+  let written: JsonObject;
+  try {
+    written = backend.writeCap(request, field, maxTokens);
+    if (!isJsonObject(written)) {
+      throw new TypeError("writeCap returned a non-object");
+    }
+  } catch (error) {
+    return hookFailed(request, source, error);
+  }
   logger.debug(
     "action=set model={model} source={source} window={window} prompt_tokens={promptTokens} max_tokens={maxTokens}",
     {
@@ -243,7 +263,7 @@ export async function budget(
   );
   return {
     action: "set",
-    request: writeCap(request, field, maxTokens),
+    request: written,
     source: counted.source,
     reason: `${counted.source}: ${detail}`,
     promptTokens: counted.tokens,
@@ -334,15 +354,18 @@ async function countPrompt(
   request: JsonObject,
   options: BudgetOptions & { readonly kind: RequestKind },
   source: string,
-): Promise<{ tokens: number; source: string } | null | undefined> {
+): Promise<Counted | null | undefined> {
   let exactError: unknown;
   try {
-    const tokens = await options.backend.count(request, {
-      contextLength: options.contextLength,
-      kind: options.kind,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    if (Number.isSafeInteger(tokens) && tokens >= 0) return { tokens, source };
+    const counted = validCount(
+      await options.backend.count(request, {
+        contextLength: options.contextLength,
+        kind: options.kind,
+        ...(options.signal ? { signal: options.signal } : {}),
+      }),
+      source,
+    );
+    if (counted !== undefined) return counted;
     exactError = new TypeError("backend returned an invalid count");
   } catch (error) {
     if (error instanceof TemplateRejectedError) {
@@ -360,7 +383,7 @@ async function countPrompt(
       "exact count failed, using the usage anchor: model={model} source={source} error={error}",
       { model: modelLabel(request), source, error: errorType(exactError) },
     );
-    return { tokens: anchored, source: ANCHOR };
+    return { tokens: anchored, estimated: 0, source: ANCHOR };
   }
   try {
     const estimate = (options.estimate ?? roughEstimate)(request);
@@ -369,7 +392,8 @@ async function countPrompt(
       "exact count failed, using the rough estimate: model={model} source={source} error={error}",
       { model: modelLabel(request), source, error: errorType(exactError) },
     );
-    return { tokens: Math.max(1, Math.ceil(estimate)), source: ROUGH };
+    const tokens = Math.max(1, Math.ceil(estimate));
+    return { tokens, estimated: tokens, source: ROUGH };
   } catch (error) {
     logger.error(
       "exact count and rough estimate failed, request left unchanged: model={model} source={source} error={error} estimate_error={estimateError}",
@@ -382,6 +406,52 @@ async function countPrompt(
     );
     return undefined;
   }
+}
+
+/** A count budget() trusts: tokens, the estimated part, and its label. */
+interface Counted {
+  readonly tokens: number;
+  readonly estimated: number;
+  readonly source: string;
+}
+
+/** A backend's count as a {@linkcode Counted}, or undefined when it is not a valid count. */
+function validCount(
+  value: number | CountResult,
+  source: string,
+): Counted | undefined {
+  if (typeof value === "number") {
+    return Number.isSafeInteger(value) && value >= 0
+      ? { tokens: value, estimated: 0, source }
+      : undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const { tokens, estimatedTokens, source: label } = value;
+  if (
+    !Number.isSafeInteger(tokens) || tokens < 0 ||
+    !Number.isSafeInteger(estimatedTokens) || estimatedTokens < 0 ||
+    estimatedTokens > tokens
+  ) return undefined;
+  const named = typeof label === "string" && label !== "" ? label : source;
+  return { tokens, estimated: estimatedTokens, source: named };
+}
+
+/** The backend's cap reading, checked: a hook that answers nonsense fails. */
+function readCaps(
+  backend: Backend,
+  request: JsonObject,
+  kind: RequestKind,
+  defaultField: CapField,
+): CapReading {
+  const cap = backend.readCaps(request, { kind, defaultField });
+  const { value, field } = cap ?? {};
+  if (typeof field !== "string" || field === "") {
+    throw new TypeError("readCaps returned an invalid field");
+  }
+  if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+    throw new TypeError("readCaps returned an invalid cap");
+  }
+  return { value, field };
 }
 
 function readSource(backend: Backend): string {

@@ -1,6 +1,7 @@
 import {
   Backend,
   type CountOptions,
+  type CountResult,
   type JsonObject,
   type OutputLimitOptions,
 } from "./backend.ts";
@@ -8,11 +9,17 @@ import {
 /** Options for {@linkcode FakeBackend}. */
 export interface FakeBackendOptions {
   /**
-   * The count to return: a number, or a function of the request.
+   * The count to return (a number, or a {@linkcode CountResult} with an
+   * estimated part), or a function of the request.
    *
    * @default 0
    */
-  readonly count?: number | ((request: JsonObject) => number | Promise<number>);
+  readonly count?:
+    | number
+    | CountResult
+    | ((
+      request: JsonObject,
+    ) => number | CountResult | Promise<number | CountResult>);
   /** When set, every count rejects with this error. */
   readonly error?: Error;
   /**
@@ -79,12 +86,12 @@ export class FakeBackend extends Backend {
   override async count(
     request: JsonObject,
     options: CountOptions,
-  ): Promise<number> {
+  ): Promise<number | CountResult> {
     this.calls.push(request);
     options.signal?.throwIfAborted();
     if (this.#options.error) throw this.#options.error;
     const { count = 0 } = this.#options;
-    return typeof count === "number" ? count : await count(request);
+    return typeof count === "function" ? await count(request) : count;
   }
 
   /**

@@ -1,10 +1,18 @@
 import { deepStrictEqual, strictEqual } from "node:assert/strict";
-import { budget, type CountOptions, type JsonObject } from "../mod.ts";
+import {
+  budget,
+  type CountOptions,
+  type CountResult,
+  type JsonObject,
+} from "../mod.ts";
 import { FakeBackend } from "../testing.ts";
 
 class KindRecorder extends FakeBackend {
   readonly kinds: (string | undefined)[] = [];
-  override count(request: JsonObject, options: CountOptions): Promise<number> {
+  override count(
+    request: JsonObject,
+    options: CountOptions,
+  ): Promise<number | CountResult> {
     this.kinds.push(options.kind);
     return super.count(request, options);
   }
