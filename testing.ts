@@ -27,6 +27,14 @@ export type {
   FakeVllmTokenizerOptions,
 } from "./src/fake_vllm_server.ts";
 export {
+  backendConformanceCases,
+  CONFORMANCE_MARKER,
+} from "./src/backend_conformance.ts";
+export type {
+  BackendConformanceOptions,
+  ConformanceCase,
+} from "./src/backend_conformance.ts";
+export {
   createCountCacheForTesting,
   terminateCountWorkerForTesting,
 } from "./src/count_cache_testing.ts";
@@ -34,10 +42,13 @@ export {
 export type {
   Backend,
   CapField,
+  CapReading,
   CountOptions,
+  CountResult,
   JsonObject,
   OutputFieldOptions,
   OutputLimitOptions,
+  ReadCapsOptions,
   RequestKind,
 } from "./src/backend.ts";
 export type {

@@ -66,6 +66,12 @@ export interface Config {
   readonly tokenizerUserAgent: string;
   /** `INCONTEXT_TOKENIZER_API_KEY`: a secret, never echoed in errors or logs. */
   readonly tokenizerApiKey?: string;
+  /** `INCONTEXT_ANTHROPIC_API_KEY`: sent as `x-api-key` by the `anthropic` backend only; a secret. */
+  readonly anthropicApiKey?: string;
+  /** `INCONTEXT_GEMINI_API_KEY`: sent as `x-goog-api-key` by the `gemini` backend only; a secret. */
+  readonly geminiApiKey?: string;
+  /** `INCONTEXT_OPENAI_API_KEY`: sent as a bearer token by the `openai` backend only; a secret. */
+  readonly openaiApiKey?: string;
   /**
    * `INCONTEXT_TOKENIZER_DIR`: the Hugging Face model folder the vLLM server
    * serves; `local` requires it.
@@ -332,6 +338,9 @@ const VARIABLES: { readonly [K in Key]: Variable<K> } = {
     schema: headerValue,
   },
   tokenizerApiKey: { name: "INCONTEXT_TOKENIZER_API_KEY", schema: headerValue },
+  anthropicApiKey: { name: "INCONTEXT_ANTHROPIC_API_KEY", schema: headerValue },
+  geminiApiKey: { name: "INCONTEXT_GEMINI_API_KEY", schema: headerValue },
+  openaiApiKey: { name: "INCONTEXT_OPENAI_API_KEY", schema: headerValue },
   tokenizerDir: { name: "INCONTEXT_TOKENIZER_DIR", schema: z.string() },
   chatTemplate: { name: "INCONTEXT_CHAT_TEMPLATE", schema: z.string() },
   tokenizerSha256: {

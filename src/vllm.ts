@@ -29,18 +29,11 @@ import {
   type OutputLimitOptions,
   type RequestKind,
 } from "./backend.ts";
-import {
-  type CountCache,
-  countCacheKey,
-  sharedCountCache,
-} from "./count_cache.ts";
+import { type CountCache, sharedCountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
-import { checkHttpUrl } from "./_url.ts";
 import { isJsonObject } from "./_request.ts";
 import { responsesToChat } from "./_responses.ts";
 import { errorType, safeCause } from "./_error_type.ts";
-import { type Deadline, startDeadline } from "./_deadline.ts";
-import { VERSION } from "./version.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import {
   assertMirrorable,
@@ -53,7 +46,17 @@ import {
   vllmOutputField,
   vllmOutputLimit,
 } from "./_vllm_payload.ts";
-import { readLimited } from "./_forward.ts";
+import {
+  cachedCount,
+  checkBaseUrl,
+  checkContextLength,
+  checkHeaderValue,
+  checkTimeout,
+  countWithin,
+  fetchJson,
+  jsonHeaders,
+  payloadJson,
+} from "./_http_count.ts";
 
 // The types VllmBackend's API names, so that this entry stands on its own.
 export type {
@@ -72,9 +75,6 @@ export type {
 } from "./count_cache.ts";
 
 const logger = getLogger(["incontext", "vllm"]);
-
-/** Timers beyond 2^31 - 1 ms fire at once on Node, so longer timeouts are clamped. */
-const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /** Options for {@linkcode VllmBackend}. */
 export interface VllmBackendOptions {
@@ -139,7 +139,7 @@ export class VllmBackend extends Backend {
   /** The label of vLLM counts: `"vllm-tokenize"`. */
   override readonly source: string = "vllm-tokenize";
   readonly #url: string;
-  readonly #timeoutSeconds: number;
+  readonly #timeoutMs: number;
   readonly #headers: Readonly<Record<string, string>>;
   readonly #fetch: typeof globalThis.fetch | undefined;
   readonly #cache: CountCache | null | undefined;
@@ -153,35 +153,15 @@ export class VllmBackend extends Backend {
    */
   constructor(options: VllmBackendOptions) {
     super();
-    const rule = typeof options?.url === "string"
-      ? checkHttpUrl(options.url)
-      : "must be a string";
-    if (rule !== undefined) {
-      throw new TypeError(`Cannot create the vLLM backend as 'url' ${rule}`);
-    }
-    const { timeoutSeconds = 30, userAgent = `incontext/${VERSION}`, apiKey } =
-      options;
-    if (
-      typeof timeoutSeconds !== "number" || !Number.isFinite(timeoutSeconds) ||
-      timeoutSeconds <= 0
-    ) {
-      throw new RangeError(
-        `Cannot create the vLLM backend as 'timeoutSeconds' must be a finite number greater than 0: current value is ${
-          String(timeoutSeconds)
-        }`,
-      );
-    }
-    checkHeaderValue("userAgent", userAgent);
-    const headers: Record<string, string> = {
-      "Content-Type": "application/json",
-      "User-Agent": userAgent,
-    };
+    this.#url = checkBaseUrl(WHAT, options?.url);
+    const { timeoutSeconds = 30, userAgent, apiKey } = options;
+    this.#timeoutMs = checkTimeout(WHAT, timeoutSeconds);
+    const headers = { ...jsonHeaders(WHAT, userAgent) };
     if (apiKey !== undefined) {
-      checkHeaderValue("apiKey", apiKey);
-      headers.Authorization = `Bearer ${apiKey}`;
+      headers.Authorization = `Bearer ${
+        checkHeaderValue(WHAT, "apiKey", apiKey)
+      }`;
     }
-    this.#url = options.url;
-    this.#timeoutSeconds = timeoutSeconds;
     this.#headers = headers;
     this.#fetch = options.fetch;
     this.#cache = options.cache;
@@ -216,12 +196,7 @@ export class VllmBackend extends Backend {
     request: JsonObject,
     options: CountOptions,
   ): Promise<number> {
-    const contextLength = options?.contextLength;
-    if (!Number.isSafeInteger(contextLength) || contextLength < 1) {
-      throw new RangeError(
-        `Cannot count with the vLLM backend as 'contextLength' must be a positive integer: current value is ${contextLength}`,
-      );
-    }
+    const contextLength = checkContextLength(WHAT, options?.contextLength);
     try {
       if (!isJsonObject(request)) {
         throw new CountError(
@@ -371,94 +346,44 @@ export class VllmBackend extends Backend {
     return this.#cache === undefined ? sharedCountCache() : this.#cache;
   }
 
-  async #countTemplated(
+  #countTemplated(
     request: JsonObject,
     kind: RequestKind,
     contextLength: number,
     signal: AbortSignal | undefined,
   ): Promise<number> {
-    const payload = tokenizePayload(request, kind);
-    let json: string;
-    try {
-      json = JSON.stringify(payload);
-    } catch (error) {
-      throw new CountError(
-        "Cannot count the request as it is not serialisable to JSON",
-        { cause: safeCause(error) },
-      );
-    }
+    const json = payloadJson(tokenizePayload(request, kind));
     const cache = this.#resolveCache();
     // One deadline covers the whole count: waiting on another caller's
     // identical count in the cache too, so every caller keeps its own limit.
-    const deadline = startDeadline(
-      Math.min(Math.ceil(this.#timeoutSeconds * 1000), MAX_TIMEOUT_MS),
-      signal,
+    return countWithin(
+      { label: LABEL, timeoutMs: this.#timeoutMs, signal },
+      (deadline) =>
+        cachedCount(
+          cache,
+          `${this.source} ${this.#url}`,
+          contextLength,
+          json,
+          deadline,
+          async () => {
+            const body = await fetchJson({
+              label: LABEL,
+              url: this.#url,
+              headers: this.#headers,
+              body: json,
+              fetch: this.#fetch,
+              signal: deadline.signal,
+              maxBytes: maxTokenizeResponseBytes(contextLength),
+            });
+            return readCount(body, contextLength);
+          },
+        ),
     );
-    const post = (): Promise<number> =>
-      this.#post(json, contextLength, deadline, signal);
-    try {
-      if (cache === null) return await post();
-      // The URL joins the key (hashed, never stored) so that two servers never share counts.
-      const key = await countCacheKey(
-        `${this.source} ${this.#url}`,
-        contextLength,
-        json,
-      );
-      return await cache.getOrCount(key, post, deadline.signal);
-    } catch (error) {
-      if (error instanceof CountError) throw error;
-      if (signal?.aborted) throw abortError(error);
-      if (deadline.expired) throw this.#timeoutError(error);
-      throw error;
-    } finally {
-      deadline.clear();
-    }
-  }
-
-  #timeoutError(cause: unknown): CountError {
-    return new CountError(
-      `vLLM /tokenize did not answer within ${this.#timeoutSeconds} s`,
-      { cause: safeCause(cause) },
-    );
-  }
-
-  async #post(
-    json: string,
-    contextLength: number,
-    deadline: Deadline,
-    signal: AbortSignal | undefined,
-  ): Promise<number> {
-    if (signal?.aborted) throw abortError(signal.reason);
-    const fetch = this.#fetch ?? globalThis.fetch;
-    let text: string;
-    try {
-      const response = await fetch(this.#url, {
-        method: "POST",
-        headers: this.#headers,
-        body: json,
-        signal: deadline.signal,
-      });
-      if (!response.ok) {
-        // The body is never read: it may echo the prompt. Cancelling frees the connection.
-        await response.body?.cancel().catch(() => {});
-        throw new CountError(`vLLM /tokenize answered HTTP ${response.status}`);
-      }
-      text = await readCapped(
-        response,
-        maxTokenizeResponseBytes(contextLength),
-      );
-    } catch (error) {
-      if (error instanceof CountError) throw error;
-      if (signal?.aborted) throw abortError(error);
-      if (deadline.expired) throw this.#timeoutError(error);
-      throw new CountError(
-        `vLLM /tokenize request failed: ${errorType(error)}`,
-        { cause: safeCause(error) },
-      );
-    }
-    return readCount(text, contextLength);
   }
 }
+
+const WHAT = "the vLLM backend";
+const LABEL = "vLLM /tokenize";
 
 /** The `/tokenize` body: the text form for completions, the chat form otherwise. */
 function tokenizePayload(
@@ -471,33 +396,7 @@ function tokenizePayload(
   return buildTokenizePayload(chat);
 }
 
-/**
- * The body as text, read as a stream: a server that answers without end (or
- * with a huge token list) fails the count once past `limit` bytes, and the
- * rest is cancelled unread.
- */
-async function readCapped(response: Response, limit: number): Promise<string> {
-  const tooLarge = () =>
-    new CountError(`vLLM /tokenize answered more than ${limit} bytes`);
-  if (Number(response.headers.get("content-length")) > limit) {
-    await response.body?.cancel().catch(() => {});
-    throw tooLarge();
-  }
-  const bytes = await readLimited(response.body, limit);
-  if (bytes === undefined) throw tooLarge();
-  return new TextDecoder().decode(bytes);
-}
-
-function readCount(text: string, contextLength: number): number {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new CountError("vLLM /tokenize returned a non-JSON response");
-  }
-  if (!isJsonObject(body)) {
-    throw new CountError("vLLM /tokenize returned a non-object response");
-  }
+function readCount(body: JsonObject, contextLength: number): number {
   const { count, max_model_len: maxModelLen } = body;
   if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 0) {
     throw new CountError("vLLM /tokenize returned an invalid count");
@@ -514,21 +413,4 @@ function readCount(text: string, contextLength: number): number {
     );
   }
   return count;
-}
-
-function abortError(cause: unknown): CountError {
-  return new CountError("vLLM /tokenize count was aborted", {
-    cause: safeCause(cause),
-  });
-}
-
-function checkHeaderValue(name: string, value: unknown): void {
-  // Header values cannot hold line breaks or NUL; the value itself is never echoed.
-  if (
-    typeof value !== "string" || value.trim() === "" || /[\0\r\n]/.test(value)
-  ) {
-    throw new TypeError(
-      `Cannot create the vLLM backend as '${name}' must be a non-blank string without line breaks`,
-    );
-  }
 }

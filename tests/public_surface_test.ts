@@ -67,7 +67,9 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "resolveWindow",
     ],
     testing: [
+      "CONFORMANCE_MARKER",
       "FakeBackend",
+      "backendConformanceCases",
       "createCountCacheForTesting",
       "createFakeUpstreamHandler",
       "createFakeVllmTokenizerHandler",
