@@ -36,7 +36,8 @@ Flags (each overrides its environment variable):
   --hermes-config PATH    INCONTEXT_HERMES_CONFIG  take W (and the context length) from Hermes' config.yaml
   --on-exhausted POLICY   INCONTEXT_ON_EXHAUSTED   clamp (default), reject or unchanged
   --tokenizer-url URL     INCONTEXT_TOKENIZER_URL  vLLM /tokenize URL (required by the vllm backend)
-  --backend NAME          INCONTEXT_BACKEND        default vllm
+  --backend NAME          INCONTEXT_BACKEND        default vllm; anchored: no count endpoint (Ollama, hosted
+                                                   gateways), counts from the last response's usage
   --help                  print this help
 
 Other variables:

@@ -16,6 +16,7 @@ import {
   sharedCountCache,
 } from "../mod.ts";
 import { createProxyHandler } from "../src/proxy.ts";
+import { AnchoredBackend } from "../src/anchored.ts";
 import { HELP, resolveServerSettings } from "./_cli.ts";
 
 await configure({
@@ -77,6 +78,8 @@ const handler = createProxyHandler({
   upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
   signal: graceOver.signal,
   cache,
+  // The anchored backend counts from the usage this proxy records: one store.
+  ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),
   ...(config.model === undefined ? {} : { route: { model: config.model } }),
 });
 

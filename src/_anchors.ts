@@ -39,13 +39,6 @@ interface Anchor {
 const DEFAULT_MAX_ENTRIES = 4096;
 
 /**
- * A bounded store of anchors, keyed by a hash chain over the canonical
- * messages of a request (h0 = sha256(model), hi = sha256(hi-1 + canonical(mi))):
- * a lookup hashes each prefix of the new request once, in one pass over its
- * bytes, and only the full-prefix key of each recorded request is stored, so
- * an entry costs a 64-character key and two numbers.
- */
-/**
  * The keys of one conversation: the key of all its messages, and the keys of
  * those of its prefixes whose length the store holds an anchor for.
  */
@@ -62,6 +55,28 @@ interface Stored extends Anchor {
   readonly length: number;
 }
 
+/**
+ * A bounded store of usage anchors: what each recorded request cost, found
+ * again by any later request that extends its conversation. Keys are a hash
+ * chain over the canonical messages of a request (h0 = sha256(model),
+ * hi = sha256(hi-1 + canonical(mi))): a lookup hashes each prefix of the new
+ * request once, in one pass over its bytes, and only the full-prefix key of
+ * each recorded request is stored, so an entry costs a 64-character key and
+ * two numbers. One store is shared by whatever records usage (the proxy,
+ * `budgetedFetch`) and whatever reads it (the `AnchoredBackend`).
+ *
+ * @example Recording a turn and finding it from the next one
+ * ```ts
+ * import { AnchorStore } from "@incontext/incontext/anchored";
+ * import { deepStrictEqual } from "node:assert/strict";
+ *
+ * const anchors = new AnchorStore({ maxEntries: 100 });
+ * const turn1 = [{ role: "user", content: "Hi" }];
+ * anchors.record("m", turn1, { promptTokens: 9, completionTokens: 4 });
+ * const turn2 = [...turn1, { role: "assistant", content: "Hello!" }, { role: "user", content: "More" }];
+ * deepStrictEqual(anchors.lookup("m", turn2), { promptTokens: 9, completionTokens: 4, prefixLength: 1 });
+ * ```
+ */
 export class AnchorStore {
   readonly #maxEntries: number;
   /** Anchors by key, least recently used first (a `Map` keeps insertion order). */

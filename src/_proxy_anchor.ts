@@ -74,14 +74,42 @@ export function anchorFromKeys(
   store: AnchorStore,
   conversation: AnchorKeys,
 ): number | undefined {
+  const parts = anchorParts(store, conversation);
+  if (parts === undefined) return undefined;
+  const { anchoredTokens, appended } = parts;
+  return anchoredTokens +
+    (appended.length > 0 ? roughEstimate({ messages: appended }) : 0);
+}
+
+/** What a usage anchor covers of a conversation, and what it leaves to count. */
+export interface AnchorParts {
+  /** The anchored turn's prompt tokens, plus its completion tokens when its reply follows. */
+  readonly anchoredTokens: number;
+  /** The messages after the anchored prefix (and its reply): only these need counting. */
+  readonly appended: readonly unknown[];
+}
+
+/**
+ * Splits a conversation at the longest anchored prefix (Hermes' rule): the
+ * anchored turn's prompt tokens, plus its completion tokens when the next
+ * message is that turn's assistant reply, and the messages appended after.
+ * Undefined when no anchored conversation matches.
+ */
+export function anchorParts(
+  store: AnchorStore,
+  conversation: AnchorKeys,
+): AnchorParts | undefined {
   const { messages, keys } = conversation;
   const match = store.lookupKeys(keys);
   if (match === undefined) return undefined;
   const { prefixLength, promptTokens, completionTokens } = match;
-  if (prefixLength >= messages.length) return promptTokens;
+  if (prefixLength >= messages.length) {
+    return { anchoredTokens: promptTokens, appended: [] };
+  }
   const next = messages[prefixLength];
   const replied = isJsonObject(next) && next.role === "assistant";
-  const appended = messages.slice(prefixLength + (replied ? 1 : 0));
-  return promptTokens + (replied ? completionTokens : 0) +
-    (appended.length > 0 ? roughEstimate({ messages: appended }) : 0);
+  return {
+    anchoredTokens: promptTokens + (replied ? completionTokens : 0),
+    appended: messages.slice(prefixLength + (replied ? 1 : 0)),
+  };
 }

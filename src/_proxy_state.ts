@@ -2,7 +2,7 @@
 import type { RequestKind } from "./backend.ts";
 import type { BudgetResult } from "./budget.ts";
 import { Counter, Histogram } from "./_metrics.ts";
-import { AnchorStore } from "./_anchors.ts";
+import type { AnchorStore } from "./_anchors.ts";
 import type { ProxyOptions } from "./proxy.ts";
 import type { TimedBackend } from "./_timed_backend.ts";
 
@@ -77,8 +77,8 @@ export class ProxyState {
   readonly #recent: DecisionRecord[] = [];
   readonly #keep: number;
 
-  constructor(anchorEntries: number, keepDecisions: number) {
-    this.anchors = new AnchorStore({ maxEntries: anchorEntries });
+  constructor(anchors: AnchorStore, keepDecisions: number) {
+    this.anchors = anchors;
     this.#keep = keepDecisions;
   }
 

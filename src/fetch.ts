@@ -20,18 +20,30 @@
  * @module
  */
 import { validateBudgetOptions } from "./budget.ts";
-import { decide, endpointKind, isJsonContentType } from "./_bridge.ts";
+import {
+  decide,
+  type Decision,
+  endpointKind,
+  isJsonContentType,
+} from "./_bridge.ts";
 import type { BridgeOptions } from "./bridge_options.ts";
+import type { RequestKind } from "./backend.ts";
+import { AnchorStore } from "./_anchors.ts";
+import { anchorEstimate, anchorKeys } from "./_proxy_anchor.ts";
+import { tapUsage } from "./_usage.ts";
 
 export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
 // The types BridgeOptions names, so that this entry stands on its own.
 export type {
   Backend,
   CapField,
+  CapReading,
   CountOptions,
+  CountResult,
   JsonObject,
   OutputFieldOptions,
   OutputLimitOptions,
+  ReadCapsOptions,
   RequestKind,
 } from "./backend.ts";
 export type {
@@ -41,6 +53,27 @@ export type {
   BudgetTarget,
 } from "./budget.ts";
 export type { Estimator } from "./estimate.ts";
+export type {
+  AnchorMatch,
+  AnchorStore,
+  AnchorStoreOptions,
+  ConversationKeys,
+} from "./_anchors.ts";
+export type { Usage } from "./_usage.ts";
+
+/** Options for {@linkcode budgetedFetch}: the bridge options, and a usage anchor store. */
+export interface BudgetedFetchOptions extends BridgeOptions {
+  /**
+   * Records the `usage` of every successful chat completion into this store
+   * (from a JSON body, or from the final chunk of a stream sent with
+   * `stream_options.include_usage`), as the proxy does, and uses it as the
+   * `anchor` when the backend's count fails. Pass the store of an
+   * `AnchoredBackend` to count from the usage the provider reports.
+   *
+   * @default undefined: no usage is recorded
+   */
+  readonly anchors?: AnchorStore;
+}
 
 /**
  * Wraps a fetch so that every POST to a chat completions, completions or
@@ -53,9 +86,10 @@ export type { Estimator } from "./estimate.ts";
  * It never throws because of a request's content.
  *
  * @param fetch The fetch to wrap, such as `globalThis.fetch`.
- * @param options The window, context length, backend and policy.
+ * @param options The window, context length, backend, policy and anchor store.
  * @returns A fetch with the same signature.
  * @throws {RangeError} When the options are invalid (checked once, here).
+ * @throws {TypeError} When `anchors` is not an AnchorStore.
  *
  * @example Budgeting a chat completion
  * ```ts
@@ -80,12 +114,50 @@ export type { Estimator } from "./estimate.ts";
  * });
  * strictEqual(JSON.parse(sent).max_tokens, 54000);
  * ```
+ *
+ * @example Recording usage for the anchored backend
+ * ```ts
+ * import { AnchoredBackend, AnchorStore } from "@incontext/incontext/anchored";
+ * import { budgetedFetch } from "@incontext/incontext/fetch";
+ * import { createFakeUpstreamHandler } from "@incontext/incontext/testing";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const anchors = new AnchorStore();
+ * const upstream = createFakeUpstreamHandler();
+ * const fetch = budgetedFetch(upstream.fetch, {
+ *   window: 55705,
+ *   contextLength: 65536,
+ *   backend: new AnchoredBackend({ anchors }),
+ *   anchors,
+ * });
+ * const response = await fetch("http://upstream.test/v1/chat/completions", {
+ *   method: "POST",
+ *   headers: { "content-type": "application/json" },
+ *   body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "Hi" }] }),
+ * });
+ * await response.json(); // the usage is recorded once the body is read
+ * strictEqual(anchors.size, 1);
+ * ```
  */
 export function budgetedFetch(
   fetch: typeof globalThis.fetch,
-  options: BridgeOptions,
+  options: BudgetedFetchOptions,
 ): typeof globalThis.fetch {
   validateBudgetOptions(options);
+  const { anchors } = options;
+  if (anchors !== undefined && !(anchors instanceof AnchorStore)) {
+    throw new TypeError(
+      "Cannot create the budgeted fetch as 'anchors' must be an AnchorStore",
+    );
+  }
+  const bridge: BridgeOptions = anchors === undefined || options.anchor
+    ? options
+    : { ...options, anchor: (parsed) => anchorEstimate(anchors, parsed) };
+  const send = anchors === undefined
+    ? (_kind: RequestKind, _decision: Decision, response: Promise<Response>) =>
+      response
+    : (kind: RequestKind, decision: Decision, response: Promise<Response>) =>
+      recording(anchors, kind, decision, response);
   return async function budgetedFetch(input, init) {
     const request = input instanceof Request ? input : undefined;
     const method = (init?.method ?? request?.method ?? "GET").toUpperCase();
@@ -98,18 +170,58 @@ export function budgetedFetch(
     const bytes = await readBody(request, init);
     if (bytes === undefined) return fetch(input, init);
     const signal = init?.signal ?? request?.signal;
-    const decision = await decide(bytes, kind, options, signal ?? undefined);
+    const decision = await decide(bytes, kind, bridge, signal ?? undefined);
     if (decision.reject) return decision.reject;
-    if (decision.body === undefined) return fetch(input, init);
+    if (decision.body === undefined) {
+      return send(kind, decision, fetch(input, init));
+    }
     // The new body has another length; fetch computes it.
     headers.delete("content-length");
     if (request !== undefined && init?.body === undefined) {
-      return fetch(
-        new Request(request, { ...init, body: decision.body, headers }),
+      return send(
+        kind,
+        decision,
+        fetch(new Request(request, { ...init, body: decision.body, headers })),
       );
     }
-    return fetch(input, { ...init, headers, body: decision.body });
+    return send(
+      kind,
+      decision,
+      fetch(input, { ...init, headers, body: decision.body }),
+    );
   };
+}
+
+/**
+ * The response, its body tapped for `usage` when it answers a chat request:
+ * the usage is recorded under the conversation as sent once the body has
+ * been read to its end, and the bytes reach the caller as they came.
+ */
+async function recording(
+  anchors: AnchorStore,
+  kind: RequestKind,
+  decision: Decision,
+  pending: Promise<Response>,
+): Promise<Response> {
+  const response = await pending;
+  const conversation = kind === "chat" && decision.sent
+    ? anchorKeys(anchors, decision.sent)
+    : undefined;
+  if (conversation === undefined || !response.ok || response.body === null) {
+    return response;
+  }
+  const { keys } = conversation;
+  const body = tapUsage(
+    response.body,
+    response.headers.get("content-type"),
+    (usage) => anchors.recordKeys(keys, usage),
+  );
+  if (body === response.body) return response;
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
 
 /**

@@ -34,10 +34,13 @@ export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
 export type {
   Backend,
   CapField,
+  CapReading,
   CountOptions,
+  CountResult,
   JsonObject,
   OutputFieldOptions,
   OutputLimitOptions,
+  ReadCapsOptions,
   RequestKind,
 } from "./backend.ts";
 export type {

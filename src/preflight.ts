@@ -31,10 +31,13 @@ import { compressionPressure, requireInteger } from "./compute.ts";
 export type {
   Backend,
   CapField,
+  CapReading,
   CountOptions,
+  CountResult,
   JsonObject,
   OutputFieldOptions,
   OutputLimitOptions,
+  ReadCapsOptions,
   RequestKind,
 } from "./backend.ts";
 export type { Estimator } from "./estimate.ts";

@@ -54,6 +54,7 @@ import {
   anchorKeys,
 } from "./_proxy_anchor.ts";
 import { ownEndpoint } from "./_proxy_endpoints.ts";
+import { AnchorStore } from "./_anchors.ts";
 import { readUsage, tapUsage, type Usage } from "./_usage.ts";
 import { effectiveField } from "./_request.ts";
 import { requireInteger } from "./compute.ts";
@@ -64,10 +65,13 @@ export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
 export type {
   Backend,
   CapField,
+  CapReading,
   CountOptions,
+  CountResult,
   JsonObject,
   OutputFieldOptions,
   OutputLimitOptions,
+  ReadCapsOptions,
   RequestKind,
 } from "./backend.ts";
 export type {
@@ -77,6 +81,13 @@ export type {
   BudgetTarget,
 } from "./budget.ts";
 export type { Estimator } from "./estimate.ts";
+export type {
+  AnchorMatch,
+  AnchorStore,
+  AnchorStoreOptions,
+  ConversationKeys,
+} from "./_anchors.ts";
+export type { Usage } from "./_usage.ts";
 export type {
   CountCache,
   CountCacheKind,
@@ -96,11 +107,20 @@ export interface ProxyOptions extends BridgeOptions {
    */
   readonly maxRequestBytes?: number;
   /**
-   * How many conversations' usage anchors are kept.
+   * How many conversations' usage anchors are kept (ignored when `anchors`
+   * is given: that store has its own bound).
    *
    * @default 4096
    */
   readonly anchorEntries?: number;
+  /**
+   * The store the proxy records each response's usage into and reads usage
+   * anchors from: pass the store of an `AnchoredBackend` so that the backend
+   * counts from the usage the proxy sees.
+   *
+   * @default a new store of `anchorEntries` anchors
+   */
+  readonly anchors?: AnchorStore;
   /**
    * An exact count differing from the usage anchor by more than this fraction
    * is logged and counted in the metrics.
@@ -182,7 +202,7 @@ export type ProxyHandler = (request: Request) => Promise<Response>;
 export function createProxyHandler(options: ProxyOptions): ProxyHandler {
   const settings = readSettings(options);
   const state = new ProxyState(
-    settings.anchorEntries,
+    options.anchors ?? new AnchorStore({ maxEntries: settings.anchorEntries }),
     settings.recentDecisions,
   );
   const backend = new TimedBackend(options.backend, (seconds, ok) => {
@@ -230,6 +250,13 @@ function readSettings(options: ProxyOptions): ProxySettings {
   requireInteger(what, "maxRequestBytes", maxRequestBytes, 1);
   requireInteger(what, "anchorEntries", anchorEntries, 1);
   requireInteger(what, "recentDecisions", recentDecisions, 1);
+  if (
+    options.anchors !== undefined && !(options.anchors instanceof AnchorStore)
+  ) {
+    throw new TypeError(
+      "Cannot create the proxy as 'anchors' must be an AnchorStore",
+    );
+  }
   if (!(anchorTolerance >= 0 && anchorTolerance < 1)) {
     throw new RangeError(
       `Cannot create the proxy as 'anchorTolerance' must be a fraction in [0, 1): current value is ${anchorTolerance}`,

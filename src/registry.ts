@@ -10,6 +10,7 @@ import type { Config } from "./config.ts";
 import { ConfigError } from "./config_error.ts";
 import { VllmBackend } from "./vllm.ts";
 import { LocalBackend } from "./local.ts";
+import { anchoredFromConfig } from "./anchored.ts";
 
 /** Builds a backend from the loaded configuration. Called at most once per registry. */
 export type BackendFactory = (config: Config) => Backend;
@@ -224,3 +225,4 @@ backends.plugin("vllm", vllmFromConfig, {
 backends.plugin("local", localFromConfig, {
   requires: ["INCONTEXT_TOKENIZER_DIR"],
 });
+backends.plugin("anchored", anchoredFromConfig);

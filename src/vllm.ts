@@ -62,10 +62,13 @@ import {
 export type {
   Backend,
   CapField,
+  CapReading,
   CountOptions,
+  CountResult,
   JsonObject,
   OutputFieldOptions,
   OutputLimitOptions,
+  ReadCapsOptions,
   RequestKind,
 } from "./backend.ts";
 export type {

@@ -11,6 +11,7 @@ import * as preflight from "../src/preflight.ts";
 import * as hermes from "../src/hermes.ts";
 import * as proxy from "../src/proxy.ts";
 import * as local from "../src/local.ts";
+import * as anchored from "../src/anchored.ts";
 
 // A change to the public surface must be deliberate: update this list with it.
 Deno.test("the export entries expose exactly the documented surface", () => {
@@ -27,6 +28,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     hermes,
     proxy,
     local,
+    anchored,
   };
   const expected: Record<string, string[]> = {
     root: [
@@ -65,6 +67,12 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "loadHermesSettings",
       "parseHermesSettings",
       "resolveWindow",
+    ],
+    anchored: [
+      "AnchorStore",
+      "AnchoredBackend",
+      "anchoredFromConfig",
+      "recordResponseUsage",
     ],
     testing: [
       "CONFORMANCE_MARKER",
