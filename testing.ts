@@ -69,3 +69,47 @@ export type {
   FakeUpstreamOptions,
   FakeUpstreamRequest,
 } from "./src/fake_upstream.ts";
+export {
+  createFakeOpenAIHandler,
+  serveFakeOpenAI,
+} from "./src/fake_openai_server.ts";
+export type {
+  FakeOpenAI,
+  FakeOpenAIFault,
+  FakeOpenAIHandler,
+  FakeOpenAIOptions,
+  FakeOpenAIRequest,
+} from "./src/fake_openai_server.ts";
+export {
+  createFakeSglangHandler,
+  serveFakeSglang,
+} from "./src/fake_sglang_server.ts";
+export type {
+  FakeSglang,
+  FakeSglangFault,
+  FakeSglangHandler,
+  FakeSglangOptions,
+  FakeSglangRequest,
+  FakeSglangTokenize,
+} from "./src/fake_sglang_server.ts";
+export {
+  createFakeAnthropicHandler,
+  serveFakeAnthropic,
+} from "./src/fake_anthropic_server.ts";
+export type {
+  FakeAnthropic,
+  FakeAnthropicFault,
+  FakeAnthropicHandler,
+  FakeAnthropicOptions,
+  FakeServerRequest,
+} from "./src/fake_anthropic_server.ts";
+export {
+  createFakeGeminiHandler,
+  serveFakeGemini,
+} from "./src/fake_gemini_server.ts";
+export type {
+  FakeGemini,
+  FakeGeminiFault,
+  FakeGeminiHandler,
+  FakeGeminiOptions,
+} from "./src/fake_gemini_server.ts";

@@ -47,6 +47,14 @@ export interface OutputLimitOptions {
    * @default "chat"
    */
   readonly kind?: RequestKind;
+  /**
+   * The prompt's tokens as counted (or estimated), for a server whose limit
+   * depends on the prompt (SGLang: prompt + max_tokens <= context - 1).
+   * budget() always passes it.
+   *
+   * @default undefined: not known
+   */
+  readonly promptTokens?: number;
 }
 
 /** Options handed to {@linkcode Backend.outputBudgetField}. */

@@ -175,18 +175,11 @@ export async function budget(
       `outside the budgeted route (${outside})`,
     );
   }
-  let cap: CapReading, limit;
+  let cap: CapReading;
   try {
     const defaultField = options.defaultField ??
       (kind === "responses" ? "max_output_tokens" : "max_tokens");
     cap = readCaps(backend, request, kind, defaultField);
-    limit = backend.outputBudgetLimit(request, {
-      contextLength: settings.contextLength,
-      kind,
-    });
-    if (limit !== undefined && !Number.isSafeInteger(limit)) {
-      throw new TypeError("outputBudgetLimit returned a non-integer");
-    }
   } catch (error) {
     return hookFailed(request, source, error);
   }
@@ -204,6 +197,21 @@ export async function budget(
       "none",
       "exact count and rough estimate both failed",
     );
+  }
+  let limit;
+  try {
+    // After the count: some servers' limits depend on the prompt (SGLang:
+    // prompt + max_tokens <= context - 1; llama.cpp: n_ctx - prompt).
+    limit = backend.outputBudgetLimit(request, {
+      contextLength: settings.contextLength,
+      kind,
+      promptTokens: counted.tokens,
+    });
+    if (limit !== undefined && !Number.isSafeInteger(limit)) {
+      throw new TypeError("outputBudgetLimit returned a non-integer");
+    }
+  } catch (error) {
+    return hookFailed(request, source, error);
   }
   const { window, fallbackMarginTokens, minOutputTokens } = settings;
   // The margin covers only what was estimated: all of a rough estimate,

@@ -65,9 +65,13 @@ export function estimateTextTokens(text: string): number {
  * `prompt`, a Responses request's `instructions` and `input` items, 1500 per
  * image part, and each tool's name + description + compact JSON of its
  * parameters. `extra_body` values win over top-level ones, as the OpenAI SDKs
- * merge them.
+ * merge them. Anthropic Messages requests (top-level `system`, `tool_use`,
+ * `tool_result` and `thinking` blocks, `input_schema`) and Gemini requests
+ * (`contents[].parts[]`, `systemInstruction`, `functionDeclarations`) are
+ * read the same way.
  *
- * @param request A chat completions, completions or Responses request body.
+ * @param request A chat completions, completions, Responses, Anthropic
+ * Messages or Gemini request body.
  * @returns The estimated prompt token count (0 for a request with no text).
  *
  * @example Estimating a short chat
@@ -84,6 +88,8 @@ export function estimateTextTokens(text: string): number {
  * strictEqual(roughEstimate(request), 8 + 1500);
  * strictEqual(roughEstimate({ prompt: "Once upon a time" }), 4);
  * strictEqual(roughEstimate({ instructions: "Be brief.", input: "Hello there" }), 5);
+ * strictEqual(roughEstimate({ system: "Be brief.", messages: [] }), 3);
+ * strictEqual(roughEstimate({ contents: [{ role: "user", parts: [{ text: "Hello there" }] }] }), 3);
  * ```
  */
 export function roughEstimate(request: JsonObject): number {
@@ -104,7 +110,57 @@ export function roughEstimate(request: JsonObject): number {
   if (Array.isArray(tools)) {
     for (const tool of tools) collectTool(tool, texts);
   }
+  images += collectSystem(effectiveField(request, "system"), texts);
+  images += collectGemini(request, texts);
   return estimateTextTokens(texts.join("")) + images * IMAGE_TOKENS;
+}
+
+/** Anthropic's top-level `system`: a string or text blocks. */
+function collectSystem(system: unknown, texts: string[]): number {
+  if (typeof system === "string") texts.push(system);
+  else if (Array.isArray(system)) return collectParts(system, texts);
+  return 0;
+}
+
+/** Gemini's `systemInstruction` and `contents` (either spelling), part by part. */
+function collectGemini(request: JsonObject, texts: string[]): number {
+  let images = 0;
+  const system = request.systemInstruction ?? request.system_instruction;
+  if (typeof system === "string") texts.push(system);
+  else if (isJsonObject(system)) images += collectGeminiParts(system, texts);
+  const { contents } = request;
+  if (Array.isArray(contents)) {
+    for (const content of contents) {
+      images += collectGeminiParts(content, texts);
+    }
+  }
+  return images;
+}
+
+function collectGeminiParts(content: unknown, texts: string[]): number {
+  if (!isJsonObject(content) || !Array.isArray(content.parts)) return 0;
+  let images = 0;
+  for (const part of content.parts) {
+    if (!isJsonObject(part)) continue;
+    if (typeof part.text === "string") texts.push(part.text);
+    if (isJsonObject(part.inlineData ?? part.inline_data)) images += 1;
+    for (const key of ["functionCall", "function_call"]) {
+      collectNamed(part[key], "args", texts);
+    }
+    for (const key of ["functionResponse", "function_response"]) {
+      collectNamed(part[key], "response", texts);
+    }
+  }
+  return images;
+}
+
+/** A call or result's name and the compact JSON of its `field`. */
+function collectNamed(value: unknown, field: string, texts: string[]): void {
+  if (!isJsonObject(value)) return;
+  if (typeof value.name === "string") texts.push(value.name);
+  if (value[field] !== undefined) {
+    texts.push(JSON.stringify(value[field]) ?? "");
+  }
 }
 
 function collectMessage(message: unknown, texts: string[]): number {
@@ -112,13 +168,7 @@ function collectMessage(message: unknown, texts: string[]): number {
   let images = 0;
   const { content } = message;
   if (typeof content === "string") texts.push(content);
-  else if (Array.isArray(content)) {
-    for (const part of content) {
-      if (!isJsonObject(part)) continue;
-      if (typeof part.text === "string") texts.push(part.text);
-      else if (isImagePart(part)) images += 1;
-    }
-  }
+  else if (Array.isArray(content)) images += collectParts(content, texts);
   for (const key of ["reasoning", "reasoning_content"]) {
     const value = message[key];
     if (typeof value === "string") texts.push(value);
@@ -142,6 +192,25 @@ function collectMessage(message: unknown, texts: string[]): number {
   return images;
 }
 
+/** Content parts: text, images, and Anthropic's tool_use, tool_result and thinking blocks. */
+function collectParts(parts: readonly unknown[], texts: string[]): number {
+  let images = 0;
+  for (const part of parts) {
+    if (!isJsonObject(part)) continue;
+    if (typeof part.text === "string") texts.push(part.text);
+    else if (isImagePart(part)) images += 1;
+    else if (part.type === "tool_use") collectNamed(part, "input", texts);
+    else if (part.type === "thinking" && typeof part.thinking === "string") {
+      texts.push(part.thinking);
+    } else if (part.type === "tool_result") {
+      const { content } = part;
+      if (typeof content === "string") texts.push(content);
+      else if (Array.isArray(content)) images += collectParts(content, texts);
+    }
+  }
+  return images;
+}
+
 function isImagePart(part: JsonObject): boolean {
   return part.type === "image_url" || part.type === "input_image" ||
     part.type === "image";
@@ -149,10 +218,17 @@ function isImagePart(part: JsonObject): boolean {
 
 function collectTool(tool: unknown, texts: string[]): void {
   if (!isJsonObject(tool)) return;
+  const declarations = tool.functionDeclarations ?? tool.function_declarations;
+  if (Array.isArray(declarations)) {
+    for (const declaration of declarations) collectTool(declaration, texts);
+    return;
+  }
   const fn = isJsonObject(tool.function) ? tool.function : tool;
   if (typeof fn.name === "string") texts.push(fn.name);
   if (typeof fn.description === "string") texts.push(fn.description);
-  if (fn.parameters !== undefined) {
-    texts.push(JSON.stringify(fn.parameters) ?? "");
-  }
+  // OpenAI `parameters`, Anthropic `input_schema`, Gemini `parametersJsonSchema`.
+  const schema = fn.parameters !== undefined
+    ? fn.parameters
+    : fn.input_schema ?? fn.parametersJsonSchema ?? fn.parameters_json_schema;
+  if (schema !== undefined) texts.push(JSON.stringify(schema) ?? "");
 }

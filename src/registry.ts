@@ -11,6 +11,10 @@ import { ConfigError } from "./config_error.ts";
 import { VllmBackend } from "./vllm.ts";
 import { LocalBackend } from "./local.ts";
 import { anchoredFromConfig } from "./anchored.ts";
+import { anthropicFromConfig } from "./anthropic.ts";
+import { geminiFromConfig } from "./gemini.ts";
+import { openaiFromConfig } from "./openai.ts";
+import { sglangFromConfig } from "./sglang.ts";
 
 /** Builds a backend from the loaded configuration. Called at most once per registry. */
 export type BackendFactory = (config: Config) => Backend;
@@ -226,3 +230,16 @@ backends.plugin("local", localFromConfig, {
   requires: ["INCONTEXT_TOKENIZER_DIR"],
 });
 backends.plugin("anchored", anchoredFromConfig);
+backends.plugin("sglang", sglangFromConfig, {
+  requires: ["INCONTEXT_TOKENIZER_URL", "INCONTEXT_TOKENIZER_DIR"],
+});
+backends.plugin("anthropic", anthropicFromConfig, {
+  requires: ["INCONTEXT_ANTHROPIC_API_KEY"],
+});
+backends.plugin("gemini", geminiFromConfig, {
+  requires: ["INCONTEXT_GEMINI_API_KEY"],
+});
+// Nothing required: the base URL defaults to https://api.openai.com and
+// Chat Completions counts are local (Responses counts without a key fail
+// with 401 and fall back).
+backends.plugin("openai", openaiFromConfig);

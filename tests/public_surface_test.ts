@@ -12,6 +12,10 @@ import * as hermes from "../src/hermes.ts";
 import * as proxy from "../src/proxy.ts";
 import * as local from "../src/local.ts";
 import * as anchored from "../src/anchored.ts";
+import * as anthropic from "../src/anthropic.ts";
+import * as gemini from "../src/gemini.ts";
+import * as openai from "../src/openai.ts";
+import * as sglang from "../src/sglang.ts";
 
 // A change to the public surface must be deliberate: update this list with it.
 Deno.test("the export entries expose exactly the documented surface", () => {
@@ -29,6 +33,10 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     proxy,
     local,
     anchored,
+    anthropic,
+    gemini,
+    openai,
+    sglang,
   };
   const expected: Record<string, string[]> = {
     root: [
@@ -74,13 +82,35 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "anchoredFromConfig",
       "recordResponseUsage",
     ],
+    anthropic: [
+      "ANTHROPIC_DEFAULT_URL",
+      "ANTHROPIC_VERSION",
+      "AnthropicBackend",
+      "anthropicFromConfig",
+    ],
+    gemini: ["GEMINI_DEFAULT_URL", "GeminiBackend", "geminiFromConfig"],
+    openai: ["CountError", "OpenAIBackend", "openaiFromConfig"],
+    sglang: [
+      "CountError",
+      "SglangBackend",
+      "TemplateRejectedError",
+      "sglangFromConfig",
+    ],
     testing: [
       "CONFORMANCE_MARKER",
       "FakeBackend",
       "backendConformanceCases",
       "createCountCacheForTesting",
+      "createFakeAnthropicHandler",
+      "createFakeGeminiHandler",
+      "createFakeOpenAIHandler",
+      "createFakeSglangHandler",
       "createFakeUpstreamHandler",
       "createFakeVllmTokenizerHandler",
+      "serveFakeAnthropic",
+      "serveFakeGemini",
+      "serveFakeOpenAI",
+      "serveFakeSglang",
       "serveFakeUpstream",
       "serveFakeVllmTokenizer",
       "terminateCountWorkerForTesting",

@@ -1,0 +1,478 @@
+/**
+ * Counts OpenAI prompts: Responses requests exactly with OpenAI's
+ * `POST /v1/responses/input_tokens`; Chat Completions requests, which have
+ * no count endpoint, with a local estimate in the model's encoding
+ * (labelled an estimate, so budget() keeps a margin for it).
+ *
+ * @example Counting a Responses request
+ * ```ts
+ * import { OpenAIBackend } from "@incontext/incontext/openai";
+ * import { createFakeOpenAIHandler } from "@incontext/incontext/testing";
+ * import { deepStrictEqual } from "node:assert/strict";
+ *
+ * const fake = createFakeOpenAIHandler({ countTokens: () => 42 });
+ * const backend = new OpenAIBackend({ url: "http://fake.test", fetch: fake.fetch, cache: null });
+ * const request = { model: "gpt-4.1", input: "Hello" };
+ * deepStrictEqual(await backend.count(request, { contextLength: 1047576, kind: "responses" }), {
+ *   tokens: 42,
+ *   estimatedTokens: 0,
+ * });
+ * ```
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import {
+  Backend,
+  type CapField,
+  type CountOptions,
+  type CountResult,
+  type JsonObject,
+  type OutputFieldOptions,
+  type RequestKind,
+} from "./backend.ts";
+import { type CountCache, sharedCountCache } from "./count_cache.ts";
+import { CountError } from "./errors.ts";
+import { errorType, safeCause } from "./_error_type.ts";
+import { effectiveField, isJsonObject } from "./_request.ts";
+import type { Deadline } from "./_deadline.ts";
+import {
+  answerInteger,
+  cachedCount,
+  checkBaseUrl,
+  checkContextLength,
+  checkHeaderValue,
+  checkTimeout,
+  countWithin,
+  endpointUrl,
+  fetchJson,
+  jsonHeaders,
+  payloadJson,
+  SMALL_ANSWER_BYTES,
+} from "./_http_count.ts";
+import {
+  encodingForModel,
+  estimateChatTokens,
+  loadEncoding,
+} from "./_openai_chat_estimate.ts";
+import type { Config } from "./config.ts";
+
+// The types OpenAIBackend's API names, so that this entry stands on its own.
+export type {
+  Backend,
+  CapField,
+  CapReading,
+  CountOptions,
+  CountResult,
+  JsonObject,
+  OutputFieldOptions,
+  OutputLimitOptions,
+  ReadCapsOptions,
+  RequestKind,
+} from "./backend.ts";
+export type { Config } from "./config.ts";
+export type {
+  CountCache,
+  CountCacheKind,
+  CountCacheStats,
+} from "./count_cache.ts";
+export { CountError } from "./errors.ts";
+
+const logger = getLogger(["incontext", "openai"]);
+
+const WHAT = "the OpenAI backend";
+const LABEL = "OpenAI /v1/responses/input_tokens";
+const ESTIMATE_LABEL = "OpenAI chat estimate";
+/** The default base URL. */
+const OPENAI_URL = "https://api.openai.com";
+
+/**
+ * The fields `/v1/responses/input_tokens` accepts: it answers 400 to any
+ * other (`max_output_tokens`, `stream`, `temperature`, ...).
+ */
+const INPUT_TOKENS_FIELDS: ReadonlySet<string> = new Set([
+  "model",
+  "input",
+  "instructions",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "previous_response_id",
+  "conversation",
+  "reasoning",
+  "text",
+  "truncation",
+]);
+
+/** Options for {@linkcode OpenAIBackend}. */
+export interface OpenAIBackendOptions {
+  /**
+   * The API's base URL, without `/v1`; `/v1/responses/input_tokens` is
+   * appended. A query string is kept.
+   *
+   * @default {"https://api.openai.com"}
+   */
+  readonly url?: string;
+  /**
+   * Sent as `Authorization: Bearer <apiKey>` to the count endpoint only.
+   *
+   * @default {undefined} no `Authorization` header
+   */
+  readonly apiKey?: string;
+  /**
+   * How long one count may take, in seconds; finite and greater than 0.
+   *
+   * @default {30}
+   */
+  readonly timeoutSeconds?: number;
+  /**
+   * The `User-Agent` header.
+   *
+   * @default {`incontext/${VERSION}`}
+   */
+  readonly userAgent?: string;
+  /**
+   * The fetch implementation, for tests or a custom HTTP client.
+   *
+   * @default {globalThis.fetch}
+   */
+  readonly fetch?: typeof globalThis.fetch;
+  /**
+   * Where counts are cached; `null` disables caching.
+   *
+   * @default {sharedCountCache()} resolved at each count, so construction starts nothing
+   */
+  readonly cache?: CountCache | null;
+}
+
+/**
+ * Counts OpenAI prompts. Responses requests (`kind: "responses"`) are
+ * counted exactly by `POST /v1/responses/input_tokens` (source
+ * `"openai-input-tokens"`). Chat Completions requests are estimated
+ * locally: the text in the model's encoding (`o200k_base` for the GPT-4o,
+ * GPT-4.1, GPT-4.5, GPT-5 and o-series families, `cl100k_base` for GPT-4
+ * and GPT-3.5) plus OpenAI's per-message overhead, returned as a
+ * {@linkcode CountResult} whose source (`"openai-o200k-estimate"` or
+ * `"openai-cl100k-estimate"`) says it is an estimate. Other models, media
+ * parts and completions fail their count, so budget() falls back.
+ *
+ * Caps are written as OpenAI reads them: `max_completion_tokens` for Chat
+ * Completions (o-series models reject `max_tokens`), `max_output_tokens`
+ * for Responses. The context length comes from configuration.
+ *
+ * @example Estimating a chat request
+ * ```ts
+ * import { OpenAIBackend } from "@incontext/incontext/openai";
+ * import { ok, strictEqual } from "node:assert/strict";
+ *
+ * const backend = new OpenAIBackend({ cache: null });
+ * const request = { model: "gpt-4o", messages: [{ role: "user", content: "Hello" }] };
+ * const counted = await backend.count(request, { contextLength: 128000 });
+ * ok(typeof counted === "object" && counted.tokens === counted.estimatedTokens);
+ * strictEqual(counted.source, "openai-o200k-estimate");
+ * strictEqual(backend.outputBudgetField("max_tokens"), "max_completion_tokens");
+ * ```
+ */
+export class OpenAIBackend extends Backend {
+  /** The label of exact counts: `"openai-input-tokens"`. */
+  override readonly source: string = "openai-input-tokens";
+  readonly #url: string;
+  readonly #timeoutMs: number;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly #fetch: typeof globalThis.fetch | undefined;
+  readonly #cache: CountCache | null | undefined;
+
+  /**
+   * Creates an OpenAI backend. Nothing is sent or loaded until the first count.
+   *
+   * @param options The base URL, the API key and the optional settings.
+   * @throws {TypeError} If `url` breaks a URL rule, or `userAgent` or `apiKey` is not a valid header value.
+   * @throws {RangeError} If `timeoutSeconds` is not a finite number greater than 0.
+   */
+  constructor(options: OpenAIBackendOptions = {}) {
+    super();
+    const { apiKey, timeoutSeconds = 30, userAgent } = options ?? {};
+    this.#url = checkBaseUrl(WHAT, options?.url ?? OPENAI_URL);
+    this.#timeoutMs = checkTimeout(WHAT, timeoutSeconds);
+    this.#headers = jsonHeaders(WHAT, userAgent, {
+      Authorization: {
+        option: "apiKey",
+        value: apiKey === undefined
+          ? undefined
+          : `Bearer ${checkHeaderValue(WHAT, "apiKey", apiKey)}`,
+      },
+    });
+    this.#fetch = options?.fetch;
+    this.#cache = options?.cache;
+  }
+
+  /**
+   * Counts the prompt tokens of `request`: exactly for Responses, as an
+   * estimate for Chat Completions.
+   *
+   * @param request The request body, never mutated.
+   * @param options The context length (from configuration), the kind, an abort signal.
+   * @returns A {@linkcode CountResult}: `estimatedTokens` is 0 for an
+   * exact count and all of `tokens` for an estimate.
+   * @throws {RangeError} If `options.contextLength` is not a positive integer.
+   * @throws {CountError} On every counting failure: an HTTP error (429 and
+   * 5xx included, never retried), a network error, a timeout, an abort, an
+   * invalid answer, a model without a known encoding, a media part, or a
+   * completions request.
+   *
+   * @example A model without a known encoding falls back
+   * ```ts
+   * import { CountError, OpenAIBackend } from "@incontext/incontext/openai";
+   * import { rejects } from "node:assert/strict";
+   *
+   * const backend = new OpenAIBackend({ cache: null });
+   * const request = { model: "my-finetune", messages: [] };
+   * await rejects(backend.count(request, { contextLength: 8192 }), CountError);
+   * ```
+   */
+  override async count(
+    request: JsonObject,
+    options: CountOptions,
+  ): Promise<CountResult> {
+    const contextLength = checkContextLength(WHAT, options?.contextLength);
+    const kind = options.kind ?? "chat";
+    try {
+      if (!isJsonObject(request)) {
+        throw new CountError(
+          "Cannot count the request as it is not a JSON object",
+        );
+      }
+      const counted = kind === "responses"
+        ? await this.#countResponses(request, contextLength, options.signal)
+        : await this.#estimateChat(request, kind, contextLength, options);
+      logger.debug("Counted {count} prompt tokens with {source}", {
+        count: counted.tokens,
+        source: counted.source ?? this.source,
+      });
+      return counted;
+    } catch (error) {
+      const failure = error instanceof CountError
+        ? error
+        : new CountError(`The OpenAI count failed: ${errorType(error)}`, {
+          cause: safeCause(error),
+        });
+      logger.debug("The {source} count failed: {errorType} ({causeType})", {
+        source: this.source,
+        errorType: failure.name,
+        causeType: errorType(failure.cause),
+      });
+      throw failure;
+    }
+  }
+
+  /**
+   * Forgets cached counts: clears the backend's count cache (with the
+   * default, the process-wide one).
+   *
+   * @returns A promise that settles once the clear has taken effect.
+   * @throws {CountError} If the cache is disposed.
+   *
+   * @example Counting again after a clear
+   * ```ts
+   * import { OpenAIBackend } from "@incontext/incontext/openai";
+   * import { createCountCache } from "@incontext/incontext/cache";
+   * import { createFakeOpenAIHandler } from "@incontext/incontext/testing";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const fake = createFakeOpenAIHandler();
+   * await using cache = createCountCache({ inProcess: true });
+   * const backend = new OpenAIBackend({ url: "http://fake.test", fetch: fake.fetch, cache });
+   * const request = { model: "gpt-4.1", input: "Hi" };
+   * const options = { contextLength: 1047576, kind: "responses" } as const;
+   * await backend.count(request, options);
+   * await backend.count(request, options); // from the cache
+   * await backend.clearCache();
+   * await backend.count(request, options);
+   * strictEqual(fake.requests.length, 2);
+   * ```
+   */
+  override clearCache(): Promise<void> {
+    return this.#resolveCache()?.clear() ?? Promise.resolve();
+  }
+
+  /**
+   * The cap field OpenAI reads for the request's kind, whichever the caller used.
+   *
+   * @param _field The field incontext would write.
+   * @param options The request's kind.
+   * @returns `"max_output_tokens"` for Responses, `"max_tokens"` for
+   * completions, else `"max_completion_tokens"` (o-series models reject
+   * `max_tokens`).
+   *
+   * @example One field per endpoint
+   * ```ts
+   * import { OpenAIBackend } from "@incontext/incontext/openai";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new OpenAIBackend();
+   * strictEqual(backend.outputBudgetField("max_tokens"), "max_completion_tokens");
+   * strictEqual(backend.outputBudgetField("max_tokens", { kind: "responses" }), "max_output_tokens");
+   * ```
+   */
+  override outputBudgetField(
+    _field: CapField,
+    options: OutputFieldOptions = {},
+  ): string {
+    switch (options.kind) {
+      case "responses":
+        return "max_output_tokens";
+      case "completion":
+        return "max_tokens";
+      default:
+        return "max_completion_tokens";
+    }
+  }
+
+  #resolveCache(): CountCache | null {
+    // The shared cache is looked up each time, so a disposed one is replaced.
+    return this.#cache === undefined ? sharedCountCache() : this.#cache;
+  }
+
+  #countResponses(
+    request: JsonObject,
+    contextLength: number,
+    signal: AbortSignal | undefined,
+  ): Promise<CountResult> {
+    const json = payloadJson(inputTokensPayload(request));
+    const url = endpointUrl(this.#url, "/v1/responses/input_tokens");
+    return countWithin(
+      { label: LABEL, timeoutMs: this.#timeoutMs, signal },
+      async (deadline: Deadline) => {
+        const post = async () =>
+          answerInteger(
+            LABEL,
+            await fetchJson({
+              label: LABEL,
+              url,
+              headers: this.#headers,
+              body: json,
+              fetch: this.#fetch,
+              signal: deadline.signal,
+              maxBytes: SMALL_ANSWER_BYTES,
+            }),
+            "input_tokens",
+          );
+        const key = `${this.source} ${url}`;
+        const tokens = await cachedCount(
+          this.#resolveCache(),
+          key,
+          contextLength,
+          json,
+          deadline,
+          post,
+        );
+        return { tokens, estimatedTokens: 0 };
+      },
+    );
+  }
+
+  #estimateChat(
+    request: JsonObject,
+    kind: RequestKind,
+    contextLength: number,
+    options: CountOptions,
+  ): Promise<CountResult> {
+    if (kind !== "chat") {
+      throw new CountError(
+        "Cannot count a completions request with the OpenAI backend",
+      );
+    }
+    const name = encodingForModel(effectiveField(request, "model"));
+    if (name === undefined) {
+      throw new CountError(
+        "Cannot estimate a chat request as the model has no known OpenAI encoding",
+      );
+    }
+    const source = name === "o200k_base"
+      ? "openai-o200k-estimate"
+      : "openai-cl100k-estimate";
+    const json = payloadJson(chatPayload(request));
+    return countWithin(
+      {
+        label: ESTIMATE_LABEL,
+        timeoutMs: this.#timeoutMs,
+        signal: options.signal,
+      },
+      async (deadline) => {
+        const estimate = async () =>
+          estimateChatTokens(request, await loadEncoding(name));
+        const tokens = await cachedCount(
+          this.#resolveCache(),
+          source,
+          contextLength,
+          json,
+          deadline,
+          estimate,
+        );
+        return { tokens, estimatedTokens: tokens, source };
+      },
+    );
+  }
+}
+
+/** The request's fields that `/v1/responses/input_tokens` accepts, in the caller's order. */
+function inputTokensPayload(request: JsonObject): Record<string, unknown> {
+  const extra = isJsonObject(request.extra_body) ? request.extra_body : {};
+  const payload: Record<string, unknown> = {};
+  for (const level of [request, extra]) {
+    for (const [key, value] of Object.entries(level)) {
+      if (INPUT_TOKENS_FIELDS.has(key)) payload[key] = value;
+    }
+  }
+  return payload;
+}
+
+/** What the chat estimate reads: the cache key's payload. */
+function chatPayload(request: JsonObject): Record<string, unknown> {
+  const payload: Record<string, unknown> = {};
+  for (
+    const field of [
+      "messages",
+      "tools",
+      "functions",
+      "tool_choice",
+      "function_call",
+    ]
+  ) {
+    const value = effectiveField(request, field);
+    if (value !== undefined) payload[field] = value;
+  }
+  return payload;
+}
+
+/**
+ * Builds the `openai` backend from the configuration: the base URL is
+ * `INCONTEXT_TOKENIZER_URL` (default `https://api.openai.com`), the key
+ * `INCONTEXT_OPENAI_API_KEY`. Nothing is required: Chat Completions
+ * requests are estimated without a key.
+ *
+ * @param config The loaded configuration.
+ * @returns The backend.
+ *
+ * @example Selecting OpenAI
+ * ```ts
+ * import { openaiFromConfig } from "@incontext/incontext/openai";
+ * import { loadConfig } from "@incontext/incontext/config";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const config = loadConfig({ INCONTEXT_TOKENIZER_URL: "https://api.openai.com" });
+ * strictEqual(openaiFromConfig(config).source, "openai-input-tokens");
+ * ```
+ */
+export function openaiFromConfig(config: Config): Backend {
+  return new OpenAIBackend({
+    url: config.tokenizerUrl ?? OPENAI_URL,
+    timeoutSeconds: config.tokenizerTimeoutSeconds,
+    userAgent: config.tokenizerUserAgent,
+    ...(config.openaiApiKey === undefined
+      ? {}
+      : { apiKey: config.openaiApiKey }),
+    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
+  });
+}
