@@ -113,3 +113,22 @@ export type {
   FakeGeminiHandler,
   FakeGeminiOptions,
 } from "./src/fake_gemini_server.ts";
+export {
+  createFakeLlamaCppHandler,
+  serveFakeLlamaCpp,
+} from "./src/fake_llamacpp_server.ts";
+export type {
+  FakeLlamaCppFault,
+  FakeLlamaCppHandler,
+  FakeLlamaCppOptions,
+  FakeLlamaCppServer,
+  FakeLlamaCppState,
+} from "./src/fake_llamacpp_server.ts";
+export { createFakeTgiHandler, serveFakeTgi } from "./src/fake_tgi_server.ts";
+export type {
+  FakeTgiFault,
+  FakeTgiHandler,
+  FakeTgiOptions,
+  FakeTgiServer,
+  FakeTgiState,
+} from "./src/fake_tgi_server.ts";

@@ -13,6 +13,8 @@ import { LocalBackend } from "./local.ts";
 import { anchoredFromConfig } from "./anchored.ts";
 import { anthropicFromConfig } from "./anthropic.ts";
 import { geminiFromConfig } from "./gemini.ts";
+import { llamacppFromConfig } from "./llamacpp.ts";
+import { tgiFromConfig } from "./tgi.ts";
 import { openaiFromConfig } from "./openai.ts";
 import { sglangFromConfig } from "./sglang.ts";
 
@@ -230,6 +232,12 @@ backends.plugin("local", localFromConfig, {
   requires: ["INCONTEXT_TOKENIZER_DIR"],
 });
 backends.plugin("anchored", anchoredFromConfig);
+backends.plugin("llamacpp", llamacppFromConfig, {
+  requires: ["INCONTEXT_TOKENIZER_URL"],
+});
+backends.plugin("tgi", tgiFromConfig, {
+  requires: ["INCONTEXT_TOKENIZER_URL"],
+});
 backends.plugin("sglang", sglangFromConfig, {
   requires: ["INCONTEXT_TOKENIZER_URL", "INCONTEXT_TOKENIZER_DIR"],
 });

@@ -16,6 +16,8 @@ import * as anthropic from "../src/anthropic.ts";
 import * as gemini from "../src/gemini.ts";
 import * as openai from "../src/openai.ts";
 import * as sglang from "../src/sglang.ts";
+import * as llamacpp from "../src/llamacpp.ts";
+import * as tgi from "../src/tgi.ts";
 
 // A change to the public surface must be deliberate: update this list with it.
 Deno.test("the export entries expose exactly the documented surface", () => {
@@ -37,6 +39,8 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     gemini,
     openai,
     sglang,
+    llamacpp,
+    tgi,
   };
   const expected: Record<string, string[]> = {
     root: [
@@ -96,6 +100,8 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "TemplateRejectedError",
       "sglangFromConfig",
     ],
+    llamacpp: ["LlamaCppBackend", "llamacppFromConfig"],
+    tgi: ["TgiBackend", "tgiFromConfig"],
     testing: [
       "CONFORMANCE_MARKER",
       "FakeBackend",
@@ -103,14 +109,18 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "createCountCacheForTesting",
       "createFakeAnthropicHandler",
       "createFakeGeminiHandler",
+      "createFakeLlamaCppHandler",
       "createFakeOpenAIHandler",
       "createFakeSglangHandler",
+      "createFakeTgiHandler",
       "createFakeUpstreamHandler",
       "createFakeVllmTokenizerHandler",
       "serveFakeAnthropic",
       "serveFakeGemini",
+      "serveFakeLlamaCpp",
       "serveFakeOpenAI",
       "serveFakeSglang",
+      "serveFakeTgi",
       "serveFakeUpstream",
       "serveFakeVllmTokenizer",
       "terminateCountWorkerForTesting",

@@ -8,9 +8,11 @@
 import { MINUTE, mustRun, StepError } from "./_run.ts";
 
 /** The budget of the root entry's `.js` graph (1 KB = 1000 bytes). */
-const MAX_ROOT_GRAPH_BYTES = 200_000;
+// The root entry registers all nine bundled backends, so that each is
+// selectable by name; each also has its own, smaller entry.
+const MAX_ROOT_GRAPH_BYTES = 400_000;
 /** The budget of every file in the package. */
-const MAX_PACKAGE_BYTES = 600_000;
+const MAX_PACKAGE_BYTES = 1_000_000;
 
 /** The regular files of a `.tgz`, by path inside the package, with their bytes. */
 export async function readTarball(
