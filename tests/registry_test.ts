@@ -113,6 +113,54 @@ Deno.test("backends registers the bundled vllm backend", () => {
   });
 });
 
+/** Every bundled backend: what it requires, and the source it counts under. */
+const BUNDLED: [string, string[], string][] = [
+  ["vllm", ["INCONTEXT_TOKENIZER_URL"], "vllm-tokenize"],
+  ["local", ["INCONTEXT_TOKENIZER_DIR"], "local-tokenizer"],
+  ["anchored", [], "usage-anchor"],
+  ["llamacpp", ["INCONTEXT_TOKENIZER_URL"], "llamacpp-tokenize"],
+  ["tgi", ["INCONTEXT_TOKENIZER_URL"], "tgi-chat-tokenize"],
+  [
+    "sglang",
+    ["INCONTEXT_TOKENIZER_URL", "INCONTEXT_TOKENIZER_DIR"],
+    "sglang-tokenize",
+  ],
+  ["anthropic", ["INCONTEXT_ANTHROPIC_API_KEY"], "anthropic-count-tokens"],
+  ["gemini", ["INCONTEXT_GEMINI_API_KEY"], "gemini-count-tokens"],
+  ["openai", [], "openai-input-tokens"],
+];
+
+Deno.test("every bundled backend is selectable by name from configuration", async (t) => {
+  deepStrictEqual(
+    backends.names().sort(),
+    BUNDLED.map(([name]) => name).sort(),
+  );
+  const complete = {
+    INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize",
+    INCONTEXT_TOKENIZER_DIR: "/nonexistent/model",
+    INCONTEXT_ANTHROPIC_API_KEY: "sk-ant-test",
+    INCONTEXT_GEMINI_API_KEY: "gemini-test",
+  };
+  for (const [name, requires, source] of BUNDLED) {
+    await t.step(name, () => {
+      deepStrictEqual(backends.requirements(name), requires);
+      if (requires.length > 0) {
+        throws(
+          () => loadConfig({ INCONTEXT_BACKEND: name }),
+          (error: unknown) => {
+            ok(error instanceof ConfigError);
+            deepStrictEqual(error.issues.map((i) => i.variable), requires);
+            return true;
+          },
+        );
+      }
+      const config = loadConfig({ ...complete, INCONTEXT_BACKEND: name });
+      strictEqual(config.backend, name);
+      strictEqual(backends.one(config.backend, config).source, source);
+    });
+  }
+});
+
 Deno.test("loadBackendModules() imports a plugin module from a file specifier", async () => {
   ok(!backends.names().includes("acme"));
   const specifier = new URL("./fixtures/acme_backend.ts", import.meta.url).href;
