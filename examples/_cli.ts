@@ -35,13 +35,17 @@ Flags (each overrides its environment variable):
   --model NAME            INCONTEXT_MODEL          budget only this model's requests
   --hermes-config PATH    INCONTEXT_HERMES_CONFIG  take W (and the context length) from Hermes' config.yaml
   --on-exhausted POLICY   INCONTEXT_ON_EXHAUSTED   clamp (default), reject or unchanged
-  --tokenizer-url URL     INCONTEXT_TOKENIZER_URL  vLLM /tokenize URL (required by the vllm backend)
-  --backend NAME          INCONTEXT_BACKEND        default vllm; anchored: no count endpoint (Ollama, hosted
-                                                   gateways), counts from the last response's usage
+  --tokenizer-url URL     INCONTEXT_TOKENIZER_URL  vllm: the /tokenize URL; llamacpp, tgi, sglang (required),
+                                                   anthropic, gemini, openai: the server's base URL
+  --backend NAME          INCONTEXT_BACKEND        vllm (default), llamacpp, tgi, sglang, anthropic, gemini,
+                                                   openai, local, or anchored: no count endpoint (Ollama,
+                                                   hosted gateways), counts from the last response's usage
   --help                  print this help
 
 Other variables:
-  INCONTEXT_TOKENIZER_API_KEY, INCONTEXT_TOKENIZER_TIMEOUT_SECONDS (30), INCONTEXT_TOKENIZER_USER_AGENT,
+  INCONTEXT_TOKENIZER_API_KEY, INCONTEXT_ANTHROPIC_API_KEY, INCONTEXT_GEMINI_API_KEY, INCONTEXT_OPENAI_API_KEY,
+  INCONTEXT_TOKENIZER_DIR (local, sglang), INCONTEXT_CHAT_TEMPLATE, INCONTEXT_TOKENIZER_SHA256,
+  INCONTEXT_TOKENIZER_TIMEOUT_SECONDS (30), INCONTEXT_TOKENIZER_USER_AGENT,
   INCONTEXT_FALLBACK_MARGIN_TOKENS (1024), INCONTEXT_MIN_OUTPUT_TOKENS (4096), INCONTEXT_BACKEND_MODULES,
   INCONTEXT_CACHE_ENTRIES (4096), INCONTEXT_ANCHOR_ENTRIES (4096), INCONTEXT_ANCHOR_TOLERANCE (2%),
   INCONTEXT_MAX_REQUEST_BYTES (33554432), INCONTEXT_UPSTREAM_TIMEOUT_SECONDS (600: time to response headers),
