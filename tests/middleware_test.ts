@@ -1,4 +1,5 @@
 import { ok, strictEqual } from "node:assert/strict";
+import { Application } from "@oakserver/oak";
 import { Hono } from "hono";
 import OpenAI from "openai";
 import { budgetMiddleware } from "../src/middleware.ts";
@@ -163,6 +164,48 @@ Deno.test("budgetMiddleware() runs inside a Hono app", async () => {
   });
   strictEqual(response.status, 200);
   strictEqual(response.headers.get("x-incontext-action"), "set");
+  await response.body?.cancel();
+  strictEqual(JSON.parse(upstream.received.at(-1)!.text).max_tokens, W - 5);
+});
+
+Deno.test("budgetMiddleware() runs inside an oak application", async () => {
+  await using upstream = serveUpstream();
+  const middleware = budgetMiddleware({
+    window: W,
+    contextLength: C,
+    backend: new FakeBackend({ count: 5 }),
+  });
+  const forward = (request: Request) => {
+    const url = new URL(request.url);
+    return fetch(
+      new Request(
+        `${upstream.baseUrl.replace(/\/v1$/, "")}${url.pathname}`,
+        request,
+      ),
+    );
+  };
+  const app = new Application();
+  // oak hands over the native Request; its answer becomes oak's response.
+  // (oak's npm build types Request with undici's types: the same objects.)
+  app.use(async (ctx) => {
+    const answer = await middleware(
+      ctx.request.source as unknown as Request,
+      forward,
+    );
+    ctx.response.status = answer.status;
+    ctx.response.headers = answer.headers;
+    ctx.response.body = answer.body;
+  });
+  const request = new Request("http://oak.test/v1/chat/completions", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "Hi" }] }),
+  });
+  const response = await app.handle(request as never);
+  ok(response);
+  strictEqual(response.status, 200);
+  strictEqual(response.headers.get("x-incontext-action"), "set");
+  strictEqual(response.headers.get("x-incontext-max-tokens"), String(W - 5));
   await response.body?.cancel();
   strictEqual(JSON.parse(upstream.received.at(-1)!.text).max_tokens, W - 5);
 });
