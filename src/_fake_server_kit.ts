@@ -1,6 +1,7 @@
 /**
- * What the protocol fakes (llama.cpp, TGI) share: recording requests,
- * holding "slow" answers, broken bodies, and serving a handler on port 0.
+ * What the protocol fakes share: fault checks, recording requests, holding
+ * "slow" answers, broken bodies, and serving a handler on port 0 with a
+ * live view of its state.
  *
  * @module
  */
@@ -32,6 +33,15 @@ export async function recordRequest(
   request: Request,
   requests: FakeServerRequest[],
 ): Promise<FakeServerRequest> {
+  const recorded = await readRequest(request);
+  requests.push(recorded);
+  return recorded;
+}
+
+/** Reads a request as a fake records it. */
+export async function readRequest(
+  request: Request,
+): Promise<FakeServerRequest> {
   const text = await request.text();
   let body: unknown;
   try {
@@ -40,7 +50,7 @@ export async function recordRequest(
     body = undefined;
   }
   const { pathname: path, search } = new URL(request.url);
-  const recorded = {
+  return {
     method: request.method,
     path,
     search,
@@ -48,8 +58,6 @@ export async function recordRequest(
     text,
     body,
   };
-  requests.push(recorded);
-  return recorded;
 }
 
 /** A server's `handler` and a `fetch` that hands requests to it without a network. */
@@ -87,6 +95,7 @@ export function released(signals: AbortSignal[]): Promise<void> {
   });
 }
 
+/** The headers of a JSON answer. */
 export const JSON_HEADERS: Readonly<Record<string, string>> = {
   "content-type": "application/json",
 };
@@ -136,10 +145,11 @@ export async function serveOnLocalPort(
   what: string,
   userSignal: AbortSignal | undefined,
   create: (signal: AbortSignal) => (request: Request) => Promise<Response>,
+  instead = "its handler",
 ): Promise<ServedFake> {
   if (typeof Deno === "undefined") {
     throw new TypeError(
-      `Cannot serve ${what} as the runtime is not Deno: serve its handler instead`,
+      `Cannot serve ${what} as the runtime is not Deno: serve ${instead} instead`,
     );
   }
   const closing = new AbortController();
@@ -189,6 +199,35 @@ export const COMMON_FAULTS = [
   "http-503",
 ] as const;
 
+/** The faults of a fake whose answer is one small JSON count (OpenAI's, SGLang's). */
+export const COUNT_FAULTS = [
+  "none",
+  "refused",
+  "slow",
+  "http-429",
+  "http-500",
+  "http-503",
+  "non-json",
+  "non-object",
+  "invalid-count",
+] as const;
+
+/**
+ * A route's valid answer `ok` broken as `fault` says: as it is when it is
+ * not a 200 or there is no fault, else by {@linkcode brokenAnswer} (with
+ * `huge` for "oversized"), else by `wrong` given the parsed answer.
+ */
+export async function routedAnswer(
+  fault: string,
+  ok: Response,
+  huge: () => string,
+  wrong: (fault: string, ok: unknown) => Response,
+): Promise<Response> {
+  if (ok.status !== 200 || fault === "none") return ok;
+  const text = await ok.text();
+  return brokenAnswer(fault, text, huge) ?? wrong(fault, JSON.parse(text));
+}
+
 /**
  * The answer under a fault that breaks the transport or the body, or
  * `undefined` for the others. `ok` is the valid answer's JSON; `huge`
@@ -213,4 +252,224 @@ export function brokenAnswer(
     default:
       return undefined;
   }
+}
+
+/** An HTML answer with status 200, as a proxy in front of a server sends. */
+export function htmlAnswer(html: string): Response {
+  return new Response(html, { headers: { "content-type": "text/html" } });
+}
+
+/**
+ * `value` if it is one of `faults`, else a RangeError naming `faultName`
+ * (such as "the fake vLLM fault") and listing them.
+ */
+export function checkFault<F extends string>(
+  value: F,
+  faults: readonly F[],
+  faultName: string,
+): F {
+  if (!faults.includes(value)) {
+    throw new RangeError(
+      `Cannot set ${faultName} as it must be one of ${faults.join(", ")}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * `value` if it is a positive safe integer, else a RangeError saying that
+ * `name` of `what` (such as "the fake TGI server") must be one.
+ */
+export function positiveInteger(
+  what: string,
+  name: string,
+  value: number,
+): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(
+      `Cannot create ${what} as '${name}' must be a positive integer: current value is ${value}`,
+    );
+  }
+  return value;
+}
+
+/** What names a fake in its messages, and the faults it knows. */
+export interface FakeIdentity<F extends string> {
+  /** The fake, such as "the fake OpenAI API". */
+  readonly what: string;
+  /** Its fault, such as "the fake OpenAI fault". */
+  readonly faultName: string;
+  /** Every fault it knows, `"none"`, `"refused"` and `"slow"` among them. */
+  readonly faults: readonly F[];
+  /** What to serve instead off Deno, such as "createFakeOpenAIHandler()". */
+  readonly instead: string;
+  /** A path every served URL ends with, such as `"/tokenize"`. */
+  readonly path?: string;
+}
+
+/** The options every fake takes. */
+export interface FakeBaseOptions<F extends string> {
+  /** The first fault; `"none"` when undefined. */
+  readonly fault?: F;
+  /** Releases held (`"slow"`) requests once aborted. */
+  readonly signal?: AbortSignal;
+}
+
+/** How one fake answers, past the faults {@linkcode createFakeCore} applies. */
+export interface FakeAnswers<F extends string> {
+  /** An answer that comes before any fault but `"refused"`, such as a key check. */
+  readonly gate?: (received: FakeServerRequest) => Response | undefined;
+  /** The answer a `"slow"` request gets once released. */
+  readonly slow: () => Response;
+  /**
+   * Answers a recorded request under `fault`, which is `"none"` off
+   * `faultPath` and never `"refused"` or `"slow"`.
+   */
+  readonly respond: (
+    request: Request,
+    received: FakeServerRequest,
+    fault: F,
+    hold: AbortSignal[],
+  ) => Response | Promise<Response>;
+}
+
+/** The state and entry points every fake has; pick the public part with {@linkcode liveView}. */
+export interface FakeCore<F extends string> {
+  /** Answers one request, or fails as `fault` says. */
+  readonly handler: (request: Request) => Promise<Response>;
+  /** A `fetch` that hands every request to `handler`. */
+  readonly fetch: typeof globalThis.fetch;
+  /** Every request received, oldest first. */
+  readonly requests: FakeServerRequest[];
+  /** The current fault, checked when set. */
+  fault: F;
+  /** When set, the fault (but `"refused"`) applies only to this path. */
+  faultPath: string | undefined;
+}
+
+/** The public face of a fake's handler: {@linkcode FakeCore} without `faultPath`. */
+export const HANDLER_KEYS = ["handler", "fetch", "requests", "fault"] as const;
+
+/**
+ * A fake's handler, `fetch`, recorded requests and fault: `"refused"`
+ * rejects before reading the request, every other request is recorded,
+ * `"slow"` holds it until released, and `answers.respond` answers the rest.
+ *
+ * @throws {RangeError} If `options.fault` is not one of `identity.faults`.
+ */
+export function createFakeCore<F extends string>(
+  identity: FakeIdentity<F>,
+  options: FakeBaseOptions<F>,
+  answers: FakeAnswers<F>,
+): FakeCore<F> {
+  const { what, faults, faultName } = identity;
+  const check = (value: F) => checkFault(value, faults, faultName);
+  let fault = check(options.fault ?? ("none" as F));
+
+  async function respond(
+    request: Request,
+    hold: AbortSignal[],
+  ): Promise<Response> {
+    if (fault === "refused") {
+      throw new TypeError(`Connection refused by ${what}`);
+    }
+    const received = await recordRequest(request, core.requests);
+    const gated = answers.gate?.(received);
+    if (gated !== undefined) return gated;
+    const { faultPath } = core;
+    const active = faultPath === undefined || faultPath === received.path
+      ? fault
+      : ("none" as F);
+    if (active === "slow") {
+      await released(hold);
+      return answers.slow();
+    }
+    return await answers.respond(request, received, active, hold);
+  }
+
+  const core: FakeCore<F> = {
+    ...handlerAndFetch(respond, options.signal),
+    requests: [],
+    faultPath: undefined,
+    get fault(): F {
+      return fault;
+    },
+    set fault(value: F) {
+      fault = check(value);
+    },
+  };
+  return core;
+}
+
+/**
+ * An object whose `keys` read and write those of `source`, live: the
+ * public face of a fake, without the state it does not offer.
+ */
+export function liveView<S extends object, K extends keyof S>(
+  source: S,
+  keys: readonly K[],
+): Pick<S, K> {
+  const view = {} as Pick<S, K>;
+  for (const key of keys) {
+    Object.defineProperty(view, key, {
+      enumerable: true,
+      get: () => source[key],
+      set: (value: S[K]) => {
+        source[key] = value;
+      },
+    });
+  }
+  return view;
+}
+
+/** A served fake's common face: its URL (a closed port under `"refused"`), close, disposal. */
+export interface ServedFakeView extends AsyncDisposable {
+  /** The fake's URL; under the `"refused"` fault, a port nothing listens on. */
+  readonly url: string;
+  /** Closes the server (as disposing does). */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the fake `create` builds from `options` (with a signal that also
+ * aborts on close) on `127.0.0.1` port 0, and returns its live view: `url`,
+ * `keys`, `close()` when `withClose`, and disposal.
+ *
+ * @throws {TypeError} If the runtime is not Deno.
+ */
+export async function serveFake<
+  O extends { readonly signal?: AbortSignal },
+  C extends {
+    readonly handler: (request: Request) => Promise<Response>;
+    readonly fault: string;
+  },
+  K extends keyof C,
+>(
+  identity: FakeIdentity<string>,
+  options: O,
+  create: (options: O) => C,
+  keys: readonly K[],
+  withClose = true,
+): Promise<ServedFakeView & Pick<C, K>> {
+  let fake: C | undefined;
+  const served = await serveOnLocalPort(
+    identity.what,
+    options.signal,
+    (signal) => {
+      fake = create({ ...options, signal });
+      return fake.handler;
+    },
+    identity.instead,
+  );
+  const created = fake as C;
+  const path = identity.path ?? "";
+  const view = liveView(created, keys) as ServedFakeView & Pick<C, K>;
+  Object.defineProperty(view, "url", {
+    enumerable: true,
+    get: () =>
+      `${created.fault === "refused" ? served.refusedUrl : served.url}${path}`,
+  });
+  const close = () => served.close();
+  const methods: Partial<ServedFakeView> = withClose ? { close } : {};
+  return Object.assign(view, methods, { [Symbol.asyncDispose]: close });
 }

@@ -13,11 +13,14 @@ import {
 } from "./_fake_anthropic_rules.ts";
 import {
   brokenAnswer,
+  createFakeCore,
+  type FakeIdentity,
   type FakeServerRequest,
-  handlerAndFetch,
-  recordRequest,
-  released,
-  serveOnLocalPort,
+  HANDLER_KEYS,
+  htmlAnswer,
+  liveView,
+  positiveInteger,
+  serveFake,
 } from "./_fake_server_kit.ts";
 import { SMALL_ANSWER_BYTES } from "./_http_count.ts";
 
@@ -69,6 +72,13 @@ const FAULTS: readonly FakeAnthropicFault[] = [
 ];
 
 const WHAT = "the fake Anthropic API";
+
+const IDENTITY: FakeIdentity<FakeAnthropicFault> = {
+  what: WHAT,
+  faultName: `the fault of ${WHAT}`,
+  faults: FAULTS,
+  instead: "createFakeAnthropicHandler()",
+};
 
 /** Options for {@linkcode createFakeAnthropicHandler} and {@linkcode serveFakeAnthropic}. */
 export interface FakeAnthropicOptions {
@@ -159,52 +169,31 @@ export function createFakeAnthropicHandler(
 ): FakeAnthropicHandler {
   const { countTokens = fakeAnthropicCount, maxInputTokens = 200_000 } =
     options;
-  if (!Number.isSafeInteger(maxInputTokens) || maxInputTokens < 1) {
-    throw new RangeError(
-      `Cannot create ${WHAT} as 'maxInputTokens' must be a positive integer: current value is ${maxInputTokens}`,
-    );
-  }
-  let fault = checkFault(options.fault ?? "none");
-  const requests: FakeServerRequest[] = [];
-
-  async function respond(
-    request: Request,
-    hold: AbortSignal[],
-  ): Promise<Response> {
-    if (fault === "refused") {
-      throw new TypeError("Connection refused by the fake Anthropic API");
-    }
-    const recorded = await recordRequest(request, requests);
-    if (fault === "slow") {
-      await released(hold);
-      return anthropicError(529, "overloaded_error", "Overloaded");
-    }
-    if (recorded.path !== "/v1/messages/count_tokens") {
-      return anthropicError(404, "not_found_error", "Not found");
-    }
-    if (request.method !== "POST") {
-      return anthropicError(405, "invalid_request_error", "Method not allowed");
-    }
-    const refused = headerProblem(recorded.headers, options.apiKey);
-    if (refused !== undefined) return refused;
-    const problem = anthropicRequestProblem(recorded.body);
-    if (problem !== undefined) {
-      return anthropicError(400, "invalid_request_error", problem);
-    }
-    const tokens = countTokens(recorded.body as { [key: string]: unknown });
-    return answer(fault, tokens, maxInputTokens, recorded);
-  }
-
-  return {
-    ...handlerAndFetch(respond, options.signal),
-    requests,
-    get fault(): FakeAnthropicFault {
-      return fault;
+  positiveInteger(IDENTITY.what, "maxInputTokens", maxInputTokens);
+  const core = createFakeCore(IDENTITY, options, {
+    slow: () => anthropicError(529, "overloaded_error", "Overloaded"),
+    respond(request, recorded, fault) {
+      if (recorded.path !== "/v1/messages/count_tokens") {
+        return anthropicError(404, "not_found_error", "Not found");
+      }
+      if (request.method !== "POST") {
+        return anthropicError(
+          405,
+          "invalid_request_error",
+          "Method not allowed",
+        );
+      }
+      const refused = headerProblem(recorded.headers, options.apiKey);
+      if (refused !== undefined) return refused;
+      const problem = anthropicRequestProblem(recorded.body);
+      if (problem !== undefined) {
+        return anthropicError(400, "invalid_request_error", problem);
+      }
+      const tokens = countTokens(recorded.body as { [key: string]: unknown });
+      return answer(fault, tokens, maxInputTokens, recorded);
     },
-    set fault(value: FakeAnthropicFault) {
-      fault = checkFault(value);
-    },
-  };
+  });
+  return liveView(core, HANDLER_KEYS);
 }
 
 /**
@@ -234,26 +223,10 @@ export function createFakeAnthropicHandler(
 export async function serveFakeAnthropic(
   options: FakeAnthropicOptions = {},
 ): Promise<FakeAnthropic> {
-  let created: FakeAnthropicHandler | undefined;
-  const served = await serveOnLocalPort(WHAT, options.signal, (signal) => {
-    created = createFakeAnthropicHandler({ ...options, signal });
-    return created.handler;
-  });
-  const fake = created as FakeAnthropicHandler;
-  return {
-    get url(): string {
-      return fake.fault === "refused" ? served.refusedUrl : served.url;
-    },
-    requests: fake.requests,
-    get fault(): FakeAnthropicFault {
-      return fake.fault;
-    },
-    set fault(value: FakeAnthropicFault) {
-      fake.fault = value;
-    },
-    close: served.close,
-    [Symbol.asyncDispose]: served.close,
-  };
+  return await serveFake(IDENTITY, options, createFakeAnthropicHandler, [
+    "requests",
+    "fault",
+  ]);
 }
 
 function headerProblem(
@@ -334,11 +307,10 @@ function answer(
     case "http-529":
       return anthropicError(529, "overloaded_error", "Overloaded");
     case "non-json":
-      return new Response(
+      return htmlAnswer(
         `<html><body>Bad gateway: ${
           recorded.text.slice(0, 2000)
         }</body></html>`,
-        { status: 200, headers: { "content-type": "text/html" } },
       );
     case "invalid-count":
       return Response.json({ input_tokens: String(tokens) });
@@ -358,15 +330,4 @@ function anthropicError(
     { type: "error", error: { type, message } },
     { status, headers: { "request-id": "req_fake", ...headers } },
   );
-}
-
-function checkFault(value: FakeAnthropicFault): FakeAnthropicFault {
-  if (!FAULTS.includes(value)) {
-    throw new RangeError(
-      `Cannot set the fault of ${WHAT} as it must be one of ${
-        FAULTS.join(", ")
-      }`,
-    );
-  }
-  return value;
 }

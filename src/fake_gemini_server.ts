@@ -10,11 +10,13 @@
 import { fakeGeminiCount, geminiRequestProblem } from "./_fake_gemini_rules.ts";
 import {
   brokenAnswer,
+  createFakeCore,
+  type FakeIdentity,
   type FakeServerRequest,
-  handlerAndFetch,
-  recordRequest,
-  released,
-  serveOnLocalPort,
+  HANDLER_KEYS,
+  htmlAnswer,
+  liveView,
+  serveFake,
 } from "./_fake_server_kit.ts";
 import { SMALL_ANSWER_BYTES } from "./_http_count.ts";
 
@@ -66,6 +68,14 @@ const FAULTS: readonly FakeGeminiFault[] = [
 ];
 
 const WHAT = "the fake Gemini API";
+
+const IDENTITY: FakeIdentity<FakeGeminiFault> = {
+  what: WHAT,
+  faultName: `the fault of ${WHAT}`,
+  faults: FAULTS,
+  instead: "createFakeGeminiHandler()",
+};
+
 const PATH = /^\/v1beta\/models\/([^/]+):countTokens$/;
 
 /** Options for {@linkcode createFakeGeminiHandler} and {@linkcode serveFakeGemini}. */
@@ -151,45 +161,24 @@ export function createFakeGeminiHandler(
   options: FakeGeminiOptions = {},
 ): FakeGeminiHandler {
   const { countTokens = fakeGeminiCount } = options;
-  let fault = checkFault(options.fault ?? "none");
-  const requests: FakeServerRequest[] = [];
-
-  async function respond(
-    request: Request,
-    hold: AbortSignal[],
-  ): Promise<Response> {
-    if (fault === "refused") {
-      throw new TypeError("Connection refused by the fake Gemini API");
-    }
-    const recorded = await recordRequest(request, requests);
-    if (fault === "slow") {
-      await released(hold);
-      return googleError(503, "UNAVAILABLE", "The service is unavailable.");
-    }
-    const model = PATH.exec(recorded.path)?.[1];
-    if (model === undefined || request.method !== "POST") {
-      return googleError(404, "NOT_FOUND", "Requested entity was not found.");
-    }
-    const refused = keyProblem(recorded, options.apiKey);
-    if (refused !== undefined) return refused;
-    const problem = geminiRequestProblem(recorded.body);
-    if (problem !== undefined) {
-      return googleError(400, "INVALID_ARGUMENT", problem);
-    }
-    const tokens = countTokens(recorded.body as { [key: string]: unknown });
-    return answer(fault, tokens, recorded);
-  }
-
-  return {
-    ...handlerAndFetch(respond, options.signal),
-    requests,
-    get fault(): FakeGeminiFault {
-      return fault;
+  const core = createFakeCore(IDENTITY, options, {
+    slow: () => googleError(503, "UNAVAILABLE", "The service is unavailable."),
+    respond(request, recorded, fault) {
+      const model = PATH.exec(recorded.path)?.[1];
+      if (model === undefined || request.method !== "POST") {
+        return googleError(404, "NOT_FOUND", "Requested entity was not found.");
+      }
+      const refused = keyProblem(recorded, options.apiKey);
+      if (refused !== undefined) return refused;
+      const problem = geminiRequestProblem(recorded.body);
+      if (problem !== undefined) {
+        return googleError(400, "INVALID_ARGUMENT", problem);
+      }
+      const tokens = countTokens(recorded.body as { [key: string]: unknown });
+      return answer(fault, tokens, recorded);
     },
-    set fault(value: FakeGeminiFault) {
-      fault = checkFault(value);
-    },
-  };
+  });
+  return liveView(core, HANDLER_KEYS);
 }
 
 /**
@@ -219,26 +208,10 @@ export function createFakeGeminiHandler(
 export async function serveFakeGemini(
   options: FakeGeminiOptions = {},
 ): Promise<FakeGemini> {
-  let created: FakeGeminiHandler | undefined;
-  const served = await serveOnLocalPort(WHAT, options.signal, (signal) => {
-    created = createFakeGeminiHandler({ ...options, signal });
-    return created.handler;
-  });
-  const fake = created as FakeGeminiHandler;
-  return {
-    get url(): string {
-      return fake.fault === "refused" ? served.refusedUrl : served.url;
-    },
-    requests: fake.requests,
-    get fault(): FakeGeminiFault {
-      return fake.fault;
-    },
-    set fault(value: FakeGeminiFault) {
-      fake.fault = value;
-    },
-    close: served.close,
-    [Symbol.asyncDispose]: served.close,
-  };
+  return await serveFake(IDENTITY, options, createFakeGeminiHandler, [
+    "requests",
+    "fault",
+  ]);
 }
 
 function keyProblem(
@@ -313,11 +286,10 @@ function answer(
         "The model is overloaded. Please try again later.",
       );
     case "non-json":
-      return new Response(
+      return htmlAnswer(
         `<html><body>Bad gateway: ${
           recorded.text.slice(0, 2000)
         }</body></html>`,
-        { status: 200, headers: { "content-type": "text/html" } },
       );
     case "invalid-count":
       return Response.json({ totalTokens: String(tokens) });
@@ -335,15 +307,4 @@ function googleError(status: number, code: string, message: string): Response {
     { error: { code: status, message, status: code } },
     { status },
   );
-}
-
-function checkFault(value: FakeGeminiFault): FakeGeminiFault {
-  if (!FAULTS.includes(value)) {
-    throw new RangeError(
-      `Cannot set the fault of ${WHAT} as it must be one of ${
-        FAULTS.join(", ")
-      }`,
-    );
-  }
-  return value;
 }

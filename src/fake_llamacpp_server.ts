@@ -8,13 +8,14 @@
  * @module
  */
 import {
-  brokenAnswer,
   COMMON_FAULTS,
+  createFakeCore,
+  type FakeIdentity,
   type FakeServerRequest,
-  handlerAndFetch,
-  recordRequest,
-  released,
-  serveOnLocalPort,
+  htmlAnswer,
+  positiveInteger,
+  routedAnswer,
+  serveFake,
 } from "./_fake_server_kit.ts";
 import {
   chatProblem,
@@ -54,13 +55,20 @@ export type FakeLlamaCppFault =
   | "invalid-tokens"
   | "invalid-n-ctx";
 
-const FAULTS: ReadonlySet<string> = new Set<string>([
+const FAULTS: readonly FakeLlamaCppFault[] = [
   ...COMMON_FAULTS,
   "http-400",
   "invalid-prompt",
   "invalid-tokens",
   "invalid-n-ctx",
-]);
+];
+
+const IDENTITY: FakeIdentity<FakeLlamaCppFault> = {
+  what: "the fake llama.cpp server",
+  faultName: "the fake llama.cpp fault",
+  faults: FAULTS,
+  instead: "createFakeLlamaCppHandler()",
+};
 
 /** Paths anyone may call on a server with `--api-key`, as in llama.cpp. */
 const PUBLIC_PATHS: ReadonlySet<string> = new Set([
@@ -152,65 +160,25 @@ export function createFakeLlamaCppHandler(
   options: FakeLlamaCppOptions = {},
 ): FakeLlamaCppHandler {
   const { nCtx = 65536, apiKey } = options;
-  if (!Number.isSafeInteger(nCtx) || nCtx < 1) {
-    throw new RangeError(
-      `Cannot create the fake llama.cpp server as 'nCtx' must be a positive integer: current value is ${nCtx}`,
-    );
-  }
-  let fault = checkFault(options.fault ?? "none");
-  let faultPath: string | undefined;
-  const requests: FakeServerRequest[] = [];
-
-  async function respond(
-    request: Request,
-    hold: AbortSignal[],
-  ): Promise<Response> {
-    if (fault === "refused") {
-      throw new TypeError("Connection refused by the fake llama.cpp server");
-    }
-    const received = await recordRequest(request, requests);
-    const { path } = received;
-    if (apiKey !== undefined && !PUBLIC_PATHS.has(path)) {
-      const given = received.headers["x-api-key"] ??
-        received.headers["authorization"]?.replace(/^Bearer /, "");
-      if (given !== apiKey) {
-        return llamaError(401, "Invalid API Key", "authentication_error");
-      }
-    }
-    const active = faultPath === undefined || faultPath === path
-      ? fault
-      : "none";
-    if (active === "slow") {
-      await released(hold);
-      return llamaError(503, "Loading model", "unavailable_error");
-    }
-    const failed = failure(active, received.text);
-    if (failed !== undefined) return failed;
-    const ok = route(request.method, path, received.body, nCtx);
-    if (ok.status !== 200 || active === "none") return ok;
-    const text = await ok.text();
-    return brokenAnswer(active, text, () => huge(received.text, nCtx)) ??
-      wrongField(active, JSON.parse(text));
-  }
-
-  const { handler, fetch } = handlerAndFetch(respond, options.signal);
-  return {
-    handler,
-    fetch,
-    requests,
-    get fault(): FakeLlamaCppFault {
-      return fault;
+  positiveInteger(IDENTITY.what, "nCtx", nCtx);
+  return createFakeCore(IDENTITY, options, {
+    gate({ path, headers }) {
+      if (apiKey === undefined || PUBLIC_PATHS.has(path)) return undefined;
+      const given = headers["x-api-key"] ??
+        headers["authorization"]?.replace(/^Bearer /, "");
+      return given === apiKey
+        ? undefined
+        : llamaError(401, "Invalid API Key", "authentication_error");
     },
-    set fault(value: FakeLlamaCppFault) {
-      fault = checkFault(value);
-    },
-    get faultPath(): string | undefined {
-      return faultPath;
-    },
-    set faultPath(value: string | undefined) {
-      faultPath = value;
-    },
-  };
+    slow: () => llamaError(503, "Loading model", "unavailable_error"),
+    respond: (request, received, fault) =>
+      failure(fault, received.text) ?? routedAnswer(
+        fault,
+        route(request.method, received.path, received.body, nCtx),
+        () => huge(received.text, nCtx),
+        wrongField,
+      ),
+  });
 }
 
 /**
@@ -238,46 +206,11 @@ export function createFakeLlamaCppHandler(
 export async function serveFakeLlamaCpp(
   options: FakeLlamaCppOptions = {},
 ): Promise<FakeLlamaCppServer> {
-  let fake: FakeLlamaCppHandler | undefined;
-  const served = await serveOnLocalPort(
-    "the fake llama.cpp server",
-    options.signal,
-    (signal) => {
-      fake = createFakeLlamaCppHandler({ ...options, signal });
-      return fake.handler;
-    },
-  );
-  const state = fake as FakeLlamaCppHandler;
-  return {
-    get url(): string {
-      return state.fault === "refused" ? served.refusedUrl : served.url;
-    },
-    requests: state.requests,
-    get fault(): FakeLlamaCppFault {
-      return state.fault;
-    },
-    set fault(value: FakeLlamaCppFault) {
-      state.fault = value;
-    },
-    get faultPath(): string | undefined {
-      return state.faultPath;
-    },
-    set faultPath(value: string | undefined) {
-      state.faultPath = value;
-    },
-    [Symbol.asyncDispose]: () => served.close(),
-  };
-}
-
-function checkFault(value: FakeLlamaCppFault): FakeLlamaCppFault {
-  if (!FAULTS.has(value)) {
-    throw new RangeError(
-      `Cannot set the fake llama.cpp fault as it must be one of ${
-        [...FAULTS].join(", ")
-      }`,
-    );
-  }
-  return value;
+  return await serveFake(IDENTITY, options, createFakeLlamaCppHandler, [
+    "requests",
+    "fault",
+    "faultPath",
+  ], false);
 }
 
 /** llama.cpp's error body: `{"error": {code, message, type, ...extra}}`. */
@@ -304,9 +237,7 @@ function failure(fault: string, text: string): Response | undefined {
     case "http-503":
       return llamaError(503, "Loading model", "unavailable_error");
     case "non-json":
-      return new Response(`<html><body>Bad gateway: ${text}</body></html>`, {
-        headers: { "content-type": "text/html" },
-      });
+      return htmlAnswer(`<html><body>Bad gateway: ${text}</body></html>`);
     default:
       return undefined;
   }

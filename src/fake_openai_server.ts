@@ -7,6 +7,17 @@
  * @module
  */
 
+import {
+  COUNT_FAULTS,
+  createFakeCore,
+  type FakeIdentity,
+  type FakeServerRequest,
+  HANDLER_KEYS,
+  htmlAnswer,
+  liveView,
+  serveFake,
+} from "./_fake_server_kit.ts";
+
 /**
  * How the fake fails. `"none"` answers normally; `"refused"` points the URL
  * at a closed port (the handler's `fetch` rejects with a `TypeError`);
@@ -27,17 +38,14 @@ export type FakeOpenAIFault =
   | "non-object"
   | "invalid-count";
 
-const FAULTS: ReadonlySet<string> = new Set<FakeOpenAIFault>([
-  "none",
-  "refused",
-  "slow",
-  "http-429",
-  "http-500",
-  "http-503",
-  "non-json",
-  "non-object",
-  "invalid-count",
-]);
+const FAULTS: readonly FakeOpenAIFault[] = COUNT_FAULTS;
+
+const IDENTITY: FakeIdentity<FakeOpenAIFault> = {
+  what: "the fake OpenAI API",
+  faultName: "the fake OpenAI fault",
+  faults: FAULTS,
+  instead: "createFakeOpenAIHandler()",
+};
 
 /** The body fields the real endpoint accepts; any other is a 400. */
 const ACCEPTED: ReadonlySet<string> = new Set([
@@ -139,52 +147,16 @@ export interface FakeOpenAI extends AsyncDisposable {
 export function createFakeOpenAIHandler(
   options: FakeOpenAIOptions = {},
 ): FakeOpenAIHandler {
-  const { countTokens = defaultCount, signal, apiKey } = options;
-  let fault = checkFault(options.fault ?? "none");
-  const requests: FakeOpenAIRequest[] = [];
-
-  async function respond(
-    request: Request,
-    hold: AbortSignal[],
-  ): Promise<Response> {
-    if (fault === "refused") {
-      throw new TypeError("Connection refused by the fake OpenAI API");
-    }
-    const recorded = await recordRequest(request, requests);
-    if (fault === "slow") {
-      await released(hold);
-      return openaiError(503, "The fake was released", "server_error", null);
-    }
-    const problem = rejection(request, recorded, apiKey);
-    if (problem !== undefined) return problem;
-    return answer(fault, countTokens(recorded.body as Body), recorded.text);
-  }
-
-  async function fetchFake(
-    input: string | URL | Request,
-    init?: RequestInit,
-  ): Promise<Response> {
-    const request = new Request(input, init);
-    request.signal.throwIfAborted();
-    const hold = signal === undefined
-      ? [request.signal]
-      : [request.signal, signal];
-    const response = await respond(request, hold);
-    request.signal.throwIfAborted();
-    return response;
-  }
-
-  return {
-    handler: (request) => respond(request, signal ? [signal] : []),
-    fetch: fetchFake,
-    requests,
-    get fault(): FakeOpenAIFault {
-      return fault;
+  const { countTokens = defaultCount, apiKey } = options;
+  const core = createFakeCore(IDENTITY, options, {
+    slow: () => openaiError(503, "The fake was released", "server_error", null),
+    respond(request, recorded, fault) {
+      const problem = rejection(request, recorded, apiKey);
+      if (problem !== undefined) return problem;
+      return answer(fault, countTokens(recorded.body as Body), recorded.text);
     },
-    set fault(value: FakeOpenAIFault) {
-      fault = checkFault(value);
-    },
-  };
+  });
+  return liveView(core, HANDLER_KEYS);
 }
 
 /**
@@ -215,52 +187,18 @@ export function createFakeOpenAIHandler(
 export async function serveFakeOpenAI(
   options: FakeOpenAIOptions = {},
 ): Promise<FakeOpenAI> {
-  const closing = new AbortController();
-  const signal = options.signal === undefined
-    ? closing.signal
-    : AbortSignal.any([options.signal, closing.signal]);
-  const fake = createFakeOpenAIHandler({ ...options, signal });
-  const served = await serveHandler(fake.handler);
-  const refused = `http://127.0.0.1:${closedPort()}`;
-  let closed: Promise<void> | undefined;
-  const close = () => {
-    closing.abort();
-    closed ??= served.shutdown();
-    return closed;
-  };
-  return {
-    get url(): string {
-      return fake.fault === "refused" ? refused : served.url;
-    },
-    requests: fake.requests,
-    get fault(): FakeOpenAIFault {
-      return fake.fault;
-    },
-    set fault(value: FakeOpenAIFault) {
-      fake.fault = value;
-    },
-    close,
-    [Symbol.asyncDispose]: close,
-  };
+  return await serveFake(IDENTITY, options, createFakeOpenAIHandler, [
+    "requests",
+    "fault",
+  ]);
 }
 
 type Body = { readonly [key: string]: unknown };
 
-function checkFault(value: FakeOpenAIFault): FakeOpenAIFault {
-  if (!FAULTS.has(value)) {
-    throw new RangeError(
-      `Cannot set the fake OpenAI fault as it must be one of ${
-        [...FAULTS].join(", ")
-      }`,
-    );
-  }
-  return value;
-}
-
 /** OpenAI's answer to a request it refuses before counting, if any. */
 function rejection(
   request: Request,
-  recorded: FakeOpenAIRequest,
+  recorded: FakeServerRequest,
   apiKey: string | undefined,
 ): Response | undefined {
   const { path } = recorded;
@@ -343,9 +281,7 @@ function answer(fault: FakeOpenAIFault, count: number, text: string): Response {
         null,
       );
     case "non-json":
-      return new Response(`<html>Bad gateway ${text.slice(0, 2000)}</html>`, {
-        headers: { "content-type": "text/html" },
-      });
+      return htmlAnswer(`<html>Bad gateway ${text.slice(0, 2000)}</html>`);
     case "non-object":
       return Response.json([ok]);
     case "invalid-count":
@@ -365,85 +301,5 @@ function openaiError(
   return Response.json({ error: { message, type, param, code } }, { status });
 }
 
-/** One request a fake received. */
-export interface FakeOpenAIRequest {
-  /** The HTTP method. */
-  readonly method: string;
-  /** The URL path, such as `/tokenize`. */
-  readonly path: string;
-  /** The URL query, such as `?tenant=a`, or `""`. */
-  readonly search: string;
-  /** The headers, with lower-case names. */
-  readonly headers: Readonly<Record<string, string>>;
-  /** The raw body as text. */
-  readonly text: string;
-  /** The body parsed as JSON, or `undefined` when it is not JSON. */
-  readonly body: unknown;
-}
-
-async function recordRequest(
-  request: Request,
-  requests: FakeOpenAIRequest[],
-): Promise<FakeOpenAIRequest> {
-  const text = await request.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  const { pathname: path, search } = new URL(request.url);
-  const headers = Object.fromEntries(request.headers);
-  const recorded = {
-    method: request.method,
-    path,
-    search,
-    headers,
-    text,
-    body,
-  };
-  requests.push(recorded);
-  return recorded;
-}
-
-/** Resolves once any of `signals` aborts; never, for none. */
-function released(signals: AbortSignal[]): Promise<void> {
-  const any = AbortSignal.any(signals);
-  return new Promise((resolve) => {
-    if (any.aborted) resolve();
-    else any.addEventListener("abort", () => resolve(), { once: true });
-  });
-}
-
-/** Serves `handler` on 127.0.0.1 port 0 (Deno only). */
-async function serveHandler(
-  handler: (request: Request) => Promise<Response>,
-): Promise<{ url: string; shutdown(): Promise<void> }> {
-  if (typeof Deno === "undefined") {
-    throw new TypeError(
-      "Cannot serve the fake OpenAI API as the runtime is not Deno: serve createFakeOpenAIHandler() instead",
-    );
-  }
-  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
-  await new Promise<void>((resolve) => {
-    server = Deno.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      onListen: () => resolve(),
-      onError: () => new Response(null, { status: 500 }),
-    }, handler);
-  });
-  const running = server as Deno.HttpServer<Deno.NetAddr>;
-  return {
-    url: `http://127.0.0.1:${running.addr.port}`,
-    shutdown: () => running.shutdown(),
-  };
-}
-
-/** A port that was free a moment ago and that nothing listens on now. */
-function closedPort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr;
-  listener.close();
-  return port;
-}
+/** One request the fake received: method, path, search, headers, text and parsed body. */
+export type FakeOpenAIRequest = FakeServerRequest;

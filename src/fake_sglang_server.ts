@@ -7,6 +7,18 @@
  * @module
  */
 
+import {
+  COUNT_FAULTS,
+  createFakeCore,
+  type FakeIdentity,
+  type FakeServerRequest,
+  HANDLER_KEYS,
+  htmlAnswer,
+  liveView,
+  positiveInteger,
+  serveFake,
+} from "./_fake_server_kit.ts";
+
 /**
  * How the fake fails. `"none"` answers normally; `"refused"` points the URL
  * at a closed port (the handler's `fetch` rejects with a `TypeError`);
@@ -26,17 +38,14 @@ export type FakeSglangFault =
   | "non-object"
   | "invalid-count";
 
-const FAULTS: ReadonlySet<string> = new Set<FakeSglangFault>([
-  "none",
-  "refused",
-  "slow",
-  "http-429",
-  "http-500",
-  "http-503",
-  "non-json",
-  "non-object",
-  "invalid-count",
-]);
+const FAULTS: readonly FakeSglangFault[] = COUNT_FAULTS;
+
+const IDENTITY: FakeIdentity<FakeSglangFault> = {
+  what: "the fake SGLang server",
+  faultName: "the fake SGLang fault",
+  faults: FAULTS,
+  instead: "createFakeSglangHandler()",
+};
 
 /** Turns text into token ids; may be async (a real tokenizer loads files). */
 export type FakeSglangTokenize = (
@@ -124,70 +133,30 @@ export interface FakeSglang extends AsyncDisposable {
 export function createFakeSglangHandler(
   options: FakeSglangOptions = {},
 ): FakeSglangHandler {
-  const { maxModelLen = 131072, tokenize = defaultTokenize, signal } = options;
-  if (!Number.isSafeInteger(maxModelLen) || maxModelLen < 1) {
-    throw new RangeError(
-      `Cannot create the fake SGLang server as 'maxModelLen' must be a positive integer: current value is ${maxModelLen}`,
-    );
-  }
-  let fault = checkFault(options.fault ?? "none");
-  const requests: FakeSglangRequest[] = [];
-
-  async function respond(
-    request: Request,
-    hold: AbortSignal[],
-  ): Promise<Response> {
-    if (fault === "refused") {
-      throw new TypeError("Connection refused by the fake SGLang server");
-    }
-    const recorded = await recordRequest(request, requests);
-    if (fault === "slow") {
-      await released(hold);
-      return sglangError(503, "The fake was released");
-    }
-    if (request.method !== "POST") {
-      return sglangError(405, "Method Not Allowed");
-    }
-    if (recorded.path !== "/tokenize" && recorded.path !== "/v1/tokenize") {
-      return sglangError(404, "Not Found");
-    }
-    const problem = validate(recorded.body);
-    if (problem !== undefined) return sglangError(400, problem);
-    const body = recorded.body as {
-      prompt: string;
-      add_special_tokens?: boolean;
-    };
-    const tokens = [
-      ...await tokenize(body.prompt, body.add_special_tokens !== false),
-    ];
-    return answer(fault, tokens, maxModelLen, recorded.text);
-  }
-
-  async function fetchFake(
-    input: string | URL | Request,
-    init?: RequestInit,
-  ): Promise<Response> {
-    const request = new Request(input, init);
-    request.signal.throwIfAborted();
-    const hold = signal === undefined
-      ? [request.signal]
-      : [request.signal, signal];
-    const response = await respond(request, hold);
-    request.signal.throwIfAborted();
-    return response;
-  }
-
-  return {
-    handler: (request) => respond(request, signal ? [signal] : []),
-    fetch: fetchFake,
-    requests,
-    get fault(): FakeSglangFault {
-      return fault;
+  const { maxModelLen = 131072, tokenize = defaultTokenize } = options;
+  positiveInteger(IDENTITY.what, "maxModelLen", maxModelLen);
+  const core = createFakeCore(IDENTITY, options, {
+    slow: () => sglangError(503, "The fake was released"),
+    async respond(request, recorded, fault) {
+      if (request.method !== "POST") {
+        return sglangError(405, "Method Not Allowed");
+      }
+      if (recorded.path !== "/tokenize" && recorded.path !== "/v1/tokenize") {
+        return sglangError(404, "Not Found");
+      }
+      const problem = validate(recorded.body);
+      if (problem !== undefined) return sglangError(400, problem);
+      const body = recorded.body as {
+        prompt: string;
+        add_special_tokens?: boolean;
+      };
+      const tokens = [
+        ...await tokenize(body.prompt, body.add_special_tokens !== false),
+      ];
+      return answer(fault, tokens, maxModelLen, recorded.text);
     },
-    set fault(value: FakeSglangFault) {
-      fault = checkFault(value);
-    },
-  };
+  });
+  return liveView(core, HANDLER_KEYS);
 }
 
 /**
@@ -217,44 +186,10 @@ export function createFakeSglangHandler(
 export async function serveFakeSglang(
   options: FakeSglangOptions = {},
 ): Promise<FakeSglang> {
-  const closing = new AbortController();
-  const signal = options.signal === undefined
-    ? closing.signal
-    : AbortSignal.any([options.signal, closing.signal]);
-  const fake = createFakeSglangHandler({ ...options, signal });
-  const served = await serveHandler(fake.handler);
-  const refused = `http://127.0.0.1:${closedPort()}`;
-  let closed: Promise<void> | undefined;
-  const close = () => {
-    closing.abort();
-    closed ??= served.shutdown();
-    return closed;
-  };
-  return {
-    get url(): string {
-      return fake.fault === "refused" ? refused : served.url;
-    },
-    requests: fake.requests,
-    get fault(): FakeSglangFault {
-      return fake.fault;
-    },
-    set fault(value: FakeSglangFault) {
-      fake.fault = value;
-    },
-    close,
-    [Symbol.asyncDispose]: close,
-  };
-}
-
-function checkFault(value: FakeSglangFault): FakeSglangFault {
-  if (!FAULTS.has(value)) {
-    throw new RangeError(
-      `Cannot set the fake SGLang fault as it must be one of ${
-        [...FAULTS].join(", ")
-      }`,
-    );
-  }
-  return value;
+  return await serveFake(IDENTITY, options, createFakeSglangHandler, [
+    "requests",
+    "fault",
+  ]);
 }
 
 /** Why SGLang's request validation would answer 400, if it would. */
@@ -311,9 +246,7 @@ function answer(
     case "http-503":
       return sglangError(503, "The server is not ready");
     case "non-json":
-      return new Response(`<html>Bad gateway ${text.slice(0, 2000)}</html>`, {
-        headers: { "content-type": "text/html" },
-      });
+      return htmlAnswer(`<html>Bad gateway ${text.slice(0, 2000)}</html>`);
     case "non-object":
       return Response.json([ok]);
     case "invalid-count":
@@ -336,85 +269,5 @@ function sglangError(status: number, message: string): Response {
   );
 }
 
-/** One request a fake received. */
-export interface FakeSglangRequest {
-  /** The HTTP method. */
-  readonly method: string;
-  /** The URL path, such as `/tokenize`. */
-  readonly path: string;
-  /** The URL query, such as `?tenant=a`, or `""`. */
-  readonly search: string;
-  /** The headers, with lower-case names. */
-  readonly headers: Readonly<Record<string, string>>;
-  /** The raw body as text. */
-  readonly text: string;
-  /** The body parsed as JSON, or `undefined` when it is not JSON. */
-  readonly body: unknown;
-}
-
-async function recordRequest(
-  request: Request,
-  requests: FakeSglangRequest[],
-): Promise<FakeSglangRequest> {
-  const text = await request.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  const { pathname: path, search } = new URL(request.url);
-  const headers = Object.fromEntries(request.headers);
-  const recorded = {
-    method: request.method,
-    path,
-    search,
-    headers,
-    text,
-    body,
-  };
-  requests.push(recorded);
-  return recorded;
-}
-
-/** Resolves once any of `signals` aborts; never, for none. */
-function released(signals: AbortSignal[]): Promise<void> {
-  const any = AbortSignal.any(signals);
-  return new Promise((resolve) => {
-    if (any.aborted) resolve();
-    else any.addEventListener("abort", () => resolve(), { once: true });
-  });
-}
-
-/** Serves `handler` on 127.0.0.1 port 0 (Deno only). */
-async function serveHandler(
-  handler: (request: Request) => Promise<Response>,
-): Promise<{ url: string; shutdown(): Promise<void> }> {
-  if (typeof Deno === "undefined") {
-    throw new TypeError(
-      "Cannot serve the fake SGLang server as the runtime is not Deno: serve createFakeSglangHandler() instead",
-    );
-  }
-  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
-  await new Promise<void>((resolve) => {
-    server = Deno.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      onListen: () => resolve(),
-      onError: () => new Response(null, { status: 500 }),
-    }, handler);
-  });
-  const running = server as Deno.HttpServer<Deno.NetAddr>;
-  return {
-    url: `http://127.0.0.1:${running.addr.port}`,
-    shutdown: () => running.shutdown(),
-  };
-}
-
-/** A port that was free a moment ago and that nothing listens on now. */
-function closedPort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr;
-  listener.close();
-  return port;
-}
+/** One request the fake received: method, path, search, headers, text and parsed body. */
+export type FakeSglangRequest = FakeServerRequest;

@@ -9,13 +9,14 @@
  * @module
  */
 import {
-  brokenAnswer,
   COMMON_FAULTS,
+  createFakeCore,
+  type FakeIdentity,
   type FakeServerRequest,
-  handlerAndFetch,
-  recordRequest,
-  released,
-  serveOnLocalPort,
+  htmlAnswer,
+  positiveInteger,
+  routedAnswer,
+  serveFake,
 } from "./_fake_server_kit.ts";
 import { fakeTokenize, renderChatMl } from "./_llamacpp_fake_chat.ts";
 
@@ -50,12 +51,19 @@ export type FakeTgiFault =
   | "invalid-tokens"
   | "invalid-info";
 
-const FAULTS: ReadonlySet<string> = new Set<string>([
+const FAULTS: readonly FakeTgiFault[] = [
   ...COMMON_FAULTS,
   "http-422",
   "invalid-tokens",
   "invalid-info",
-]);
+];
+
+const IDENTITY: FakeIdentity<FakeTgiFault> = {
+  what: "the fake TGI server",
+  faultName: "the fake TGI fault",
+  faults: FAULTS,
+  instead: "createFakeTgiHandler()",
+};
 
 /** Options for {@linkcode createFakeTgiHandler} and {@linkcode serveFakeTgi}. */
 export interface FakeTgiOptions {
@@ -152,60 +160,22 @@ export function createFakeTgiHandler(
 ): FakeTgiHandler {
   const limits = checkLimits(options);
   const { apiKey } = options;
-  let fault = checkFault(options.fault ?? "none");
-  let faultPath: string | undefined;
-  const requests: FakeServerRequest[] = [];
-
-  async function respond(
-    request: Request,
-    hold: AbortSignal[],
-  ): Promise<Response> {
-    if (fault === "refused") {
-      throw new TypeError("Connection refused by the fake TGI server");
-    }
-    const received = await recordRequest(request, requests);
-    const { path } = received;
-    if (
+  return createFakeCore(IDENTITY, options, {
+    gate: ({ headers }) =>
       apiKey !== undefined &&
-      received.headers["authorization"]?.toLowerCase() !==
-        `bearer ${apiKey}`.toLowerCase()
-    ) {
-      return new Response(null, { status: 401 });
-    }
-    const active = faultPath === undefined || faultPath === path
-      ? fault
-      : "none";
-    if (active === "slow") {
-      await released(hold);
-      return tgiError(503, "unhealthy", "healthcheck");
-    }
-    const failed = failure(active, received.text);
-    if (failed !== undefined) return failed;
-    const ok = route(request.method, path, received.body, limits);
-    if (ok.status !== 200 || active === "none") return ok;
-    const text = await ok.text();
-    return brokenAnswer(active, text, () => huge(received.text, limits)) ??
-      wrongField(active, JSON.parse(text));
-  }
-
-  const { handler, fetch } = handlerAndFetch(respond, options.signal);
-  return {
-    handler,
-    fetch,
-    requests,
-    get fault(): FakeTgiFault {
-      return fault;
-    },
-    set fault(value: FakeTgiFault) {
-      fault = checkFault(value);
-    },
-    get faultPath(): string | undefined {
-      return faultPath;
-    },
-    set faultPath(value: string | undefined) {
-      faultPath = value;
-    },
-  };
+        headers["authorization"]?.toLowerCase() !==
+          `bearer ${apiKey}`.toLowerCase()
+        ? new Response(null, { status: 401 })
+        : undefined,
+    slow: () => tgiError(503, "unhealthy", "healthcheck"),
+    respond: (request, received, fault) =>
+      failure(fault, received.text) ?? routedAnswer(
+        fault,
+        route(request.method, received.path, received.body, limits),
+        () => huge(received.text, limits),
+        wrongField,
+      ),
+  });
 }
 
 /**
@@ -233,35 +203,11 @@ export function createFakeTgiHandler(
 export async function serveFakeTgi(
   options: FakeTgiOptions = {},
 ): Promise<FakeTgiServer> {
-  let fake: FakeTgiHandler | undefined;
-  const served = await serveOnLocalPort(
-    "the fake TGI server",
-    options.signal,
-    (signal) => {
-      fake = createFakeTgiHandler({ ...options, signal });
-      return fake.handler;
-    },
-  );
-  const state = fake as FakeTgiHandler;
-  return {
-    get url(): string {
-      return state.fault === "refused" ? served.refusedUrl : served.url;
-    },
-    requests: state.requests,
-    get fault(): FakeTgiFault {
-      return state.fault;
-    },
-    set fault(value: FakeTgiFault) {
-      state.fault = value;
-    },
-    get faultPath(): string | undefined {
-      return state.faultPath;
-    },
-    set faultPath(value: string | undefined) {
-      state.faultPath = value;
-    },
-    [Symbol.asyncDispose]: () => served.close(),
-  };
+  return await serveFake(IDENTITY, options, createFakeTgiHandler, [
+    "requests",
+    "fault",
+    "faultPath",
+  ], false);
 }
 
 function checkLimits(options: FakeTgiOptions): Limits {
@@ -270,11 +216,7 @@ function checkLimits(options: FakeTgiOptions): Limits {
   for (
     const [name, value] of Object.entries({ maxTotalTokens, maxInputTokens })
   ) {
-    if (!Number.isSafeInteger(value) || value < 1) {
-      throw new RangeError(
-        `Cannot create the fake TGI server as '${name}' must be a positive integer: current value is ${value}`,
-      );
-    }
+    positiveInteger(IDENTITY.what, name, value);
   }
   if (maxInputTokens >= maxTotalTokens) {
     throw new RangeError(
@@ -282,17 +224,6 @@ function checkLimits(options: FakeTgiOptions): Limits {
     );
   }
   return { maxTotalTokens, maxInputTokens };
-}
-
-function checkFault(value: FakeTgiFault): FakeTgiFault {
-  if (!FAULTS.has(value)) {
-    throw new RangeError(
-      `Cannot set the fake TGI fault as it must be one of ${
-        [...FAULTS].join(", ")
-      }`,
-    );
-  }
-  return value;
 }
 
 /** TGI's error body: `{"error": message, "error_type": type}`. */
@@ -320,9 +251,7 @@ function failure(fault: string, text: string): Response | undefined {
     case "http-503":
       return tgiError(503, "unhealthy", "healthcheck");
     case "non-json":
-      return new Response(`<html><body>Bad gateway: ${text}</body></html>`, {
-        headers: { "content-type": "text/html" },
-      });
+      return htmlAnswer(`<html><body>Bad gateway: ${text}</body></html>`);
     default:
       return undefined;
   }

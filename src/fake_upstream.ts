@@ -8,6 +8,13 @@
  */
 
 import {
+  type FakeServerRequest,
+  handlerAndFetch,
+  readRequest,
+  released,
+  serveOnLocalPort,
+} from "./_fake_server_kit.ts";
+import {
   createFakeVllmTokenizerHandler,
   type FakeVllmTokenizerHandler,
 } from "./fake_vllm_server.ts";
@@ -83,20 +90,8 @@ export interface FakeUpstreamFaultMix {
   readonly delayMs?: readonly [number, number];
 }
 
-/** One request the fake upstream received. */
-export interface FakeUpstreamRequest {
-  /** The HTTP method. */
-  readonly method: string;
-  /** The URL path, such as `/v1/chat/completions`. */
-  readonly path: string;
-  /** The URL query, such as `?tenant=a`, or `""`. */
-  readonly search: string;
-  /** The headers, with lower-case names. */
-  readonly headers: Readonly<Record<string, string>>;
-  /** The raw body, byte for byte as text. */
-  readonly text: string;
-  /** The body parsed as JSON, or `undefined` when it is not JSON. */
-  readonly body: unknown;
+/** One request the fake upstream received, with the fault applied to it. */
+export interface FakeUpstreamRequest extends FakeServerRequest {
   /** The fault applied to it; always `"none"` outside the generation endpoints. */
   readonly fault: FakeUpstreamFault;
 }
@@ -263,20 +258,11 @@ export function createFakeUpstreamHandler(
     request: Request,
     hold: AbortSignal[],
   ): Promise<Response> {
-    const text = await request.text();
-    const body = parseJson(text);
-    const { pathname: path, search } = new URL(request.url);
+    const received = await readRequest(request);
+    const { path, text, body } = received;
     const kind = request.method === "POST" ? GENERATION.get(path) : undefined;
     const applied = kind === undefined ? NONE : nextFault();
-    requests.push({
-      method: request.method,
-      path,
-      search,
-      headers: Object.fromEntries(request.headers),
-      text,
-      body,
-      fault: applied.fault,
-    });
+    requests.push({ ...received, fault: applied.fault });
     if (kind !== undefined) {
       const early = await faulted(applied, hold, settings.sleep);
       if (early !== undefined) return early;
@@ -292,32 +278,8 @@ export function createFakeUpstreamHandler(
     return await serveOther(request.method, path, text, settings, tokenizer);
   }
 
-  // A server's request.signal is left alone: Deno.serve warns about listeners on it.
-  function handler(request: Request): Promise<Response> {
-    return respond(
-      request,
-      settings.signal === undefined ? [] : [settings.signal],
-    );
-  }
-
-  async function fetchFake(
-    input: string | URL | Request,
-    init?: RequestInit,
-  ): Promise<Response> {
-    const request = new Request(input, init);
-    request.signal.throwIfAborted();
-    const hold = settings.signal === undefined
-      ? [request.signal]
-      : [request.signal, settings.signal];
-    const response = await respond(request, hold);
-    // A real fetch rejects once aborted, whatever the server did meanwhile.
-    request.signal.throwIfAborted();
-    return response;
-  }
-
   return {
-    handler,
-    fetch: fetchFake,
+    ...handlerAndFetch(respond, settings.signal),
     requests,
     get fault(): FakeUpstreamFault | FakeUpstreamFaultMix {
       return fault;
@@ -368,47 +330,31 @@ export function createFakeUpstreamHandler(
 export async function serveFakeUpstream(
   options: FakeUpstreamOptions = {},
 ): Promise<FakeUpstream> {
-  if (typeof Deno === "undefined") {
-    throw new TypeError(
-      "Cannot serve the fake upstream as the runtime is not Deno: serve createFakeUpstreamHandler() instead",
-    );
-  }
-  const closing = new AbortController();
-  const signal = options.signal === undefined
-    ? closing.signal
-    : AbortSignal.any([options.signal, closing.signal]);
-  const fake = createFakeUpstreamHandler({ ...options, signal });
-  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
-  await new Promise<void>((resolve) => {
-    server = Deno.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      onListen: () => resolve(),
-      // Also called for a body that errors ("cut", dispose): that is the
-      // point, so no log line; a throwing countTokens gets a bare 500.
-      onError: () => new Response(null, { status: 500 }),
-    }, fake.handler);
-  });
-  const running = server as Deno.HttpServer<Deno.NetAddr>;
-  const url = `http://127.0.0.1:${running.addr.port}`;
-  let disposed: Promise<void> | undefined;
+  let fake: FakeUpstreamHandler | undefined;
+  const served = await serveOnLocalPort(
+    "the fake upstream",
+    options.signal,
+    (signal) => {
+      fake = createFakeUpstreamHandler({ ...options, signal });
+      return fake.handler;
+    },
+    "createFakeUpstreamHandler()",
+  );
+  const created = fake as FakeUpstreamHandler;
+  const { url } = served;
   return {
     url,
     baseUrl: `${url}/v1`,
     tokenizeUrl: `${url}/tokenize`,
-    requests: fake.requests,
+    requests: created.requests,
     get fault(): FakeUpstreamFault | FakeUpstreamFaultMix {
-      return fake.fault;
+      return created.fault;
     },
     set fault(value: FakeUpstreamFault | FakeUpstreamFaultMix) {
-      fake.fault = value;
+      created.fault = value;
     },
-    [Symbol.asyncDispose](): Promise<void> {
-      // Held requests and streams must end first: shutdown() waits for them.
-      closing.abort();
-      disposed ??= running.shutdown();
-      return disposed;
-    },
+    // Held requests and streams end first: close() releases them.
+    [Symbol.asyncDispose]: () => served.close(),
   };
 }
 
@@ -577,15 +523,6 @@ function closedResponse(): Response {
   );
 }
 
-/** Resolves once any of `signals` aborts; never, for none. */
-function released(signals: AbortSignal[]): Promise<void> {
-  const any = AbortSignal.any(signals);
-  return new Promise((resolve) => {
-    if (any.aborted) resolve();
-    else any.addEventListener("abort", () => resolve(), { once: true });
-  });
-}
-
 /** The non-generation routes: /tokenize, /v1/models, /health, and 404/405. */
 async function serveOther(
   method: string,
@@ -648,12 +585,4 @@ function tokenize(
   return tokenizer.handler(request).finally(() =>
     tokenizer.requests.length = 0
   );
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -6,6 +6,20 @@
  * @module
  */
 
+import {
+  brokenAnswer,
+  createFakeCore,
+  type FakeIdentity,
+  type FakeServerRequest,
+  firstHalf,
+  HANDLER_KEYS,
+  htmlAnswer,
+  liveView,
+  positiveInteger,
+  released,
+  serveFake,
+  streamed,
+} from "./_fake_server_kit.ts";
 import { maxTokenizeResponseBytes } from "./_vllm_payload.ts";
 
 /** A JSON object, as the fake parses a request body. */
@@ -45,7 +59,7 @@ export type FakeVllmFault =
   | "invalid-max-model-len"
   | "wrong-max-model-len";
 
-const FAULTS: ReadonlySet<string> = new Set<FakeVllmFault>([
+const FAULTS: readonly FakeVllmFault[] = [
   "none",
   "refused",
   "slow",
@@ -64,26 +78,21 @@ const FAULTS: ReadonlySet<string> = new Set<FakeVllmFault>([
   "fractional-count",
   "invalid-max-model-len",
   "wrong-max-model-len",
-]);
+];
+
+const IDENTITY: FakeIdentity<FakeVllmFault> = {
+  what: "the fake vLLM tokenizer",
+  faultName: "the fake vLLM fault",
+  faults: FAULTS,
+  instead: "createFakeVllmTokenizerHandler()",
+  path: "/tokenize",
+};
 
 /** The real wire shape caps `tokens` at this length, to keep answers small. */
 const MAX_TOKENS_SHOWN = 1024;
 
-/** One request the fake received. */
-export interface FakeVllmRequest {
-  /** The HTTP method. */
-  readonly method: string;
-  /** The URL path, such as `/tokenize`. */
-  readonly path: string;
-  /** The URL query, such as `?tenant=a`, or `""`. */
-  readonly search: string;
-  /** The headers, with lower-case names. */
-  readonly headers: Readonly<Record<string, string>>;
-  /** The raw body, byte for byte as text. */
-  readonly text: string;
-  /** The body parsed as JSON, or `undefined` when it is not JSON. */
-  readonly body: unknown;
-}
+/** One request the fake received: method, path, search, headers, text and parsed body. */
+export type FakeVllmRequest = FakeServerRequest;
 
 /** Options for {@linkcode createFakeVllmTokenizerHandler} and {@linkcode serveFakeVllmTokenizer}. */
 export interface FakeVllmTokenizerOptions {
@@ -165,77 +174,21 @@ export interface FakeVllmTokenizer extends AsyncDisposable {
 export function createFakeVllmTokenizerHandler(
   options: FakeVllmTokenizerOptions = {},
 ): FakeVllmTokenizerHandler {
-  const { maxModelLen = 65536, countTokens = defaultCount, signal } = options;
-  if (!Number.isSafeInteger(maxModelLen) || maxModelLen < 1) {
-    throw new RangeError(
-      `Cannot create the fake vLLM tokenizer as 'maxModelLen' must be a positive integer: current value is ${maxModelLen}`,
-    );
-  }
-  let fault = checkFault(options.fault ?? "none");
-  const requests: FakeVllmRequest[] = [];
-
-  async function respond(
-    request: Request,
-    hold: AbortSignal[],
-  ): Promise<Response> {
-    if (fault === "refused") {
-      throw new TypeError("Connection refused by the fake vLLM tokenizer");
-    }
-    const text = await request.text();
-    const body = parseJson(text);
-    const { pathname: path, search } = new URL(request.url);
-    requests.push({
-      method: request.method,
-      path,
-      search,
-      headers: Object.fromEntries(request.headers),
-      text,
-      body,
-    });
-    if (fault === "slow") {
-      await released(hold);
-      return new Response(null, { status: 503 });
-    }
-    if (request.method !== "POST") {
-      return errorResponse(405, "Method Not Allowed");
-    }
-    if (path !== "/tokenize") return errorResponse(404, "Not Found");
-    const counted = countBody(body, countTokens);
-    if (typeof counted === "string") return errorResponse(400, counted);
-    return answer(fault, counted, maxModelLen, text, hold);
-  }
-
-  // A server's request.signal is left alone: Deno.serve warns about listeners on it.
-  function handler(request: Request): Promise<Response> {
-    return respond(request, signal === undefined ? [] : [signal]);
-  }
-
-  async function fetchFake(
-    input: string | URL | Request,
-    init?: RequestInit,
-  ): Promise<Response> {
-    const request = new Request(input, init);
-    request.signal.throwIfAborted();
-    const hold = signal === undefined
-      ? [request.signal]
-      : [request.signal, signal];
-    const response = await respond(request, hold);
-    // A real fetch rejects once aborted, whatever the server did meanwhile.
-    request.signal.throwIfAborted();
-    return response;
-  }
-
-  return {
-    handler,
-    fetch: fetchFake,
-    requests,
-    get fault(): FakeVllmFault {
-      return fault;
+  const { maxModelLen = 65536, countTokens = defaultCount } = options;
+  positiveInteger(IDENTITY.what, "maxModelLen", maxModelLen);
+  const core = createFakeCore(IDENTITY, options, {
+    slow: () => new Response(null, { status: 503 }),
+    respond(request, received, fault, hold) {
+      if (request.method !== "POST") {
+        return errorResponse(405, "Method Not Allowed");
+      }
+      if (received.path !== "/tokenize") return errorResponse(404, "Not Found");
+      const counted = countBody(received.body, countTokens);
+      if (typeof counted === "string") return errorResponse(400, counted);
+      return answer(fault, counted, maxModelLen, received.text, hold);
     },
-    set fault(value: FakeVllmFault) {
-      fault = checkFault(value);
-    },
-  };
+  });
+  return liveView(core, HANDLER_KEYS);
 }
 
 /**
@@ -266,86 +219,10 @@ export function createFakeVllmTokenizerHandler(
 export async function serveFakeVllmTokenizer(
   options: FakeVllmTokenizerOptions = {},
 ): Promise<FakeVllmTokenizer> {
-  if (typeof Deno === "undefined") {
-    throw new TypeError(
-      "Cannot serve the fake vLLM tokenizer as the runtime is not Deno: serve createFakeVllmTokenizerHandler() instead",
-    );
-  }
-  const closing = new AbortController();
-  const signal = options.signal === undefined
-    ? closing.signal
-    : AbortSignal.any([options.signal, closing.signal]);
-  const fake = createFakeVllmTokenizerHandler({ ...options, signal });
-  const refusedPort = closedPort();
-  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
-  await new Promise<void>((resolve) => {
-    server = Deno.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      onListen: () => resolve(),
-      // A request that reached the live port under "refused" (or a throwing
-      // countTokens) gets a bare 500, without a log line.
-      onError: () => new Response(null, { status: 500 }),
-    }, fake.handler);
-  });
-  const running = server as Deno.HttpServer<Deno.NetAddr>;
-  const url = `http://127.0.0.1:${running.addr.port}/tokenize`;
-  const refusedUrl = `http://127.0.0.1:${refusedPort}/tokenize`;
-  let disposed: Promise<void> | undefined;
-  return {
-    get url(): string {
-      return fake.fault === "refused" ? refusedUrl : url;
-    },
-    requests: fake.requests,
-    get fault(): FakeVllmFault {
-      return fake.fault;
-    },
-    set fault(value: FakeVllmFault) {
-      fake.fault = value;
-    },
-    [Symbol.asyncDispose](): Promise<void> {
-      // Held requests must end first: shutdown() waits for every response.
-      closing.abort();
-      disposed ??= running.shutdown();
-      return disposed;
-    },
-  };
-}
-
-/** A port that was free a moment ago and that nothing listens on now. */
-function closedPort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr;
-  listener.close();
-  return port;
-}
-
-function checkFault(value: FakeVllmFault): FakeVllmFault {
-  if (!FAULTS.has(value)) {
-    throw new RangeError(
-      `Cannot set the fake vLLM fault as it must be one of ${
-        [...FAULTS].join(", ")
-      }`,
-    );
-  }
-  return value;
-}
-
-/** Resolves once any of `signals` aborts; never, for none. */
-function released(signals: AbortSignal[]): Promise<void> {
-  const any = AbortSignal.any(signals);
-  return new Promise((resolve) => {
-    if (any.aborted) resolve();
-    else any.addEventListener("abort", () => resolve(), { once: true });
-  });
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  return await serveFake(IDENTITY, options, createFakeVllmTokenizerHandler, [
+    "requests",
+    "fault",
+  ], false);
 }
 
 function isObject(value: unknown): value is JsonBody {
@@ -387,7 +264,9 @@ function answer(
     (_, index) => (index * 7919) % 32000 + 1,
   );
   const ok = { count, max_model_len: maxModelLen, tokens, token_strs: null };
-  const broken = brokenBody(fault, ok, hold);
+  const broken = fault === "stalled"
+    ? stalled(JSON.stringify(ok), hold)
+    : brokenAnswer(fault, JSON.stringify(ok), () => huge(ok));
   if (broken !== undefined) return broken;
   switch (fault) {
     case "http-429":
@@ -401,16 +280,11 @@ function answer(
         `Failed to tokenize the request: ${text.slice(0, 2000)}`,
       );
     case "non-json":
-      return new Response(
+      return htmlAnswer(
         `<html><body>Bad gateway while tokenizing ${
           text.slice(0, 2000)
         }</body></html>`,
-        {
-          headers: { "content-type": "text/html" },
-        },
       );
-    case "non-object":
-      return Response.json([ok]);
     case "invalid-count":
       return Response.json({ ...ok, count: String(count) });
     case "missing-count": {
@@ -430,63 +304,20 @@ function answer(
   }
 }
 
-/** The faults that break the body itself, or undefined for the others. */
-function brokenBody(
-  fault: FakeVllmFault,
-  ok: { readonly count: number; readonly max_model_len: number },
-  hold: AbortSignal[],
-): Response | undefined {
-  switch (fault) {
-    case "truncated-json":
-      return new Response(firstHalf(ok), { headers: JSON_HEADERS });
-    case "reset":
-      return streamed(firstHalf(ok), () => {
-        throw new Error("The fake vLLM tokenizer reset the connection");
-      });
-    case "stalled":
-      return streamed(firstHalf(ok), async () => {
-        await released(hold);
-        throw new Error("The fake vLLM tokenizer broke off a stalled answer");
-      });
-    case "oversized": {
-      // 7 bytes per id ("151643,"): enough ids to pass the cap by themselves.
-      const ids = Math.ceil(maxTokenizeResponseBytes(ok.max_model_len) / 7);
-      const head = `{"count":${ok.count},"max_model_len":${ok.max_model_len}`;
-      return streamed(
-        `${head},"tokens":[${"151643,".repeat(ids)}151643],"token_strs":null}`,
-      );
-    }
-    default:
-      return undefined;
-  }
-}
-
-const JSON_HEADERS = { "content-type": "application/json" };
-
-/** The first half of an object's JSON: it lacks the closing brace, so it never parses. */
-function firstHalf(value: object): string {
-  const json = JSON.stringify(value);
-  return json.slice(0, Math.floor(json.length / 2));
-}
-
-/**
- * `text` as a chunked body with no length, in 64 KiB parts, then `end`:
- * when it throws, the body errors and the server breaks off the connection.
- */
-function streamed(text: string, end?: () => unknown): Response {
-  const bytes = new TextEncoder().encode(text);
-  let offset = 0;
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (offset < bytes.length) {
-        controller.enqueue(bytes.subarray(offset, offset += 65_536));
-        return;
-      }
-      await end?.();
-      controller.close();
-    },
+/** The first half of the answer, then held, then broken off. */
+function stalled(ok: string, hold: AbortSignal[]): Response {
+  return streamed(firstHalf(ok), async () => {
+    await released(hold);
+    throw new Error("The fake vLLM tokenizer broke off a stalled answer");
   });
-  return new Response(body, { headers: JSON_HEADERS });
+}
+
+/** A valid answer whose token list passes the size cap by itself. */
+function huge(ok: { readonly count: number; readonly max_model_len: number }) {
+  // 7 bytes per id ("151643,"): enough ids to pass the cap by themselves.
+  const ids = Math.ceil(maxTokenizeResponseBytes(ok.max_model_len) / 7);
+  const head = `{"count":${ok.count},"max_model_len":${ok.max_model_len}`;
+  return `${head},"tokens":[${"151643,".repeat(ids)}151643],"token_strs":null}`;
 }
 
 function errorResponse(status: number, message: string): Response {

@@ -16,6 +16,7 @@ import { createFakeUpstreamHandler } from "../src/fake_upstream.ts";
 import { createProxyHandler } from "../src/proxy.ts";
 import { VllmBackend } from "../src/vllm.ts";
 import { captureLogs } from "./_log_capture.ts";
+import { errorTexts } from "./_backend_kit.ts";
 
 const C = 65536;
 const SECRET = `sk-canary-${crypto.randomUUID()}`;
@@ -40,19 +41,6 @@ function echoingFailure(
 }
 
 /** Every message and stack along an error's cause chain. */
-function errorTexts(error: unknown): string[] {
-  const texts: string[] = [];
-  for (let e = error, depth = 0; e !== undefined && depth < 16; depth++) {
-    if (!(e instanceof Error)) {
-      texts.push(String(e));
-      break;
-    }
-    texts.push(e.name, e.message, e.stack ?? "");
-    e = e.cause;
-  }
-  return texts;
-}
-
 function assertClean(texts: readonly string[]): void {
   for (const text of texts) {
     ok(!text.includes(SECRET), `a secret leaked: ${text.slice(0, 200)}`);

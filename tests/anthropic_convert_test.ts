@@ -3,21 +3,12 @@ import type { JsonObject } from "../src/backend.ts";
 import { CountError } from "../src/errors.ts";
 import { toAnthropicCount } from "../src/_anthropic_convert.ts";
 import { anthropicRequestProblem } from "../src/_fake_anthropic_rules.ts";
+import * as kit from "./_backend_kit.ts";
 
 const PNG = "iVBORw0KGgo=";
-const call = (id: string, name: string, args: unknown) => ({
-  id,
-  type: "function",
-  function: { name, arguments: args },
-});
+const call = kit.toolCall;
 
-interface Case {
-  readonly name: string;
-  readonly request: JsonObject;
-  readonly expected: JsonObject;
-}
-
-const CASES: readonly Case[] = [
+const CASES: readonly kit.ConversionCase[] = [
   {
     name: "system and developer messages join the top-level system",
     request: {

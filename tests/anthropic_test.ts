@@ -12,18 +12,16 @@ import {
   anthropicFromConfig,
 } from "../src/anthropic.ts";
 import type { JsonObject } from "../src/backend.ts";
-import { backendConformanceCases } from "../src/backend_conformance.ts";
 import { budget } from "../src/budget.ts";
 import { loadConfig } from "../src/config.ts";
-import { ConfigError } from "../src/config_error.ts";
 import { createCountCache } from "../src/count_cache.ts";
-import { CountError } from "../src/errors.ts";
 import {
   createFakeAnthropicHandler,
   type FakeAnthropic,
   type FakeAnthropicFault,
   serveFakeAnthropic,
 } from "../src/fake_anthropic_server.ts";
+import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const CONTEXT = 200_000;
@@ -47,15 +45,6 @@ function backendFor(
   });
 }
 
-async function countError(promise: Promise<unknown>): Promise<CountError> {
-  let caught: unknown;
-  await rejects(promise, (error: unknown) => {
-    caught = error;
-    return error instanceof CountError;
-  });
-  return caught as CountError;
-}
-
 Deno.test("AnthropicBackend.count() speaks count_tokens", async (t) => {
   await using server = await serveFakeAnthropic({ apiKey: KEY });
 
@@ -64,13 +53,15 @@ Deno.test("AnthropicBackend.count() speaks count_tokens", async (t) => {
     const counted = await backendFor(server).count(HELLO, OPTIONS);
     strictEqual(server.requests.length, 1);
     const [sent] = server.requests;
-    strictEqual(sent?.method, "POST");
-    strictEqual(sent?.path, "/v1/messages/count_tokens");
-    strictEqual(sent?.headers["x-api-key"], KEY);
-    strictEqual(sent?.headers["anthropic-version"], "2023-06-01");
-    strictEqual(sent?.headers["content-type"], "application/json");
-    ok(sent?.headers["user-agent"]?.startsWith("incontext/"));
-    strictEqual(sent?.headers.authorization, undefined);
+    kit.assertEverySent(server.requests, {
+      method: "POST",
+      path: "/v1/messages/count_tokens",
+      headers: {
+        ...kit.DEFAULT_HEADERS,
+        "x-api-key": KEY,
+        "anthropic-version": "2023-06-01",
+      },
+    });
     strictEqual(
       sent?.text,
       '{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Hello"}]}',
@@ -98,25 +89,11 @@ Deno.test("AnthropicBackend.count() speaks count_tokens", async (t) => {
       temperature: 0.2,
       stream: true,
       messages: [
-        { role: "system", content: "Be brief." },
-        { role: "user", content: "Weather?" },
-        {
-          role: "assistant",
-          content: null,
-          tool_calls: [{
-            id: "call_1",
-            type: "function",
-            function: { name: "weather", arguments: '{"city":"Paris"}' },
-          }],
-        },
-        { role: "tool", tool_call_id: "call_1", content: "Sunny" },
+        ...kit.AGENT_TURN,
         { role: "user", content: "And tomorrow?" },
         { role: "user", content: "Briefly." },
       ],
-      tools: [{
-        type: "function",
-        function: { name: "weather", parameters: { type: "object" } },
-      }],
+      tools: [kit.WEATHER_TOOL],
       tool_choice: "auto",
     };
     ok(await backendFor(server).count(request, OPTIONS) > 0);
@@ -186,9 +163,11 @@ Deno.test("AnthropicBackend.count() speaks count_tokens", async (t) => {
           }],
         }],
       };
-      await countError(backend.count(remote, OPTIONS));
-      await countError(backend.count({ messages: HELLO.messages }, OPTIONS));
-      await countError(
+      await kit.countError(backend.count(remote, OPTIONS));
+      await kit.countError(
+        backend.count({ messages: HELLO.messages }, OPTIONS),
+      );
+      await kit.countError(
         backend.count({ prompt: "Once" }, { ...OPTIONS, kind: "completion" }),
       );
       strictEqual(server.requests.length, 0);
@@ -357,40 +336,24 @@ Deno.test("the fake Anthropic API rejects what the real one rejects", async (t) 
 
 Deno.test("AnthropicBackend.count() fails every fault with a CountError, without retrying", async (t) => {
   await using server = await serveFakeAnthropic();
-  const faults: [FakeAnthropicFault, string][] = [
-    ["http-401", "HTTP 401"],
-    ["http-429", "HTTP 429"],
-    ["http-500", "HTTP 500"],
-    ["http-529", "HTTP 529"],
+  const faults: (readonly [FakeAnthropicFault, string])[] = [
+    ...kit.httpPhrases<FakeAnthropicFault>([
+      "http-401",
+      "http-429",
+      "http-500",
+      "http-529",
+    ]),
     ["prompt-too-long", "HTTP 400"],
-    ["non-json", "non-JSON"],
     ["invalid-count", "invalid input_tokens"],
-    ["non-object", "non-object"],
-    ["truncated-json", "non-JSON"],
-    ["reset", "request failed"],
-    ["oversized", "more than 65536 bytes"],
+    ...kit.BROKEN_BODY_PHRASES,
   ];
-  for (const [fault, phrase] of faults) {
-    await t.step(fault, async () => {
-      server.fault = fault;
-      server.requests.length = 0;
-      const error = await countError(backendFor(server).count(HELLO, OPTIONS));
-      ok(error.message.includes(phrase), error.message);
-      strictEqual(server.requests.length, 1);
-    });
-  }
-  await t.step("refused", async () => {
-    server.fault = "refused";
-    const error = await countError(backendFor(server).count(HELLO, OPTIONS));
-    ok(error.message.includes("request failed"), error.message);
-  });
-  await t.step("slow: the timeout ends the count", async () => {
-    server.fault = "slow";
-    const error = await countError(
-      backendFor(server, { timeoutSeconds: 0.05 }).count(HELLO, OPTIONS),
-    );
-    ok(error.message.includes("did not answer within"), error.message);
-  });
+  await kit.phraseFaultSteps(
+    t,
+    server,
+    faults,
+    () => backendFor(server).count(HELLO, OPTIONS),
+    () => backendFor(server, { timeoutSeconds: 0.05 }).count(HELLO, OPTIONS),
+  );
   await t.step("slow: the caller's abort ends the count", async () => {
     server.fault = "slow";
     const controller = new AbortController();
@@ -399,7 +362,7 @@ Deno.test("AnthropicBackend.count() fails every fault with a CountError, without
       signal: controller.signal,
     });
     controller.abort();
-    const error = await countError(counting);
+    const error = await kit.countError(counting);
     ok(error.message.includes("aborted"), error.message);
   });
   server.fault = "none";
@@ -416,7 +379,7 @@ Deno.test("AnthropicBackend.count() goes through the count cache", async () => {
   strictEqual(fake.requests.length, 2);
   fake.fault = "http-500";
   const other = { ...HELLO, messages: [{ role: "user", content: "Other" }] };
-  await countError(backend.count(other, OPTIONS));
+  await kit.countError(backend.count(other, OPTIONS));
   fake.fault = "none";
   // Failures are never cached.
   ok(await backend.count(other, OPTIONS) > 0);
@@ -459,13 +422,10 @@ Deno.test("AnthropicBackend budgets with max_tokens only", async (t) => {
   });
 
   await t.step("a failing count falls back to the estimate", async () => {
-    fake.fault = "http-529";
-    const result = await budget(
-      { ...HELLO, system: "x".repeat(400) },
-      settings,
-    );
-    fake.fault = "none";
-    strictEqual(result.source, "rough-fallback");
+    const result = await kit.budgetUnderFault(fake, "http-529", {
+      ...HELLO,
+      system: "x".repeat(400),
+    }, settings);
     // The estimate reads the top-level system: 400 chars / 4 + "Hello".
     strictEqual(result.promptTokens, 100 + 2);
     strictEqual(result.request.max_tokens, 100_000 - 102 - 1024);
@@ -473,86 +433,40 @@ Deno.test("AnthropicBackend budgets with max_tokens only", async (t) => {
 });
 
 Deno.test("AnthropicBackend never leaks its key or the prompt", async (t) => {
-  const secret = `sk-canary-${crypto.randomUUID()}`;
-  const prompt = `prompt-canary-${crypto.randomUUID()}`;
+  const { secret, prompt } = kit.canary();
   const request = {
     model: MODEL,
     messages: [{ role: "user", content: prompt }],
   };
   await using logs = await captureLogs();
   await using server = await serveFakeAnthropic({ apiKey: secret });
-  const texts: string[] = [];
-  const collect = (error: unknown) => {
-    for (let e = error, depth = 0; e instanceof Error && depth < 10; depth++) {
-      texts.push(e.message, e.name, e.stack ?? "");
-      e = e.cause;
-    }
-  };
-  const sent: { url: string; headers: Headers }[] = [];
-  const spy: typeof fetch = (input, init) => {
-    sent.push({ url: String(input), headers: new Headers(init?.headers) });
-    return fetch(input, init);
-  };
-  const make = (url: string) =>
-    new AnthropicBackend({ url, apiKey: secret, cache: null, fetch: spy });
-
-  await t.step("a successful count", async () => {
-    ok(await make(server.url).count(request, OPTIONS) > 0);
-  });
-  await t.step("a 500 whose body echoes the key and prompt", async () => {
-    server.fault = "http-500";
-    collect(await countError(make(server.url).count(request, OPTIONS)));
-    const result = await budget(request, {
-      window: 100_000,
-      contextLength: CONTEXT,
-      backend: make(server.url),
-    });
-    strictEqual(result.source, "rough-fallback");
-  });
-  await t.step("an unreachable host", async () => {
-    server.fault = "refused";
-    collect(await countError(make(server.url).count(request, OPTIONS)));
-  });
-  await t.step("a URL whose query holds the secret", async () => {
-    server.fault = "http-500";
-    collect(
-      await countError(
-        make(`${server.url}/?key=${secret}`).count(request, OPTIONS),
-      ),
-    );
-    server.fault = "none";
-  });
-  await t.step("neither appears in errors or logs", () => {
-    ok(texts.length > 0 && logs.lines.length > 0);
-    for (const text of [...texts, ...logs.lines]) {
-      ok(!text.includes(secret), `the key leaked: ${text}`);
-      ok(!text.includes(prompt), `the prompt leaked: ${text}`);
-    }
-  });
+  const sent = await kit.hostedCanarySteps(
+    t,
+    {
+      server,
+      make: (url, fetch) =>
+        new AnthropicBackend({ url, apiKey: secret, cache: null, fetch }),
+      request,
+      options: OPTIONS,
+    },
+    [secret, prompt],
+    logs,
+  );
   await t.step("the key goes only in x-api-key, only to count_tokens", () => {
-    ok(sent.length >= 4);
-    for (const { url, headers } of sent) {
-      strictEqual(new URL(url).pathname, "/v1/messages/count_tokens");
-      strictEqual(headers.get("x-api-key"), secret);
-      for (const [name, value] of headers) {
-        if (name !== "x-api-key") ok(!value.includes(secret), name);
-      }
-    }
-    for (const recorded of server.requests) {
-      ok(!recorded.text.includes(secret));
-    }
+    kit.assertKeyOnlyTo(sent, server.requests, {
+      path: "/v1/messages/count_tokens",
+      header: "x-api-key",
+      secret,
+    });
   });
 });
 
 Deno.test("new AnthropicBackend() validates its options", async (t) => {
   await t.step("the default URL", async () => {
-    const urls: string[] = [];
+    const { fetch, urls } = kit.urlRecorder({ input_tokens: 3 });
     const backend = new AnthropicBackend({
       cache: null,
-      fetch: (input) => {
-        urls.push(String(input));
-        return Promise.resolve(Response.json({ input_tokens: 3 }));
-      },
+      fetch,
     });
     strictEqual(await backend.count(HELLO, OPTIONS), 3);
     deepStrictEqual(urls, [
@@ -560,14 +474,11 @@ Deno.test("new AnthropicBackend() validates its options", async (t) => {
     ]);
   });
   await t.step("a base path and query string are kept", async () => {
-    const urls: string[] = [];
+    const { fetch, urls } = kit.urlRecorder({ input_tokens: 3 });
     const backend = new AnthropicBackend({
       url: "http://gateway.test/anthropic/?tenant=a",
       cache: null,
-      fetch: (input) => {
-        urls.push(String(input));
-        return Promise.resolve(Response.json({ input_tokens: 3 }));
-      },
+      fetch,
     });
     await backend.count(HELLO, OPTIONS);
     deepStrictEqual(urls, [
@@ -596,11 +507,9 @@ Deno.test("new AnthropicBackend() validates its options", async (t) => {
 Deno.test("anthropicFromConfig() builds the backend from configuration", async (t) => {
   const env = { INCONTEXT_BACKEND: "anthropic" };
   await t.step("requires INCONTEXT_ANTHROPIC_API_KEY", () => {
-    throws(
+    kit.assertRequires(
       () => anthropicFromConfig(loadConfig(env)),
-      (error: unknown) =>
-        error instanceof ConfigError &&
-        error.issues.some((i) => i.variable === "INCONTEXT_ANTHROPIC_API_KEY"),
+      "INCONTEXT_ANTHROPIC_API_KEY",
     );
   });
   await t.step("uses the URL, key and model", async () => {
@@ -625,18 +534,14 @@ Deno.test("anthropicFromConfig() builds the backend from configuration", async (
 Deno.test("conformance: anthropic against the Anthropic protocol server", async (t) => {
   await using server = await serveFakeAnthropic({ apiKey: KEY });
   await using failing = await serveFakeAnthropic({ fault: "http-529" });
-  const run = async (t: Deno.TestContext, extra: object) => {
-    const cases = backendConformanceCases({
-      create: () => backendFor(server),
-      createFailing: () => backendFor(failing),
-      contextLength: CONTEXT,
-      ...extra,
-    });
-    for (const c of cases) {
-      await t.step({ name: c.name, ignore: c.skip !== undefined, fn: c.run });
-    }
+  const base = {
+    create: () => backendFor(server),
+    createFailing: () => backendFor(failing),
+    contextLength: CONTEXT,
   };
-  await t.step("OpenAI-shaped requests", (t) => run(t, {}));
+  const run = (t: Deno.TestContext, extra = {}) =>
+    kit.runConformance(t, base, extra);
+  await t.step("OpenAI-shaped requests", (t) => run(t));
   await t.step("Messages-shaped requests", (t) =>
     run(t, {
       request: {
@@ -645,13 +550,9 @@ Deno.test("conformance: anthropic against the Anthropic protocol server", async 
         system: "You are terse. conformance-marker-7d1f0c",
         messages: [{ role: "user", content: [{ type: "text", text: "Hi" }] }],
       },
-      grow: (request: JsonObject, text: string) => ({
-        ...request,
-        messages: [
-          ...(request.messages as unknown[]),
-          { role: "assistant", content: "Hello." },
-          { role: "user", content: [{ type: "text", text }] },
-        ],
-      }),
+      grow: kit.growWith("messages", (text) => [
+        { role: "assistant", content: "Hello." },
+        { role: "user", content: [{ type: "text", text }] },
+      ]),
     }));
 });

@@ -3,21 +3,11 @@ import type { JsonObject } from "../src/backend.ts";
 import { CountError } from "../src/errors.ts";
 import { geminiModelName, toGeminiCount } from "../src/_gemini_convert.ts";
 import { geminiRequestProblem } from "../src/_fake_gemini_rules.ts";
+import * as kit from "./_backend_kit.ts";
 
-const call = (id: string, name: string, args: unknown) => ({
-  id,
-  type: "function",
-  function: { name, arguments: args },
-});
+const call = kit.toolCall;
 
-interface Case {
-  readonly name: string;
-  readonly request: JsonObject;
-  /** The expected generateContentRequest, without its model. */
-  readonly expected: JsonObject;
-}
-
-const CASES: readonly Case[] = [
+const CASES: readonly kit.ConversionCase[] = [
   {
     name: "system messages become the systemInstruction; assistant is model",
     request: {

@@ -6,12 +6,9 @@ import {
   throws,
 } from "node:assert/strict";
 import type { JsonObject } from "../src/backend.ts";
-import { backendConformanceCases } from "../src/backend_conformance.ts";
 import { budget } from "../src/budget.ts";
 import { loadConfig } from "../src/config.ts";
-import { ConfigError } from "../src/config_error.ts";
 import { createCountCache } from "../src/count_cache.ts";
-import { CountError } from "../src/errors.ts";
 import {
   createFakeGeminiHandler,
   type FakeGemini,
@@ -24,6 +21,7 @@ import {
   type GeminiBackendOptions,
   geminiFromConfig,
 } from "../src/gemini.ts";
+import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const CONTEXT = 1_048_576;
@@ -52,15 +50,6 @@ function backendFor(
   });
 }
 
-async function countError(promise: Promise<unknown>): Promise<CountError> {
-  let caught: unknown;
-  await rejects(promise, (error: unknown) => {
-    caught = error;
-    return error instanceof CountError;
-  });
-  return caught as CountError;
-}
-
 Deno.test("GeminiBackend.count() speaks countTokens", async (t) => {
   await using server = await serveFakeGemini({ apiKey: KEY });
 
@@ -71,12 +60,16 @@ Deno.test("GeminiBackend.count() speaks countTokens", async (t) => {
       const counted = await backendFor(server).count(HELLO, OPTIONS);
       strictEqual(server.requests.length, 1);
       const [sent] = server.requests;
-      strictEqual(sent?.method, "POST");
-      strictEqual(sent?.path, PATH);
-      strictEqual(sent?.search, "");
-      strictEqual(sent?.headers["x-goog-api-key"], KEY);
-      strictEqual(sent?.headers["content-type"], "application/json");
-      strictEqual(sent?.headers.authorization, undefined);
+      kit.assertEverySent(server.requests, {
+        method: "POST",
+        path: PATH,
+        search: "",
+        headers: {
+          "x-goog-api-key": KEY,
+          "content-type": "application/json",
+          authorization: undefined,
+        },
+      });
       strictEqual(
         sent?.text,
         '{"generateContentRequest":{"model":"models/gemini-2.5-flash","contents":[{"role":"user","parts":[{"text":"Hello"}]}]}}',
@@ -117,24 +110,10 @@ Deno.test("GeminiBackend.count() speaks countTokens", async (t) => {
       const request = {
         model: `models/${MODEL}`,
         messages: [
-          { role: "system", content: "Be brief." },
-          { role: "user", content: "Weather?" },
-          {
-            role: "assistant",
-            content: null,
-            tool_calls: [{
-              id: "call_1",
-              type: "function",
-              function: { name: "weather", arguments: '{"city":"Paris"}' },
-            }],
-          },
-          { role: "tool", tool_call_id: "call_1", content: "Sunny" },
+          ...kit.AGENT_TURN,
           { role: "user", content: "Tomorrow?" },
         ],
-        tools: [{
-          type: "function",
-          function: { name: "weather", parameters: { type: "object" } },
-        }],
+        tools: [kit.WEATHER_TOOL],
         tool_choice: "required",
       };
       ok(await backendFor(server).count(request, OPTIONS) > 0);
@@ -173,15 +152,15 @@ Deno.test("GeminiBackend.count() speaks countTokens", async (t) => {
     server.requests.length = 0;
     const backend = backendFor(server);
     for (const model of ["../admin", "a/b", "tunedModels/x", ""]) {
-      await countError(backend.count({ ...CHAT, model }, OPTIONS));
+      await kit.countError(backend.count({ ...CHAT, model }, OPTIONS));
     }
-    await countError(
+    await kit.countError(
       new GeminiBackend({ url: server.url, apiKey: KEY, cache: null }).count(
         HELLO,
         OPTIONS,
       ),
     );
-    await countError(
+    await kit.countError(
       backend.count({ prompt: "Once" }, { ...OPTIONS, kind: "completion" }),
     );
     strictEqual(server.requests.length, 0);
@@ -190,13 +169,10 @@ Deno.test("GeminiBackend.count() speaks countTokens", async (t) => {
   await t.step(
     "odd model names are percent-encoded into one segment",
     async () => {
-      const urls: string[] = [];
+      const { fetch, urls } = kit.urlRecorder({ totalTokens: 1 });
       const backend = new GeminiBackend({
         cache: null,
-        fetch: (input) => {
-          urls.push(String(input));
-          return Promise.resolve(Response.json({ totalTokens: 1 }));
-        },
+        fetch,
       });
       await backend.count({ ...CHAT, model: "my model?x=1#y" }, OPTIONS);
       deepStrictEqual(urls, [
@@ -337,40 +313,24 @@ Deno.test("the fake Gemini API rejects what the real one rejects", async (t) => 
 
 Deno.test("GeminiBackend.count() fails every fault with a CountError, without retrying", async (t) => {
   await using server = await serveFakeGemini();
-  const faults: [FakeGeminiFault, string][] = [
-    ["http-400", "HTTP 400"],
-    ["http-403", "HTTP 403"],
-    ["http-429", "HTTP 429"],
-    ["http-500", "HTTP 500"],
-    ["http-503", "HTTP 503"],
-    ["non-json", "non-JSON"],
+  const faults: (readonly [FakeGeminiFault, string])[] = [
+    ...kit.httpPhrases<FakeGeminiFault>([
+      "http-400",
+      "http-403",
+      "http-429",
+      "http-500",
+      "http-503",
+    ]),
     ["invalid-count", "invalid totalTokens"],
-    ["non-object", "non-object"],
-    ["truncated-json", "non-JSON"],
-    ["reset", "request failed"],
-    ["oversized", "more than 65536 bytes"],
+    ...kit.BROKEN_BODY_PHRASES,
   ];
-  for (const [fault, phrase] of faults) {
-    await t.step(fault, async () => {
-      server.fault = fault;
-      server.requests.length = 0;
-      const error = await countError(backendFor(server).count(HELLO, OPTIONS));
-      ok(error.message.includes(phrase), error.message);
-      strictEqual(server.requests.length, 1);
-    });
-  }
-  await t.step("refused", async () => {
-    server.fault = "refused";
-    const error = await countError(backendFor(server).count(HELLO, OPTIONS));
-    ok(error.message.includes("request failed"), error.message);
-  });
-  await t.step("slow: the timeout ends the count", async () => {
-    server.fault = "slow";
-    const error = await countError(
-      backendFor(server, { timeoutSeconds: 0.05 }).count(HELLO, OPTIONS),
-    );
-    ok(error.message.includes("did not answer within"), error.message);
-  });
+  await kit.phraseFaultSteps(
+    t,
+    server,
+    faults,
+    () => backendFor(server).count(HELLO, OPTIONS),
+    () => backendFor(server, { timeoutSeconds: 0.05 }).count(HELLO, OPTIONS),
+  );
   server.fault = "none";
 });
 
@@ -452,13 +412,15 @@ Deno.test("GeminiBackend budgets each shape with its own cap field", async (t) =
   await t.step(
     "a failing count falls back to an estimate of the contents",
     async () => {
-      fake.fault = "http-503";
       const request = {
         contents: [{ role: "user", parts: [{ text: "x".repeat(400) }] }],
       };
-      const result = await budget(request, settings);
-      fake.fault = "none";
-      strictEqual(result.source, "rough-fallback");
+      const result = await kit.budgetUnderFault(
+        fake,
+        "http-503",
+        request,
+        settings,
+      );
       strictEqual(result.promptTokens, 100);
       deepStrictEqual(result.request.generationConfig, {
         maxOutputTokens: 100_000 - 100 - 1024,
@@ -468,83 +430,38 @@ Deno.test("GeminiBackend budgets each shape with its own cap field", async (t) =
 });
 
 Deno.test("GeminiBackend never leaks its key or the prompt", async (t) => {
-  const secret = `sk-canary-${crypto.randomUUID()}`;
-  const prompt = `prompt-canary-${crypto.randomUUID()}`;
+  const { secret, prompt } = kit.canary();
   const request = { contents: [{ role: "user", parts: [{ text: prompt }] }] };
   await using logs = await captureLogs();
   await using server = await serveFakeGemini({ apiKey: secret });
-  const texts: string[] = [];
-  const collect = (error: unknown) => {
-    for (let e = error, depth = 0; e instanceof Error && depth < 10; depth++) {
-      texts.push(e.message, e.name, e.stack ?? "");
-      e = e.cause;
-    }
-  };
-  const sent: { url: string; headers: Headers }[] = [];
-  const spy: typeof fetch = (input, init) => {
-    sent.push({ url: String(input), headers: new Headers(init?.headers) });
-    return fetch(input, init);
-  };
-  const make = (url: string) =>
-    new GeminiBackend({
-      url,
-      apiKey: secret,
-      model: MODEL,
-      cache: null,
-      fetch: spy,
-    });
-
-  await t.step("a successful count", async () => {
-    ok(await make(server.url).count(request, OPTIONS) > 0);
-  });
-  await t.step("a 500 whose body echoes the key and prompt", async () => {
-    server.fault = "http-500";
-    collect(await countError(make(server.url).count(request, OPTIONS)));
-    const result = await budget(request, {
-      window: 100_000,
-      contextLength: CONTEXT,
-      backend: make(server.url),
-    });
-    strictEqual(result.source, "rough-fallback");
-  });
-  await t.step("an unreachable host", async () => {
-    server.fault = "refused";
-    collect(await countError(make(server.url).count(request, OPTIONS)));
-  });
-  await t.step("a URL whose query holds the secret", async () => {
-    server.fault = "http-500";
-    collect(
-      await countError(
-        make(`${server.url}/?key=${secret}`).count(request, OPTIONS),
-      ),
-    );
-    server.fault = "none";
-  });
-  await t.step("neither appears in errors or logs", () => {
-    ok(texts.length > 0 && logs.lines.length > 0);
-    for (const text of [...texts, ...logs.lines]) {
-      ok(!text.includes(secret), `the key leaked: ${text}`);
-      ok(!text.includes(prompt), `the prompt leaked: ${text}`);
-    }
-  });
+  const sent = await kit.hostedCanarySteps(
+    t,
+    {
+      server,
+      make: (url, fetch) =>
+        new GeminiBackend({
+          url,
+          apiKey: secret,
+          model: MODEL,
+          cache: null,
+          fetch,
+        }),
+      request,
+      options: OPTIONS,
+    },
+    [secret, prompt],
+    logs,
+  );
   await t.step(
     "the key goes only in x-goog-api-key, only to countTokens",
     () => {
-      ok(sent.length >= 4);
-      for (const { url, headers } of sent) {
-        strictEqual(new URL(url).pathname, PATH);
-        strictEqual(headers.get("x-goog-api-key"), secret);
-        for (const [name, value] of headers) {
-          if (name !== "x-goog-api-key") ok(!value.includes(secret), name);
-        }
-      }
+      kit.assertKeyOnlyTo(sent, server.requests, {
+        path: PATH,
+        header: "x-goog-api-key",
+        secret,
+      });
       // The backend never puts the key in the URL itself (only the caller's query did).
       ok(!new URL(sent[0]!.url).search.includes(secret));
-      for (const recorded of server.requests) {
-        ok(
-          !recorded.text.includes(secret),
-        );
-      }
     },
   );
 });
@@ -561,15 +478,12 @@ Deno.test("new GeminiBackend() validates its options", async (t) => {
     );
   });
   await t.step("a base path and query string are kept", async () => {
-    const urls: string[] = [];
+    const { fetch, urls } = kit.urlRecorder({ totalTokens: 3 });
     const backend = new GeminiBackend({
       url: "http://gateway.test/google?tenant=a",
       model: MODEL,
       cache: null,
-      fetch: (input) => {
-        urls.push(String(input));
-        return Promise.resolve(Response.json({ totalTokens: 3 }));
-      },
+      fetch,
     });
     strictEqual(await backend.count(HELLO, OPTIONS), 3);
     deepStrictEqual(urls, [`http://gateway.test/google${PATH}?tenant=a`]);
@@ -585,11 +499,9 @@ Deno.test("new GeminiBackend() validates its options", async (t) => {
 Deno.test("geminiFromConfig() builds the backend from configuration", async (t) => {
   const env = { INCONTEXT_BACKEND: "gemini" };
   await t.step("requires INCONTEXT_GEMINI_API_KEY", () => {
-    throws(
+    kit.assertRequires(
       () => geminiFromConfig(loadConfig(env)),
-      (error: unknown) =>
-        error instanceof ConfigError &&
-        error.issues.some((i) => i.variable === "INCONTEXT_GEMINI_API_KEY"),
+      "INCONTEXT_GEMINI_API_KEY",
     );
   });
   await t.step("uses the URL, key and model", async () => {
@@ -610,18 +522,14 @@ Deno.test("geminiFromConfig() builds the backend from configuration", async (t) 
 Deno.test("conformance: gemini against the Gemini protocol server", async (t) => {
   await using server = await serveFakeGemini({ apiKey: KEY });
   await using failing = await serveFakeGemini({ fault: "http-503" });
-  const run = async (t: Deno.TestContext, extra: object) => {
-    const cases = backendConformanceCases({
-      create: () => backendFor(server),
-      createFailing: () => backendFor(failing),
-      contextLength: CONTEXT,
-      ...extra,
-    });
-    for (const c of cases) {
-      await t.step({ name: c.name, ignore: c.skip !== undefined, fn: c.run });
-    }
+  const base = {
+    create: () => backendFor(server),
+    createFailing: () => backendFor(failing),
+    contextLength: CONTEXT,
   };
-  await t.step("OpenAI-shaped requests", (t) => run(t, {}));
+  const run = (t: Deno.TestContext, extra = {}) =>
+    kit.runConformance(t, base, extra);
+  await t.step("OpenAI-shaped requests", (t) => run(t));
   await t.step("Gemini-shaped requests", (t) =>
     run(t, {
       request: {
@@ -632,13 +540,9 @@ Deno.test("conformance: gemini against the Gemini protocol server", async (t) =>
         }],
         generationConfig: { temperature: 0 },
       },
-      grow: (request: JsonObject, text: string) => ({
-        ...request,
-        contents: [
-          ...(request.contents as unknown[]),
-          { role: "model", parts: [{ text: "Hello." }] },
-          { role: "user", parts: [{ text }] },
-        ],
-      }),
+      grow: kit.growWith("contents", (text) => [
+        { role: "model", parts: [{ text: "Hello." }] },
+        { role: "user", parts: [{ text }] },
+      ]),
     }));
 });

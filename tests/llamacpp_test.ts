@@ -6,12 +6,11 @@ import {
   throws,
 } from "node:assert/strict";
 import type { JsonObject } from "../src/backend.ts";
-import { backendConformanceCases } from "../src/backend_conformance.ts";
 import { budget } from "../src/budget.ts";
 import { loadConfig } from "../src/config.ts";
 import { ConfigError } from "../src/config_error.ts";
 import { createCountCache } from "../src/count_cache.ts";
-import { CountError, TemplateRejectedError } from "../src/errors.ts";
+import { TemplateRejectedError } from "../src/errors.ts";
 import {
   createFakeLlamaCppHandler,
   type FakeLlamaCppFault,
@@ -23,7 +22,7 @@ import {
   type LlamaCppBackendOptions,
   llamacppFromConfig,
 } from "../src/llamacpp.ts";
-import { VERSION } from "../src/version.ts";
+import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const CONTEXT = 8192;
@@ -44,15 +43,6 @@ function backendFor(
   options: Partial<LlamaCppBackendOptions> = {},
 ): LlamaCppBackend {
   return new LlamaCppBackend({ url: server.url, cache: null, ...options });
-}
-
-async function countError(promise: Promise<unknown>): Promise<CountError> {
-  let caught: unknown;
-  await rejects(promise, (error: unknown) => {
-    caught = error;
-    return error instanceof CountError;
-  });
-  return caught as CountError;
 }
 
 function paths(server: FakeLlamaCppServer): string[] {
@@ -239,7 +229,7 @@ Deno.test("LlamaCppBackend.count() fails requests it cannot count before any HTT
   ];
   for (const [name, request, kind, message] of refused) {
     await t.step(name, async () => {
-      const error = await countError(
+      const error = await kit.countError(
         backend.count(request, { ...OPTIONS, ...kind }),
       );
       strictEqual(error.message, message);
@@ -251,38 +241,15 @@ Deno.test("LlamaCppBackend.count() fails requests it cannot count before any HTT
 type RequestKindOption = { kind?: "chat" | "completion" | "responses" };
 
 Deno.test("LlamaCppBackend.count() sends JSON, User-Agent and the bearer key to every endpoint", async (t) => {
-  await t.step("defaults: no Authorization", async () => {
-    await using server = await serve();
-    await backendFor(server).count(HELLO, OPTIONS);
-    for (const request of server.requests) {
-      strictEqual(request.headers["content-type"], "application/json");
-      strictEqual(request.headers["user-agent"], `incontext/${VERSION}`);
-      strictEqual(request.headers["authorization"], undefined);
-    }
-  });
-
-  await t.step("an API key, a User-Agent and a query string", async () => {
-    await using server = await serve({ apiKey: "sk-test" });
-    await new LlamaCppBackend({
-      url: `${server.url}/?tenant=a`,
-      apiKey: "sk-test",
-      userAgent: "hermes/1.2",
-      cache: null,
-    }).count(HELLO, OPTIONS);
-    strictEqual(server.requests.length, 3);
-    for (const request of server.requests) {
-      strictEqual(request.headers["authorization"], "Bearer sk-test");
-      strictEqual(request.headers["user-agent"], "hermes/1.2");
-      strictEqual(request.search, "?tenant=a");
-    }
-  });
-
-  await t.step("a wrong key: llama.cpp's 401 fails the count", async () => {
-    await using server = await serve({ apiKey: "sk-right" });
-    const error = await countError(
-      backendFor(server, { apiKey: "sk-wrong" }).count(HELLO, OPTIONS),
-    );
-    strictEqual(error.message, "llama.cpp /props answered HTTP 401");
+  await kit.bearerHeaderSteps(t, {
+    serve,
+    backend: (url, options) => backendFor({ url }, options),
+    request: HELLO,
+    options: OPTIONS,
+    requestsPerCount: 3,
+    userAgent: "hermes/1.2",
+    server: "llama.cpp",
+    wrongKeyMessage: "llama.cpp /props answered HTTP 401",
   });
 });
 
@@ -306,7 +273,7 @@ Deno.test("LlamaCppBackend.count() checks n_ctx from /props once per instance", 
       await using server = await serve();
       const backend = backendFor(server);
       for (let attempt = 0; attempt < 2; attempt++) {
-        const error = await countError(
+        const error = await kit.countError(
           backend.count(HELLO, { contextLength: 4096 }),
         );
         strictEqual(
@@ -323,7 +290,7 @@ Deno.test("LlamaCppBackend.count() checks n_ctx from /props once per instance", 
     server.faultPath = "/props";
     const backend = backendFor(server);
     strictEqual(
-      (await countError(backend.count(HELLO, OPTIONS))).message,
+      (await kit.countError(backend.count(HELLO, OPTIONS))).message,
       "llama.cpp /props answered HTTP 503",
     );
     server.fault = "none";
@@ -377,19 +344,12 @@ const FAULTS: readonly [FakeLlamaCppFault, string, string][] = [
 ];
 
 Deno.test("LlamaCppBackend.count() fails with a CountError on every server fault, with no retry", async (t) => {
-  for (const [fault, path, message] of FAULTS) {
-    await t.step(`${fault} on ${path}`, async () => {
-      await using server = await serve();
-      server.fault = fault;
-      server.faultPath = path;
-      const error = await countError(backendFor(server).count(HELLO, OPTIONS));
-      strictEqual(error.message, message);
-      // One request per endpoint up to the failing one: no retries.
-      const sent = server.requests.map((r) => r.path);
-      strictEqual(new Set(sent).size, sent.length);
-      if (fault !== "refused") strictEqual(sent.at(-1), path);
-    });
-  }
+  await kit.pathFaultSteps(
+    t,
+    serve,
+    FAULTS,
+    (server) => backendFor(server).count(HELLO, OPTIONS),
+  );
 
   await t.step(
     "oversized answers are read no further than the cap",
@@ -397,7 +357,7 @@ Deno.test("LlamaCppBackend.count() fails with a CountError on every server fault
       for (const path of ["/props", "/apply-template", "/tokenize"]) {
         await using server = await serve({ fault: "oversized" });
         server.faultPath = path;
-        const error = await countError(
+        const error = await kit.countError(
           backendFor(server).count(HELLO, OPTIONS),
         );
         ok(
@@ -412,7 +372,7 @@ Deno.test("LlamaCppBackend.count() fails with a CountError on every server fault
     for (const path of ["/props", "/tokenize"]) {
       await using server = await serve({ fault: "slow" });
       server.faultPath = path;
-      const error = await countError(
+      const error = await kit.countError(
         backendFor(server, { timeoutSeconds: 0.05 }).count(HELLO, OPTIONS),
       );
       strictEqual(error.message, "llama.cpp did not answer within 0.05 s");
@@ -427,7 +387,7 @@ Deno.test("LlamaCppBackend.count() reports a request llama.cpp rejects as Templa
   const invalid = { messages: [{ role: "user" }] }; // no content: llama.cpp answers 400
 
   await t.step("count() rejects without estimating", async () => {
-    const error = await countError(backend.count(invalid, OPTIONS));
+    const error = await kit.countError(backend.count(invalid, OPTIONS));
     ok(error instanceof TemplateRejectedError);
     strictEqual(
       error.message,
@@ -447,42 +407,27 @@ Deno.test("LlamaCppBackend.count() reports a request llama.cpp rejects as Templa
 
   await t.step("a 500 is a failed count, not a rejection", async () => {
     server.fault = "http-500";
-    const error = await countError(backend.count(HELLO, OPTIONS));
+    const error = await kit.countError(backend.count(HELLO, OPTIONS));
     ok(!(error instanceof TemplateRejectedError));
   });
 });
 
 Deno.test("LlamaCppBackend.count() rejects with a CountError when aborted", async (t) => {
-  await t.step("an aborted signal makes no HTTP call", async () => {
-    await using server = await serve();
-    const error = await countError(
-      backendFor(server).count(HELLO, {
-        ...OPTIONS,
-        signal: AbortSignal.abort(),
-      }),
-    );
-    strictEqual(error.message, "llama.cpp count was aborted");
-    strictEqual(server.requests.length, 0);
-  });
+  await kit.abortedSignalStep(
+    t,
+    () => serve(),
+    (server, signal) => backendFor(server).count(HELLO, { ...OPTIONS, signal }),
+    "llama.cpp count was aborted",
+  );
 
-  await t.step("an abort while /tokenize is held", async () => {
-    const fake = createFakeLlamaCppHandler({ nCtx: CONTEXT, fault: "slow" });
-    fake.faultPath = "/tokenize";
-    const controller = new AbortController();
-    const backend = new LlamaCppBackend({
-      url: "http://llama.test",
-      cache: null,
-      fetch: (input, init) => {
-        if (String(input).includes("/tokenize")) {
-          queueMicrotask(() => controller.abort());
-        }
-        return fake.fetch(input, init);
-      },
-    });
-    const error = await countError(
-      backend.count(HELLO, { ...OPTIONS, signal: controller.signal }),
-    );
-    strictEqual(error.message, "llama.cpp count was aborted");
+  await kit.abortWhileHeldStep(t, {
+    path: "/tokenize",
+    fake: createFakeLlamaCppHandler({ nCtx: CONTEXT, fault: "slow" }),
+    backend: (fetch) =>
+      new LlamaCppBackend({ url: "http://llama.test", cache: null, fetch }),
+    request: HELLO,
+    options: OPTIONS,
+    message: "llama.cpp count was aborted",
   });
 
   await t.step(
@@ -507,7 +452,7 @@ Deno.test("LlamaCppBackend.count() rejects with a CountError when aborted", asyn
       const follower = backend.count(HELLO, OPTIONS);
       controller.abort();
       strictEqual(
-        (await countError(leader)).message,
+        (await kit.countError(leader)).message,
         "llama.cpp count was aborted",
       );
       release();
@@ -526,7 +471,7 @@ Deno.test("LlamaCppBackend caches counts", async (t) => {
       const backend = backendFor(server, { cache });
       server.fault = "http-500";
       server.faultPath = "/tokenize";
-      await countError(backend.count(HELLO, OPTIONS));
+      await kit.countError(backend.count(HELLO, OPTIONS));
       server.fault = "none";
       strictEqual(await backend.count(HELLO, OPTIONS), 10);
       const sent = server.requests.length;
@@ -675,12 +620,7 @@ Deno.test("budget() through LlamaCppBackend sets max_tokens that the fake llama.
         messages: request.messages,
         max_tokens: 6000 - result.promptTokens!,
       });
-      const answer = await send(result.request);
-      strictEqual(answer.status, 200);
-      strictEqual(
-        (await answer.json()).usage.prompt_tokens,
-        result.promptTokens,
-      );
+      await kit.assertAcceptedWith(send(result.request), result.promptTokens);
     },
   );
 
@@ -720,140 +660,37 @@ Deno.test("budget() through LlamaCppBackend sets max_tokens that the fake llama.
   );
 
   await t.step("the server failing: rough fallback", async () => {
-    server.fault = "http-500";
-    const result = await budget(HELLO, {
+    const result = await kit.budgetUnderFault(server, "http-500", HELLO, {
       window: 6000,
       contextLength: CONTEXT,
       backend,
     });
-    strictEqual(result.source, "rough-fallback");
     strictEqual(result.action, "set");
-    server.fault = "none";
   });
 });
 
 Deno.test("LlamaCppBackend passes the backend conformance suite", async (t) => {
-  await using server = await serve();
-  await using failing = await serve({ fault: "http-500" });
-  for (
-    const c of backendConformanceCases({
-      create: () => backendFor(server),
-      createFailing: () => backendFor(failing),
-      contextLength: CONTEXT,
-    })
-  ) {
-    await t.step({ name: c.name, ignore: c.skip !== undefined, fn: c.run });
-  }
+  await kit.servedConformance(t, serve, backendFor, CONTEXT);
 });
 
 Deno.test("LlamaCppBackend keeps the key, the URL and the prompt out of errors and logs", async (t) => {
-  const secret = `sk-canary-${crypto.randomUUID()}`;
-  const prompt = `my password is ${secret.slice(10)}-prompt`;
-  const request = { messages: [{ role: "user", content: prompt }] };
   await using logs = await captureLogs();
-  await using server = await serve({ apiKey: secret });
-  const errors: unknown[] = [];
-  const backend = (options: Partial<LlamaCppBackendOptions> = {}) =>
-    new LlamaCppBackend({
-      url: `${server.url}/?key=${secret}`,
-      apiKey: secret,
-      cache: null,
-      ...options,
-    });
-
-  await t.step("a successful count", async () => {
-    ok(await backend().count(request, OPTIONS) > 0);
-  });
-
-  const faults: [FakeLlamaCppFault, string | undefined][] = [
-    ["http-500", "/apply-template"],
-    ["http-500", "/tokenize"],
-    ["non-json", "/tokenize"],
-    ["http-400", "/apply-template"],
-    ["slow", "/tokenize"],
-    ["refused", undefined],
-  ];
-  for (const [fault, path] of faults) {
-    await t.step(`${fault} ${path ?? ""}`, async () => {
-      server.fault = fault;
-      server.faultPath = path;
-      const timeoutSeconds = fault === "slow" ? 0.05 : 10;
-      errors.push(
-        await countError(backend({ timeoutSeconds }).count(request, OPTIONS)),
-      );
-      server.fault = "none";
-    });
-  }
-
-  await t.step("a wrong context length and an unreachable host", async () => {
-    errors.push(
-      await countError(backend().count(request, { contextLength: 4096 })),
-    );
-    errors.push(
-      await countError(
-        new LlamaCppBackend({
-          url: `http://127.0.0.1:1/?key=${secret}`,
-          apiKey: secret,
-          cache: null,
-        }).count(request, OPTIONS),
-      ),
-    );
-  });
-
-  await t.step(
-    "the server saw the key and the prompt; no error or log did",
-    () => {
-      ok(server.requests.some((r) => r.text.includes(prompt)));
-      ok(
-        server.requests.every((r) =>
-          r.headers["authorization"] === `Bearer ${secret}`
-        ),
-      );
-      ok(logs.lines.length > 0);
-      const texts = [...logs.lines, ...errors.flatMap(chain)];
-      for (const text of texts) {
-        ok(!text.includes(secret), text);
-        ok(!text.includes(secret.slice(10)), text);
-        ok(!text.includes("127.0.0.1"), text);
-      }
-    },
-  );
-
-  await t.step(
-    "a redirect to another origin does not carry the key",
-    async () => {
-      await using elsewhere = await serve();
-      await using redirect = Deno.serve(
-        { port: 0, hostname: "127.0.0.1", onListen() {} },
-        (req) =>
-          Response.redirect(
-            `${elsewhere.url}${new URL(req.url).pathname}`,
-            307,
-          ),
-      );
-      await backendFor({ url: `http://127.0.0.1:${redirect.addr.port}` }, {
-        apiKey: secret,
-      }).count(request, OPTIONS);
-      strictEqual(elsewhere.requests.length, 3);
-      for (const r of elsewhere.requests) {
-        strictEqual(r.headers["authorization"], undefined);
-      }
-    },
-  );
+  await kit.pathFaultCanary(t, {
+    serve,
+    backend: (url, options) => backendFor({ url }, options),
+    faults: [
+      ["http-500", "/apply-template"],
+      ["http-500", "/tokenize"],
+      ["non-json", "/tokenize"],
+      ["http-400", "/apply-template"],
+      ["slow", "/tokenize"],
+      ["refused", undefined],
+    ],
+    options: OPTIONS,
+    counted: (count) => ok((count as number) > 0),
+    requestsPerCount: 3,
+  }, logs);
 });
-
-function chain(error: unknown): string[] {
-  const texts: string[] = [];
-  for (let e = error, depth = 0; e !== undefined && depth < 16; depth++) {
-    if (!(e instanceof Error)) {
-      texts.push(String(e));
-      break;
-    }
-    texts.push(e.name, e.message, e.stack ?? "");
-    e = e.cause;
-  }
-  return texts;
-}
 
 Deno.test("new LlamaCppBackend() validates its options without echoing them", () => {
   for (
@@ -974,9 +811,7 @@ Deno.test("the fake llama.cpp server speaks llama.cpp's protocol", async (t) => 
   await t.step("disposing the server releases held requests", async () => {
     const server = await serve({ fault: "slow" });
     const held = fetch(`${server.url}/props`);
-    while (server.requests.length === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
+    await kit.untilRequested(server);
     const closing = server[Symbol.asyncDispose]();
     const answer = await held;
     strictEqual(answer.status, 503);

@@ -6,21 +6,16 @@ import {
   throws,
 } from "node:assert/strict";
 import type { JsonObject } from "../src/backend.ts";
-import {
-  backendConformanceCases,
-  CONFORMANCE_MARKER,
-} from "../src/backend_conformance.ts";
+import { CONFORMANCE_MARKER } from "../src/backend_conformance.ts";
 import { budget } from "../src/budget.ts";
 import { loadConfig } from "../src/config.ts";
 import { createCountCache } from "../src/count_cache.ts";
-import { CountError } from "../src/errors.ts";
 import {
   createFakeOpenAIHandler,
-  type FakeOpenAIFault,
   serveFakeOpenAI,
 } from "../src/fake_openai_server.ts";
 import { OpenAIBackend, openaiFromConfig } from "../src/openai.ts";
-import { VERSION } from "../src/version.ts";
+import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const CONTEXT = 128000;
@@ -103,29 +98,6 @@ function chat(model: string, extra: JsonObject = {}): JsonObject {
   };
 }
 
-async function countError(promise: Promise<unknown>): Promise<CountError> {
-  let caught: unknown;
-  await rejects(promise, (error: unknown) => {
-    caught = error;
-    return error instanceof CountError;
-  });
-  return caught as CountError;
-}
-
-/** Every message and stack along an error's cause chain. */
-function errorTexts(error: unknown): string[] {
-  const texts: string[] = [];
-  for (let e = error, depth = 0; e !== undefined && depth < 16; depth++) {
-    if (!(e instanceof Error)) {
-      texts.push(String(e));
-      break;
-    }
-    texts.push(e.name, e.message, e.stack ?? "");
-    e = e.cause;
-  }
-  return texts;
-}
-
 Deno.test("OpenAIBackend.count() estimates chat requests as OpenAI's API counted the cookbook's samples", async (t) => {
   // The cookbook printed these figures next to `usage.prompt_tokens` from
   // the API for the same requests: the estimate reproduces them exactly.
@@ -206,9 +178,9 @@ Deno.test("OpenAIBackend.count() picks the encoding from the model name", async 
   });
   await t.step("an unknown or missing model fails the count", async () => {
     for (const model of ["llama-3.1-8b", "gpt-40", "o5x", "text-davinci-003"]) {
-      await countError(backend.count(chat(model), CHAT));
+      await kit.countError(backend.count(chat(model), CHAT));
     }
-    await countError(backend.count({ messages: [] }, CHAT));
+    await kit.countError(backend.count({ messages: [] }, CHAT));
   });
   await t.step("extra_body's model wins", async () => {
     const counted = await backend.count(
@@ -270,16 +242,16 @@ Deno.test("OpenAIBackend.count() estimates chat content as the API reads it", as
   });
   await t.step("media parts, odd messages and odd tools fail", async () => {
     const image = { type: "image_url", image_url: { url: "data:," } };
-    await countError(
+    await kit.countError(
       backend.count(
         { model: "gpt-4o", messages: [{ role: "user", content: [image] }] },
         CHAT,
       ),
     );
-    await countError(
+    await kit.countError(
       backend.count({ model: "gpt-4o", messages: ["hi"] }, CHAT),
     );
-    await countError(
+    await kit.countError(
       backend.count(chat("gpt-4o", { tools: [{ type: "custom" }] }), CHAT),
     );
   });
@@ -290,7 +262,7 @@ Deno.test("OpenAIBackend.count() estimates chat content as the API reads it", as
       fetch: fake.fetch,
       cache: null,
     });
-    await countError(
+    await kit.countError(
       remote.count({ model: "gpt-3.5-turbo-instruct", prompt: "Hi" }, {
         contextLength: CONTEXT,
         kind: "completion",
@@ -339,22 +311,18 @@ Deno.test("OpenAIBackend.count() counts Responses requests with /v1/responses/in
     },
   );
   await t.step("the request line and headers", () => {
-    const request = server.requests[0]!;
-    strictEqual(request.method, "POST");
-    strictEqual(request.path, "/v1/responses/input_tokens");
-    strictEqual(request.headers["authorization"], "Bearer sk-test");
-    strictEqual(request.headers["content-type"], "application/json");
-    strictEqual(request.headers["user-agent"], `incontext/${VERSION}`);
+    kit.assertEverySent(server.requests.slice(0, 1), {
+      method: "POST",
+      path: "/v1/responses/input_tokens",
+      headers: { ...kit.DEFAULT_HEADERS, authorization: "Bearer sk-test" },
+    });
   });
   await t.step("a base path and a query string are kept", async () => {
-    const seen: string[] = [];
+    const { fetch, urls: seen } = kit.urlRecorder({ input_tokens: 1 });
     const spy = new OpenAIBackend({
       url: "http://gateway.test/openai/?tenant=a",
       cache: null,
-      fetch: (input) => {
-        seen.push(String(input));
-        return Promise.resolve(Response.json({ input_tokens: 1 }));
-      },
+      fetch,
     });
     await spy.count({ input: "x" }, RESPONSES);
     deepStrictEqual(seen, [
@@ -367,61 +335,40 @@ Deno.test("OpenAIBackend.count() counts Responses requests with /v1/responses/in
       apiKey: "sk-no",
       cache: null,
     });
-    const error = await countError(wrong.count({ input: "x" }, RESPONSES));
+    const error = await kit.countError(wrong.count({ input: "x" }, RESPONSES));
     ok(error.message.includes("401"), error.message);
   });
 });
 
 Deno.test("OpenAIBackend.count() fails at once on every server fault, without retrying", async (t) => {
   await using server = await serveFakeOpenAI();
-  const faults: FakeOpenAIFault[] = [
-    "http-429",
-    "http-500",
-    "http-503",
-    "non-json",
-    "non-object",
-    "invalid-count",
-    "refused",
-  ];
-  for (const fault of faults) {
-    await t.step(fault, async () => {
-      server.fault = fault;
-      server.requests.length = 0;
-      const backend = new OpenAIBackend({ url: server.url, cache: null });
-      const error = await countError(
-        backend.count({ model: "gpt-5", input: "Hi" }, RESPONSES),
-      );
-      strictEqual(server.requests.length, fault === "refused" ? 0 : 1);
-      if (fault.startsWith("http-")) {
-        ok(error.message.endsWith(`HTTP ${fault.slice(5)}`), error.message);
-      }
-    });
-  }
+  await kit.statusFaultSteps(
+    t,
+    server,
+    kit.PLAIN_FAULTS,
+    () =>
+      new OpenAIBackend({ url: server.url, cache: null })
+        .count({ model: "gpt-5", input: "Hi" }, RESPONSES),
+  );
   await t.step("budget() falls back on a 429", async () => {
-    server.fault = "http-429";
-    const result = await budget({ model: "gpt-5", input: "Hi" }, {
+    const result = await kit.budgetUnderFault(server, "http-429", {
+      model: "gpt-5",
+      input: "Hi",
+    }, {
       window: 100000,
       contextLength: CONTEXT,
       backend: new OpenAIBackend({ url: server.url, cache: null }),
     });
-    strictEqual(result.source, "rough-fallback");
     strictEqual(result.action, "set");
   });
-  await t.step("a slow answer fails once the caller aborts", async () => {
-    server.fault = "slow";
-    const controller = new AbortController();
-    const backend = new OpenAIBackend({ url: server.url, cache: null });
-    const counting = backend.count({ input: "Hi" }, {
-      ...RESPONSES,
-      signal: controller.signal,
-    });
-    while (server.requests.length === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
-    controller.abort(new Error("gave up"));
-    const error = await countError(counting);
-    ok(error.message.includes("aborted"), error.message);
-  });
+  await kit.abortWhileSlowStep(
+    t,
+    "a slow answer fails once the caller aborts",
+    server,
+    (signal) =>
+      new OpenAIBackend({ url: server.url, cache: null })
+        .count({ input: "Hi" }, { ...RESPONSES, signal }),
+  );
 });
 
 Deno.test("OpenAIBackend writes the cap field OpenAI reads", async (t) => {
@@ -521,7 +468,7 @@ Deno.test("OpenAIBackend.count() caches counts", async (t) => {
       fetch: fake.fetch,
       cache,
     });
-    await countError(backend.count({ input: "Hi" }, RESPONSES));
+    await kit.countError(backend.count({ input: "Hi" }, RESPONSES));
     fake.fault = "none";
     strictEqual(
       (await backend.count({ input: "Hi" }, RESPONSES)).estimatedTokens,
@@ -576,13 +523,10 @@ Deno.test("new OpenAIBackend() validates its options", async (t) => {
     );
   });
   await t.step("the default URL is OpenAI's", async () => {
-    const seen: string[] = [];
+    const { fetch, urls: seen } = kit.urlRecorder({ input_tokens: 3 });
     const backend = new OpenAIBackend({
       cache: null,
-      fetch: (input) => {
-        seen.push(String(input));
-        return Promise.resolve(Response.json({ input_tokens: 3 }));
-      },
+      fetch,
     });
     await backend.count({ input: "x" }, RESPONSES);
     deepStrictEqual(seen, ["https://api.openai.com/v1/responses/input_tokens"]);
@@ -611,8 +555,7 @@ Deno.test("openaiFromConfig() sends the OpenAI key, and only it, to the configur
 });
 
 Deno.test("OpenAIBackend.count() keeps the key and the prompt out of errors and logs", async (t) => {
-  const secret = `sk-canary-${crypto.randomUUID()}`;
-  const prompt = `prompt-canary-${crypto.randomUUID()}`;
+  const { secret, prompt } = kit.canary();
   await using logs = await captureLogs();
   await using server = await serveFakeOpenAI({ apiKey: secret });
   const responses = { model: "gpt-5", input: `Say ${prompt}` };
@@ -621,7 +564,7 @@ Deno.test("OpenAIBackend.count() keeps the key and the prompt out of errors and 
     backend: OpenAIBackend,
     request: JsonObject,
     options: typeof RESPONSES | typeof CHAT,
-  ) => errors.push(await countError(backend.count(request, options)));
+  ) => errors.push(await kit.countError(backend.count(request, options)));
 
   await t.step("counts succeed with the key", async () => {
     const backend = new OpenAIBackend({
@@ -695,24 +638,7 @@ Deno.test("OpenAIBackend.count() keeps the key and the prompt out of errors and 
       );
     },
   );
-  await t.step("no error, cause or stack holds the key or the prompt", () => {
-    strictEqual(errors.length, 7);
-    for (const error of errors) {
-      for (const text of errorTexts(error)) {
-        ok(!text.includes(secret), text);
-        ok(!text.includes(prompt), text);
-        ok(!text.includes("127.0.0.1"), text);
-      }
-    }
-  });
-  await t.step("no log line holds the key, the prompt or the URL", () => {
-    ok(logs.lines.some((line) => line.includes(" debug ")));
-    for (const line of logs.lines) {
-      ok(!line.includes(secret), line);
-      ok(!line.includes(prompt), line);
-      ok(!line.includes("127.0.0.1"), line);
-    }
-  });
+  await kit.leakFreeSteps(t, errors, 7, logs, [secret, prompt, "127.0.0.1"]);
   await t.step("the key went only to the count endpoint", () => {
     ok(server.requests.some((r) => r.text.includes(prompt)));
     for (const request of server.requests) {
@@ -731,54 +657,42 @@ Deno.test("conformance: OpenAIBackend, Responses requests against the protocol s
     instructions: "You are a terse assistant.",
     input: [{ role: "user", content: `Say hello. ${CONFORMANCE_MARKER}` }],
   };
-  for (
-    const c of backendConformanceCases({
-      create: () =>
-        new OpenAIBackend({
-          url: server.url,
-          apiKey: "sk-conformance",
-          cache: null,
-        }),
-      createFailing: () => new OpenAIBackend({ url: failing.url, cache: null }),
-      contextLength: CONTEXT,
-      kind: "responses",
-      request,
-      grow: (body, text) => ({
-        ...body,
-        input: [
-          ...(body.input as unknown[]),
-          { role: "assistant", content: "Hello." },
-          { role: "user", content: text },
-        ],
+  await kit.runConformance(t, {
+    create: () =>
+      new OpenAIBackend({
+        url: server.url,
+        apiKey: "sk-conformance",
+        cache: null,
       }),
-    })
-  ) {
-    await t.step({ name: c.name, ignore: c.skip !== undefined, fn: c.run });
-  }
+    createFailing: () => new OpenAIBackend({ url: failing.url, cache: null }),
+    contextLength: CONTEXT,
+    kind: "responses",
+    request,
+    grow: kit.growWith("input", (text) => [
+      { role: "assistant", content: "Hello." },
+      { role: "user", content: text },
+    ]),
+  });
 });
 
 Deno.test("conformance: OpenAIBackend, Chat Completions estimates", async (t) => {
   const local =
     "the Chat Completions count is a local estimate: no server can fail it";
-  for (
-    const c of backendConformanceCases({
-      create: () => new OpenAIBackend({ cache: null }),
-      createFailing: () => new OpenAIBackend({ cache: null }),
-      contextLength: CONTEXT,
-      request: {
-        model: "gpt-4o",
-        messages: [
-          { role: "system", content: "You are a terse assistant." },
-          { role: "user", content: `Say hello. ${CONFORMANCE_MARKER}` },
-        ],
-      },
-      skip: {
-        "fails the count with a CountError when the server fails": local,
-        "never quotes the request in a count error": local,
-        "lets budget() fall back when the server fails": local,
-      },
-    })
-  ) {
-    await t.step({ name: c.name, ignore: c.skip !== undefined, fn: c.run });
-  }
+  await kit.runConformance(t, {
+    create: () => new OpenAIBackend({ cache: null }),
+    createFailing: () => new OpenAIBackend({ cache: null }),
+    contextLength: CONTEXT,
+    request: {
+      model: "gpt-4o",
+      messages: [
+        { role: "system", content: "You are a terse assistant." },
+        { role: "user", content: `Say hello. ${CONFORMANCE_MARKER}` },
+      ],
+    },
+    skip: {
+      "fails the count with a CountError when the server fails": local,
+      "never quotes the request in a count error": local,
+      "lets budget() fall back when the server fails": local,
+    },
+  });
 });

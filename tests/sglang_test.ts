@@ -11,18 +11,14 @@ import {
   type JsonObject,
   type OutputLimitOptions,
 } from "../src/backend.ts";
-import {
-  backendConformanceCases,
-  CONFORMANCE_MARKER,
-} from "../src/backend_conformance.ts";
+import { CONFORMANCE_MARKER } from "../src/backend_conformance.ts";
 import { budget } from "../src/budget.ts";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { createCountCache } from "../src/count_cache.ts";
-import { CountError, TemplateRejectedError } from "../src/errors.ts";
+import { TemplateRejectedError } from "../src/errors.ts";
 import {
   createFakeSglangHandler,
   type FakeSglang,
-  type FakeSglangFault,
   type FakeSglangOptions,
   serveFakeSglang,
 } from "../src/fake_sglang_server.ts";
@@ -32,7 +28,7 @@ import {
   type SglangBackendOptions,
   sglangFromConfig,
 } from "../src/sglang.ts";
-import { VERSION } from "../src/version.ts";
+import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 
@@ -64,29 +60,6 @@ function serve(options: FakeSglangOptions = {}): Promise<FakeSglang> {
   return serveFakeSglang(options);
 }
 
-async function countError(promise: Promise<unknown>): Promise<CountError> {
-  let caught: unknown;
-  await rejects(promise, (error: unknown) => {
-    caught = error;
-    return error instanceof CountError;
-  });
-  return caught as CountError;
-}
-
-/** Every message and stack along an error's cause chain. */
-function errorTexts(error: unknown): string[] {
-  const texts: string[] = [];
-  for (let e = error, depth = 0; e !== undefined && depth < 16; depth++) {
-    if (!(e instanceof Error)) {
-      texts.push(String(e));
-      break;
-    }
-    texts.push(e.name, e.message, e.stack ?? "");
-    e = e.cause;
-  }
-  return texts;
-}
-
 Deno.test("SglangBackend.count() renders the chat locally and sends the text", async (t) => {
   await using server = await serve();
   await using backend = backendFor(server, { chatTemplate: TAGS });
@@ -113,12 +86,11 @@ Deno.test("SglangBackend.count() renders the chat locally and sends the text", a
     strictEqual(count, 16);
   });
   await t.step("the request line and headers", () => {
-    const request = server.requests[0]!;
-    strictEqual(request.method, "POST");
-    strictEqual(request.path, "/tokenize");
-    strictEqual(request.headers["content-type"], "application/json");
-    strictEqual(request.headers["user-agent"], `incontext/${VERSION}`);
-    strictEqual(request.headers["authorization"], undefined);
+    kit.assertEverySent(server.requests.slice(0, 1), {
+      method: "POST",
+      path: "/tokenize",
+      headers: kit.DEFAULT_HEADERS,
+    });
   });
   await t.step(
     "vLLM's preprocessing applies: add_generation_prompt false",
@@ -195,7 +167,7 @@ Deno.test("SglangBackend.count() fails before any HTTP call when the render cann
   await using server = await serve();
   await t.step("a template that raises: TemplateRejectedError", async () => {
     await using backend = backendFor(server, { chatTemplate: RAISING });
-    const error = await countError(backend.count(HELLO, C));
+    const error = await kit.countError(backend.count(HELLO, C));
     ok(error instanceof TemplateRejectedError);
     const result = await budget(HELLO, {
       window: 8000,
@@ -209,7 +181,7 @@ Deno.test("SglangBackend.count() fails before any HTTP call when the render cann
     await using cache = createCountCache({ inProcess: true });
     await using backend = backendFor(server, { chatTemplate: RAISING, cache });
     ok(
-      await countError(backend.count(HELLO, C)) instanceof
+      await kit.countError(backend.count(HELLO, C)) instanceof
         TemplateRejectedError,
     );
   });
@@ -225,77 +197,54 @@ Deno.test("SglangBackend.count() fails before any HTTP call when the render cann
           { messages: [{ role: "user", content: [image] }] },
         ]
       ) {
-        const error = await countError(backend.count(request, C));
+        const error = await kit.countError(backend.count(request, C));
         ok(!(error instanceof TemplateRejectedError));
       }
     },
   );
   await t.step("a completion without a prompt string", async () => {
     await using backend = backendFor(server);
-    await countError(
+    await kit.countError(
       backend.count({ prompt: 3 }, { ...C, kind: "completion" }),
     );
   });
   await t.step("a missing model folder, and a wrong SHA-256", async () => {
     await using missing = backendFor(server, { dir: "/nonexistent/model" });
-    await countError(missing.count(HELLO, C));
+    await kit.countError(missing.count(HELLO, C));
     await using wrong = backendFor(server, { expectedSha256: "0".repeat(64) });
-    await countError(wrong.count(HELLO, C));
+    await kit.countError(wrong.count(HELLO, C));
   });
   await t.step("a disposed backend", async () => {
     const backend = backendFor(server);
     await backend[Symbol.asyncDispose]();
-    await countError(backend.count(HELLO, C));
+    await kit.countError(backend.count(HELLO, C));
   });
   strictEqual(server.requests.length, 0);
 });
 
 Deno.test("SglangBackend.count() fails at once on every server fault, without retrying", async (t) => {
   await using server = await serve();
-  const faults: FakeSglangFault[] = [
-    "http-429",
-    "http-500",
-    "http-503",
-    "non-json",
-    "non-object",
-    "invalid-count",
-    "refused",
-  ];
-  for (const fault of faults) {
-    await t.step(fault, async () => {
-      server.fault = fault;
-      server.requests.length = 0;
-      await using backend = backendFor(server);
-      const error = await countError(backend.count(HELLO, C));
-      strictEqual(server.requests.length, fault === "refused" ? 0 : 1);
-      if (fault.startsWith("http-")) {
-        ok(error.message.endsWith(`HTTP ${fault.slice(5)}`), error.message);
-      }
-    });
-  }
-  await t.step("budget() falls back on a 503", async () => {
-    server.fault = "http-503";
+  await kit.statusFaultSteps(t, server, kit.PLAIN_FAULTS, async () => {
     await using backend = backendFor(server);
-    const result = await budget(HELLO, {
+    return await backend.count(HELLO, C);
+  });
+  await t.step("budget() falls back on a 503", async () => {
+    await using backend = backendFor(server);
+    await kit.budgetUnderFault(server, "http-503", HELLO, {
       window: 8000,
       contextLength: CONTEXT,
       backend,
     });
-    strictEqual(result.source, "rough-fallback");
   });
-  await t.step("an abort while the server is slow", async () => {
-    server.fault = "slow";
-    server.requests.length = 0;
-    await using backend = backendFor(server);
-    const controller = new AbortController();
-    const counting = backend.count(HELLO, { ...C, signal: controller.signal });
-    while (server.requests.length === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
-    controller.abort(new Error("gave up"));
-    const error = await countError(counting);
-    ok(error.message.includes("aborted"), error.message);
-  });
+  await kit.abortWhileSlowStep(
+    t,
+    "an abort while the server is slow",
+    server,
+    async (signal) => {
+      await using backend = backendFor(server);
+      return await backend.count(HELLO, { ...C, signal });
+    },
+  );
 });
 
 Deno.test("createFakeSglangHandler() speaks SGLang's text-only /tokenize", async (t) => {
@@ -481,7 +430,7 @@ Deno.test("SglangBackend.count() caches counts", async (t) => {
     await using cache = createCountCache({ inProcess: true });
     await using backend = backendFor(server, { cache });
     server.fault = "http-500";
-    await countError(backend.count(HELLO, C));
+    await kit.countError(backend.count(HELLO, C));
     server.fault = "none";
     strictEqual(await backend.count(HELLO, C), 4);
     strictEqual(server.requests.length, 2);
@@ -575,8 +524,7 @@ Deno.test("sglangFromConfig() requires the URL and the model folder, listed toge
 });
 
 Deno.test("SglangBackend.count() keeps the key and the prompt out of errors and logs", async (t) => {
-  const secret = `sk-canary-${crypto.randomUUID()}`;
-  const prompt = `prompt-canary-${crypto.randomUUID()}`;
+  const { secret, prompt } = kit.canary();
   const request = { messages: [{ role: "user", content: `Say ${prompt}` }] };
   await using logs = await captureLogs();
   await using server = await serve();
@@ -592,13 +540,13 @@ Deno.test("SglangBackend.count() keeps the key and the prompt out of errors and 
     await t.step(`${fault} echoing the prompt fails cleanly`, async () => {
       server.fault = fault;
       await using backend = keyed(`${server.url}?key=${secret}`);
-      errors.push(await countError(backend.count(request, C)));
+      errors.push(await kit.countError(backend.count(request, C)));
     });
   }
   server.fault = "none";
   await t.step("an unreachable host fails cleanly", async () => {
     await using backend = keyed(`http://127.0.0.1:9/?key=${secret}`);
-    errors.push(await countError(backend.count(request, C)));
+    errors.push(await kit.countError(backend.count(request, C)));
   });
   await t.step(
     "a template that raises with the prompt fails cleanly",
@@ -606,27 +554,10 @@ Deno.test("SglangBackend.count() keeps the key and the prompt out of errors and 
       await using backend = keyed(server.url, {
         chatTemplate: "{{ raise_exception(messages[0].content) }}",
       });
-      errors.push(await countError(backend.count(request, C)));
+      errors.push(await kit.countError(backend.count(request, C)));
     },
   );
-  await t.step("no error, cause or stack holds the key or the prompt", () => {
-    strictEqual(errors.length, 5);
-    for (const error of errors) {
-      for (const text of errorTexts(error)) {
-        ok(!text.includes(secret), text);
-        ok(!text.includes(prompt), text);
-        ok(!text.includes("127.0.0.1"), text);
-      }
-    }
-  });
-  await t.step("no log line holds the key, the prompt or the URL", () => {
-    ok(logs.lines.some((line) => line.includes(" debug ")));
-    for (const line of logs.lines) {
-      ok(!line.includes(secret), line);
-      ok(!line.includes(prompt), line);
-      ok(!line.includes("127.0.0.1"), line);
-    }
-  });
+  await kit.leakFreeSteps(t, errors, 5, logs, [secret, prompt, "127.0.0.1"]);
   await t.step("the key went only to /tokenize, with the prompt", () => {
     ok(server.requests.some((r) => r.text.includes(prompt)));
     for (const request of server.requests) {
@@ -716,21 +647,17 @@ Deno.test("conformance: SglangBackend against the protocol server", async (t) =>
     made.push(backend);
     return backend;
   };
-  for (
-    const c of backendConformanceCases({
-      create: () => make(server.url),
-      createFailing: () => make(failing.url),
-      contextLength: CONTEXT,
-      request: {
-        model: "qwen3",
-        messages: [
-          { role: "system", content: "You are a terse assistant." },
-          { role: "user", content: `Say hello. ${CONFORMANCE_MARKER}` },
-        ],
-      },
-    })
-  ) {
-    await t.step({ name: c.name, ignore: c.skip !== undefined, fn: c.run });
-  }
+  await kit.runConformance(t, {
+    create: () => make(server.url),
+    createFailing: () => make(failing.url),
+    contextLength: CONTEXT,
+    request: {
+      model: "qwen3",
+      messages: [
+        { role: "system", content: "You are a terse assistant." },
+        { role: "user", content: `Say hello. ${CONFORMANCE_MARKER}` },
+      ],
+    },
+  });
   for (const backend of made) await backend[Symbol.asyncDispose]();
 });

@@ -6,12 +6,11 @@ import {
   throws,
 } from "node:assert/strict";
 import type { JsonObject } from "../src/backend.ts";
-import { backendConformanceCases } from "../src/backend_conformance.ts";
 import { budget } from "../src/budget.ts";
 import { loadConfig } from "../src/config.ts";
 import { ConfigError } from "../src/config_error.ts";
 import { createCountCache } from "../src/count_cache.ts";
-import { CountError, TemplateRejectedError } from "../src/errors.ts";
+import { TemplateRejectedError } from "../src/errors.ts";
 import {
   createFakeTgiHandler,
   type FakeTgiFault,
@@ -24,7 +23,7 @@ import {
   type TgiBackendOptions,
   tgiFromConfig,
 } from "../src/tgi.ts";
-import { VERSION } from "../src/version.ts";
+import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const CONTEXT = 8192;
@@ -40,15 +39,6 @@ function backendFor(
   options: Partial<TgiBackendOptions> = {},
 ): TgiBackend {
   return new TgiBackend({ url: server.url, cache: null, ...options });
-}
-
-async function countError(promise: Promise<unknown>): Promise<CountError> {
-  let caught: unknown;
-  await rejects(promise, (error: unknown) => {
-    caught = error;
-    return error instanceof CountError;
-  });
-  return caught as CountError;
 }
 
 function paths(server: FakeTgiServer): string[] {
@@ -156,7 +146,7 @@ Deno.test("TgiBackend.count() posts the chat request to /chat_tokenize", async (
 
   await t.step("no messages array: no HTTP call", async () => {
     await using server = await serve();
-    const error = await countError(
+    const error = await kit.countError(
       backendFor(server).count({ prompt: "x" }, OPTIONS),
     );
     strictEqual(
@@ -168,36 +158,14 @@ Deno.test("TgiBackend.count() posts the chat request to /chat_tokenize", async (
 });
 
 Deno.test("TgiBackend.count() sends JSON, User-Agent and the bearer key to every endpoint", async (t) => {
-  await t.step("defaults: no Authorization", async () => {
-    await using server = await serve();
-    await backendFor(server).count(HELLO, OPTIONS);
-    for (const request of server.requests) {
-      strictEqual(request.headers["content-type"], "application/json");
-      strictEqual(request.headers["user-agent"], `incontext/${VERSION}`);
-      strictEqual(request.headers["authorization"], undefined);
-    }
-  });
-
-  await t.step("an API key and a query string", async () => {
-    await using server = await serve({ apiKey: "sk-test" });
-    await new TgiBackend({
-      url: `${server.url}/?tenant=a`,
-      apiKey: "sk-test",
-      cache: null,
-    }).count(HELLO, OPTIONS);
-    strictEqual(server.requests.length, 2);
-    for (const request of server.requests) {
-      strictEqual(request.headers["authorization"], "Bearer sk-test");
-      strictEqual(request.search, "?tenant=a");
-    }
-  });
-
-  await t.step("a wrong key: TGI's 401 fails the count", async () => {
-    await using server = await serve({ apiKey: "sk-right" });
-    const error = await countError(
-      backendFor(server, { apiKey: "sk-wrong" }).count(HELLO, OPTIONS),
-    );
-    strictEqual(error.message, "TGI /info answered HTTP 401");
+  await kit.bearerHeaderSteps(t, {
+    serve,
+    backend: (url, options) => backendFor({ url }, options),
+    request: HELLO,
+    options: OPTIONS,
+    requestsPerCount: 2,
+    server: "TGI",
+    wrongKeyMessage: "TGI /info answered HTTP 401",
   });
 });
 
@@ -216,7 +184,7 @@ Deno.test("TgiBackend.count() checks /info once per instance", async (t) => {
     "a max_total_tokens that differs fails, naming both numbers",
     async () => {
       await using server = await serve();
-      const error = await countError(
+      const error = await kit.countError(
         backendFor(server).count(HELLO, { contextLength: 4096 }),
       );
       strictEqual(
@@ -234,7 +202,7 @@ Deno.test("TgiBackend.count() checks /info once per instance", async (t) => {
       server.faultPath = "/info";
       const backend = backendFor(server);
       strictEqual(
-        (await countError(backend.count(HELLO, OPTIONS))).message,
+        (await kit.countError(backend.count(HELLO, OPTIONS))).message,
         "TGI /info returned an invalid max_total_tokens",
       );
       server.fault = "none";
@@ -300,10 +268,8 @@ Deno.test("TgiBackend.count() keeps budgets TGI would reject from being written"
       strictEqual(result.field, "max_tokens");
       strictEqual(result.maxTokens, 6000 - result.promptTokens!);
       strictEqual((await send(server, request)).status, 422); // as sent by the caller
-      const answer = await send(server, result.request);
-      strictEqual(answer.status, 200);
-      strictEqual(
-        (await answer.json()).usage.prompt_tokens,
+      await kit.assertAcceptedWith(
+        send(server, result.request),
         result.promptTokens,
       );
     },
@@ -326,7 +292,7 @@ Deno.test("TgiBackend.count() keeps budgets TGI would reject from being written"
 
   await t.step("TGI's 422 on /chat_tokenize is a rejection", async () => {
     const invalid = { messages: [{ content: "no role" }] };
-    const error = await countError(backend.count(invalid, OPTIONS));
+    const error = await kit.countError(backend.count(invalid, OPTIONS));
     ok(error instanceof TemplateRejectedError);
     strictEqual(
       error.message,
@@ -362,19 +328,12 @@ const FAULTS: readonly [FakeTgiFault, string, string][] = [
 ];
 
 Deno.test("TgiBackend.count() fails with a CountError on every server fault, with no retry", async (t) => {
-  for (const [fault, path, message] of FAULTS) {
-    await t.step(`${fault} on ${path}`, async () => {
-      await using server = await serve();
-      server.fault = fault;
-      server.faultPath = path;
-      const error = await countError(backendFor(server).count(HELLO, OPTIONS));
-      strictEqual(error.message, message);
-      ok(!(error instanceof TemplateRejectedError));
-      const sent = server.requests.map((r) => r.path);
-      strictEqual(new Set(sent).size, sent.length);
-      if (fault !== "refused") strictEqual(sent.at(-1), path);
-    });
-  }
+  await kit.pathFaultSteps(
+    t,
+    serve,
+    FAULTS,
+    (server) => backendFor(server).count(HELLO, OPTIONS),
+  );
 
   await t.step("completion faults on /tokenize", async () => {
     const completion = { ...OPTIONS, kind: "completion" } as const;
@@ -387,7 +346,7 @@ Deno.test("TgiBackend.count() fails with a CountError on every server fault, wit
     for (const [fault, message] of cases) {
       await using server = await serve({ fault });
       server.faultPath = "/tokenize";
-      const error = await countError(
+      const error = await kit.countError(
         backendFor(server).count({ prompt: "Hi" }, completion),
       );
       strictEqual(error.message, message);
@@ -405,7 +364,7 @@ Deno.test("TgiBackend.count() fails with a CountError on every server fault, wit
       ) {
         await using server = await serve({ fault: "oversized" });
         server.faultPath = path;
-        const error = await countError(
+        const error = await kit.countError(
           backendFor(server).count({ ...HELLO, prompt: "Hi" }, {
             ...OPTIONS,
             kind,
@@ -423,7 +382,7 @@ Deno.test("TgiBackend.count() fails with a CountError on every server fault, wit
     for (const path of ["/info", "/chat_tokenize"]) {
       await using server = await serve({ fault: "slow" });
       server.faultPath = path;
-      const error = await countError(
+      const error = await kit.countError(
         backendFor(server, { timeoutSeconds: 0.05 }).count(HELLO, OPTIONS),
       );
       strictEqual(error.message, "TGI did not answer within 0.05 s");
@@ -432,39 +391,24 @@ Deno.test("TgiBackend.count() fails with a CountError on every server fault, wit
 });
 
 Deno.test("TgiBackend.count() rejects with a CountError when aborted", async (t) => {
-  await t.step("an aborted signal makes no HTTP call", async () => {
-    await using server = await serve();
-    const error = await countError(
-      backendFor(server).count(HELLO, {
-        ...OPTIONS,
-        signal: AbortSignal.abort(),
-      }),
-    );
-    strictEqual(error.message, "TGI count was aborted");
-    strictEqual(server.requests.length, 0);
-  });
+  await kit.abortedSignalStep(
+    t,
+    () => serve(),
+    (server, signal) => backendFor(server).count(HELLO, { ...OPTIONS, signal }),
+    "TGI count was aborted",
+  );
 
-  await t.step("an abort while /chat_tokenize is held", async () => {
-    const fake = createFakeTgiHandler({
+  await kit.abortWhileHeldStep(t, {
+    path: "/chat_tokenize",
+    fake: createFakeTgiHandler({
       maxTotalTokens: CONTEXT,
       fault: "slow",
-    });
-    fake.faultPath = "/chat_tokenize";
-    const controller = new AbortController();
-    const backend = new TgiBackend({
-      url: "http://tgi.test",
-      cache: null,
-      fetch: (input, init) => {
-        if (String(input).includes("/chat_tokenize")) {
-          queueMicrotask(() => controller.abort());
-        }
-        return fake.fetch(input, init);
-      },
-    });
-    const error = await countError(
-      backend.count(HELLO, { ...OPTIONS, signal: controller.signal }),
-    );
-    strictEqual(error.message, "TGI count was aborted");
+    }),
+    backend: (fetch) =>
+      new TgiBackend({ url: "http://tgi.test", cache: null, fetch }),
+    request: HELLO,
+    options: OPTIONS,
+    message: "TGI count was aborted",
   });
 });
 
@@ -474,7 +418,7 @@ Deno.test("TgiBackend caches counts, not failures", async () => {
   const backend = backendFor(server, { cache });
   server.fault = "http-500";
   server.faultPath = "/chat_tokenize";
-  await countError(backend.count(HELLO, OPTIONS));
+  await kit.countError(backend.count(HELLO, OPTIONS));
   server.fault = "none";
   strictEqual(await backend.count(HELLO, OPTIONS), 10);
   const sent = server.requests.length;
@@ -553,10 +497,8 @@ Deno.test("budget() through TgiBackend sets max_tokens that the fake TGI accepts
       strictEqual(result.source, "tgi-chat-tokenize");
       strictEqual(result.field, "max_tokens");
       strictEqual(result.request.max_tokens, 6000 - result.promptTokens!);
-      const answer = await send(server, result.request);
-      strictEqual(answer.status, 200);
-      strictEqual(
-        (await answer.json()).usage.prompt_tokens,
+      await kit.assertAcceptedWith(
+        send(server, result.request),
         result.promptTokens,
       );
     },
@@ -577,142 +519,35 @@ Deno.test("budget() through TgiBackend sets max_tokens that the fake TGI accepts
   );
 
   await t.step("the server failing: rough fallback", async () => {
-    server.fault = "http-503";
-    const result = await budget(HELLO, {
+    await kit.budgetUnderFault(server, "http-503", HELLO, {
       window: 6000,
       contextLength: CONTEXT,
       backend,
     });
-    strictEqual(result.source, "rough-fallback");
-    server.fault = "none";
   });
 });
 
 Deno.test("TgiBackend passes the backend conformance suite", async (t) => {
-  await using server = await serve();
-  await using failing = await serve({ fault: "http-500" });
-  for (
-    const c of backendConformanceCases({
-      create: () => backendFor(server),
-      createFailing: () => backendFor(failing),
-      contextLength: CONTEXT,
-    })
-  ) {
-    await t.step({ name: c.name, ignore: c.skip !== undefined, fn: c.run });
-  }
+  await kit.servedConformance(t, serve, backendFor, CONTEXT);
 });
 
 Deno.test("TgiBackend keeps the key, the URL and the prompt out of errors and logs", async (t) => {
-  const secret = `sk-canary-${crypto.randomUUID()}`;
-  const prompt = `my password is ${secret.slice(10)}-prompt`;
-  const request = { messages: [{ role: "user", content: prompt }] };
   await using logs = await captureLogs();
-  await using server = await serve({ apiKey: secret });
-  const errors: unknown[] = [];
-  const backend = (options: Partial<TgiBackendOptions> = {}) =>
-    new TgiBackend({
-      url: `${server.url}/?key=${secret}`,
-      apiKey: secret,
-      cache: null,
-      ...options,
-    });
-
-  await t.step("a successful count", async () => {
-    strictEqual(typeof await backend().count(request, OPTIONS), "number");
-  });
-
-  const faults: [FakeTgiFault, string | undefined][] = [
-    ["http-500", "/chat_tokenize"],
-    ["non-json", "/chat_tokenize"],
-    ["http-422", "/chat_tokenize"],
-    ["slow", "/chat_tokenize"],
-    ["refused", undefined],
-  ];
-  for (const [fault, path] of faults) {
-    await t.step(`${fault} ${path ?? ""}`, async () => {
-      server.fault = fault;
-      server.faultPath = path;
-      const timeoutSeconds = fault === "slow" ? 0.05 : 10;
-      errors.push(
-        await countError(backend({ timeoutSeconds }).count(request, OPTIONS)),
-      );
-      server.fault = "none";
-    });
-  }
-
-  await t.step("a wrong context length and an unreachable host", async () => {
-    errors.push(
-      await countError(backend().count(request, { contextLength: 4096 })),
-    );
-    errors.push(
-      await countError(
-        new TgiBackend({
-          url: `http://127.0.0.1:1/?key=${secret}`,
-          apiKey: secret,
-          cache: null,
-        })
-          .count(request, OPTIONS),
-      ),
-    );
-  });
-
-  await t.step(
-    "the server saw the key and the prompt; no error or log did",
-    () => {
-      ok(server.requests.some((r) => r.text.includes(prompt)));
-      ok(
-        server.requests.every((r) =>
-          r.headers["authorization"] === `Bearer ${secret}`
-        ),
-      );
-      ok(logs.lines.length > 0);
-      for (const text of [...logs.lines, ...errors.flatMap(chain)]) {
-        ok(!text.includes(secret), text);
-        ok(!text.includes(secret.slice(10)), text);
-        ok(!text.includes("127.0.0.1"), text);
-      }
-    },
-  );
-
-  await t.step(
-    "a redirect to another origin does not carry the key",
-    async () => {
-      await using elsewhere = await serve();
-      await using redirect = Deno.serve(
-        { port: 0, hostname: "127.0.0.1", onListen() {} },
-        (req) =>
-          Response.redirect(
-            `${elsewhere.url}${new URL(req.url).pathname}`,
-            307,
-          ),
-      );
-      await backendFor({ url: `http://127.0.0.1:${redirect.addr.port}` }, {
-        apiKey: secret,
-      })
-        .count(request, OPTIONS);
-      strictEqual(elsewhere.requests.length, 2);
-      for (const r of elsewhere.requests) {
-        strictEqual(
-          r.headers["authorization"],
-          undefined,
-        );
-      }
-    },
-  );
+  await kit.pathFaultCanary(t, {
+    serve,
+    backend: (url, options) => backendFor({ url }, options),
+    faults: [
+      ["http-500", "/chat_tokenize"],
+      ["non-json", "/chat_tokenize"],
+      ["http-422", "/chat_tokenize"],
+      ["slow", "/chat_tokenize"],
+      ["refused", undefined],
+    ],
+    options: OPTIONS,
+    counted: (count) => strictEqual(typeof count, "number"),
+    requestsPerCount: 2,
+  }, logs);
 });
-
-function chain(error: unknown): string[] {
-  const texts: string[] = [];
-  for (let e = error, depth = 0; e !== undefined && depth < 16; depth++) {
-    if (!(e instanceof Error)) {
-      texts.push(String(e));
-      break;
-    }
-    texts.push(e.name, e.message, e.stack ?? "");
-    e = e.cause;
-  }
-  return texts;
-}
 
 Deno.test("new TgiBackend() validates its options without echoing them", async () => {
   for (const url of ["ftp://canary.test", "http://user:canary@127.0.0.1", 42]) {

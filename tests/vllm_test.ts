@@ -7,15 +7,14 @@ import {
 } from "node:assert/strict";
 import type { JsonObject } from "../src/backend.ts";
 import { createCountCache } from "../src/count_cache.ts";
-import { CountError } from "../src/errors.ts";
 import {
   createFakeVllmTokenizerHandler,
   type FakeVllmFault,
   type FakeVllmTokenizer,
   serveFakeVllmTokenizer,
 } from "../src/fake_vllm_server.ts";
-import { VERSION } from "../src/version.ts";
 import { VllmBackend, type VllmBackendOptions } from "../src/vllm.ts";
+import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const CONTEXT = 8192;
@@ -36,15 +35,6 @@ function backendFor(
   options: Partial<VllmBackendOptions> = {},
 ): VllmBackend {
   return new VllmBackend({ url: server.url, cache: null, ...options });
-}
-
-async function countError(promise: Promise<unknown>): Promise<CountError> {
-  let caught: unknown;
-  await rejects(promise, (error: unknown) => {
-    caught = error;
-    return error instanceof CountError;
-  });
-  return caught as CountError;
 }
 
 /** The bytes the backend posted for `request`. */
@@ -224,20 +214,19 @@ Deno.test("VllmBackend.count() sends the JSON, User-Agent and Authorization head
 
   await t.step("defaults: no Authorization", async () => {
     await backendFor(server).count(HELLO, OPTIONS);
-    const headers = server.requests.at(-1)!.headers;
-    strictEqual(server.requests.at(-1)!.method, "POST");
-    strictEqual(server.requests.at(-1)!.path, "/tokenize");
-    strictEqual(headers["content-type"], "application/json");
-    strictEqual(headers["user-agent"], `incontext/${VERSION}`);
-    strictEqual(headers["authorization"], undefined);
+    kit.assertEverySent(server.requests.slice(-1), {
+      method: "POST",
+      path: "/tokenize",
+      headers: kit.DEFAULT_HEADERS,
+    });
   });
 
   await t.step("a custom User-Agent and an API key", async () => {
     await backendFor(server, { userAgent: "hermes/1.2", apiKey: "sk-test" })
       .count(HELLO, OPTIONS);
-    const headers = server.requests.at(-1)!.headers;
-    strictEqual(headers["user-agent"], "hermes/1.2");
-    strictEqual(headers["authorization"], "Bearer sk-test");
+    kit.assertEverySent(server.requests.slice(-1), {
+      headers: { "user-agent": "hermes/1.2", authorization: "Bearer sk-test" },
+    });
   });
 
   await t.step("a query string in the URL is kept", async () => {
@@ -245,8 +234,10 @@ Deno.test("VllmBackend.count() sends the JSON, User-Agent and Authorization head
       HELLO,
       OPTIONS,
     );
-    strictEqual(server.requests.at(-1)!.path, "/tokenize");
-    strictEqual(server.requests.at(-1)!.search, "?tenant=a");
+    kit.assertEverySent(server.requests.slice(-1), {
+      path: "/tokenize",
+      search: "?tenant=a",
+    });
   });
 });
 
@@ -275,7 +266,7 @@ Deno.test("VllmBackend.count() fails with a CountError on every server fault", a
       // Only "slow" needs a short limit; the rest must fail on their own, even on a busy machine.
       const timeoutSeconds = fault === "slow" ? 0.05 : 10;
       const backend = backendFor(server, { timeoutSeconds });
-      const error = await countError(backend.count(HELLO, OPTIONS));
+      const error = await kit.countError(backend.count(HELLO, OPTIONS));
       strictEqual(error.message, message);
       const transport = fault === "refused" || fault === "slow";
       strictEqual(error.cause !== undefined, transport);
@@ -286,7 +277,7 @@ Deno.test("VllmBackend.count() fails with a CountError on every server fault", a
     "a max_model_len that differs from the context length",
     async () => {
       await using server = await serve();
-      const error = await countError(
+      const error = await kit.countError(
         backendFor(server).count(HELLO, { contextLength: 4096 }),
       );
       strictEqual(
@@ -300,16 +291,12 @@ Deno.test("VllmBackend.count() fails with a CountError on every server fault", a
 Deno.test("VllmBackend.count() rejects with a CountError when aborted", async (t) => {
   await using server = await serve();
 
-  await t.step("an aborted signal makes no HTTP call", async () => {
-    const error = await countError(
-      backendFor(server).count(HELLO, {
-        contextLength: CONTEXT,
-        signal: AbortSignal.abort(),
-      }),
-    );
-    strictEqual(error.message, "vLLM /tokenize count was aborted");
-    strictEqual(server.requests.length, 0);
-  });
+  await kit.abortedSignalStep(
+    t,
+    () => serve(),
+    (server, signal) => backendFor(server).count(HELLO, { ...OPTIONS, signal }),
+    "vLLM /tokenize count was aborted",
+  );
 
   await t.step("an abort during the request", async () => {
     server.fault = "slow";
@@ -327,7 +314,7 @@ Deno.test("VllmBackend.count() rejects with a CountError when aborted", async (t
     await fetching;
     controller.abort();
     strictEqual(
-      (await countError(counting)).message,
+      (await kit.countError(counting)).message,
       "vLLM /tokenize count was aborted",
     );
   });
@@ -374,14 +361,16 @@ Deno.test("VllmBackend.count() fails requests /tokenize cannot mirror before any
   ];
   for (const [name, request, field] of refused) {
     await t.step(name, async () => {
-      const error = await countError(backend.count(request, OPTIONS));
+      const error = await kit.countError(backend.count(request, OPTIONS));
       strictEqual(error.message, `vLLM /tokenize cannot mirror ${field}`);
       strictEqual(server.requests.length, 0);
     });
   }
 
   await t.step("a request without a messages array", async () => {
-    const error = await countError(backend.count({ prompt: "Hi" }, OPTIONS));
+    const error = await kit.countError(
+      backend.count({ prompt: "Hi" }, OPTIONS),
+    );
     strictEqual(
       error.message,
       "Cannot count the request as 'messages' is not an array",
@@ -733,7 +722,7 @@ Deno.test("VllmBackend.count() keeps secrets out of error messages and logs", as
         cache: null,
         timeoutSeconds: fault === "slow" ? 0.05 : 10,
       });
-      const error = await countError(backend.count(request, OPTIONS));
+      const error = await kit.countError(backend.count(request, OPTIONS));
       ok(!error.message.includes(canary), error.message);
       ok(!error.message.includes("127.0.0.1"), error.message);
     });
@@ -750,11 +739,7 @@ Deno.test("VllmBackend.count() keeps secrets out of error messages and logs", as
 
   await t.step("no log line holds the canary or the URL", () => {
     ok(logs.lines.length > 0);
-    for (const line of logs.lines) {
-      ok(!line.includes(canary), line);
-      ok(!line.includes(url), line);
-      ok(!line.includes("127.0.0.1"), line);
-    }
+    kit.assertNoLeak(logs.lines, [canary, url, "127.0.0.1"]);
   });
 });
 
@@ -814,7 +799,7 @@ Deno.test("VllmBackend.count() caches counts", async (t) => {
     await using cache = createCountCache();
     const backend = backendFor(server, { cache });
     server.fault = "http-500";
-    await countError(backend.count(HELLO, OPTIONS));
+    await kit.countError(backend.count(HELLO, OPTIONS));
     server.fault = "none";
     strictEqual(await backend.count(HELLO, OPTIONS), 8);
     strictEqual(server.requests.length, 2);
@@ -832,7 +817,7 @@ Deno.test("VllmBackend.count() caches counts", async (t) => {
         await backendFor(one, { cache }).count({ messages: [] }, OPTIONS),
         1,
       );
-      await countError(
+      await kit.countError(
         backendFor(one, { cache }).count(HELLO, { contextLength: 4096 }),
       );
       strictEqual(one.requests.length + two.requests.length, 4);
@@ -873,7 +858,7 @@ Deno.test("VllmBackend.count() caches counts", async (t) => {
       const follower = backend.count(HELLO, OPTIONS);
       controller.abort();
       strictEqual(
-        (await countError(leader)).message,
+        (await kit.countError(leader)).message,
         "vLLM /tokenize count was aborted",
       );
       release();
@@ -903,7 +888,7 @@ Deno.test("VllmBackend.count() works through an injected fetch", async () => {
   strictEqual(await backend.count(HELLO, OPTIONS), 3);
   fake.fault = "refused";
   strictEqual(
-    (await countError(backend.count(HELLO, OPTIONS))).message,
+    (await kit.countError(backend.count(HELLO, OPTIONS))).message,
     "vLLM /tokenize request failed: TypeError",
   );
   strictEqual(fake.requests.length, 1);

@@ -20,6 +20,7 @@ import {
 import { createProxyHandler } from "../../src/proxy.ts";
 import { captureLogs } from "../_log_capture.ts";
 import { MODEL_FILES } from "../_model_files.ts";
+import { errorTexts } from "../_backend_kit.ts";
 
 const CONTEXT = 65536;
 const KEYS = {
@@ -116,19 +117,6 @@ function requestFor(name: string): JsonObject {
       { role: "user", content: `What is ${PROMPT}?` },
     ],
   };
-}
-
-function errorTexts(error: unknown): string[] {
-  const texts: string[] = [];
-  for (let e = error, depth = 0; e !== undefined && depth < 16; depth++) {
-    if (!(e instanceof Error)) {
-      texts.push(String(e));
-      break;
-    }
-    texts.push(e.name, e.message, e.stack ?? "");
-    e = e.cause;
-  }
-  return texts;
 }
 
 Deno.test("no bundled backend leaks a key, the URL token or the prompt", async (t) => {
