@@ -1,18 +1,24 @@
 /**
  * Local exact counting: a conversation grown by about 1,000 tokens a turn
  * to 128k tokens, counted each turn by LocalBackend (render, then
- * incremental counting over pieces between added tokens) against a full
- * pure-JS re-tokenization and the native `tokenizers` binding (timed inside
+ * incremental counting over pieces between added tokens, reusing the
+ * previous render's prefix) inside the count cache's worker (the default)
+ * and on the calling thread (`cache: null`), side by side, against a full
+ * pure-JS re-tokenization (with loadTokenizer()'s BPE and ByteLevel speed-ups,
+ * and with the library as shipped) and the native `tokenizers` binding (timed inside
  * its Node process) on the same renders, in the same run; then first-load
  * time and heap per model family, and pure-JS vs native tokens per second
  * on ~100 KB of fresh prose-like text.
  *
  *     npx --yes deno@2.9.6 run --v8-flags=--expose-gc --allow-read --allow-env --allow-run=node bench/local_counting.ts
  *
- * `--load-only` prints only the first-load table.
+ * `--load-only` prints only the first-load table; `--turns-only` skips the
+ * first-load and tokens-per-second tables; `--family=qwen3` grows one family's conversation.
  */
 import { dirname } from "node:path";
+import { Tokenizer } from "@huggingface/tokenizers";
 import { LocalBackend } from "../src/local.ts";
+import { createCountCache } from "../src/count_cache.ts";
 import { compileChatTemplate } from "../src/_template.ts";
 import { loadTokenizer, readModelFolder } from "../src/_tokenizer.ts";
 import {
@@ -92,20 +98,34 @@ async function loadTable(): Promise<string[]> {
 interface TurnSample {
   readonly tokens: number;
   readonly backendMs: number;
+  readonly workerMs: number;
   readonly renderMs: number;
   readonly splitMs: number;
   readonly incrementalMs: number;
   readonly tokenizeMs: number;
   readonly fullMs: number;
+  /** The full re-count by the library as shipped, without loadTokenizer()'s speed-ups. */
+  readonly stockMs: number;
   readonly render: string;
 }
 
 async function growConversation(files: ModelFiles): Promise<string[]> {
   const { tokenizer, template } = await firstLoad(files);
+  const stock = new Tokenizer(
+    JSON.parse(await Deno.readTextFile(files.tokenizerPath)),
+    files.config,
+  );
   const backend = new LocalBackend({
     dir: dirname(files.tokenizerPath),
     cache: null,
   });
+  // The default: counts in the count cache's worker (a fresh cache per family).
+  await using cache = createCountCache({ maxEntries: 16384 });
+  const inWorker = new LocalBackend({
+    dir: dirname(files.tokenizerPath),
+    cache,
+  });
+  await inWorker.load();
   const segments = new SegmentCache();
   let tokenizeMs = 0;
   const timedTokenizer = {
@@ -133,6 +153,12 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     const counted = await backend.count(request, { contextLength });
     const backendMs = performance.now() - start;
     start = performance.now();
+    const counted2 = await inWorker.count(request, { contextLength });
+    const workerMs = performance.now() - start;
+    if (counted2 !== counted) {
+      throw new Error(`worker ${counted2} != calling thread ${counted}`);
+    }
+    start = performance.now();
     const render = template.render({
       messages,
       add_generation_prompt: true,
@@ -150,12 +176,19 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
       Math.abs(incremental - c) < HALF_WINDOW
     );
     let fullMs = NaN;
+    let stockMs = NaN;
     if (near) {
       start = performance.now();
       const full = tokenizer.count(render, { addSpecialTokens: false });
       fullMs = performance.now() - start;
-      if (full !== incremental) {
-        throw new Error(`incremental ${incremental} != full ${full}`);
+      start = performance.now();
+      const stockFull = stock.encode(render, { add_special_tokens: false })
+        .ids.length;
+      stockMs = performance.now() - start;
+      if (full !== incremental || stockFull !== incremental) {
+        throw new Error(
+          `incremental ${incremental} != full ${full} or stock ${stockFull}`,
+        );
       }
     }
     if (samples.length === 0) {
@@ -168,24 +201,30 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     samples.push({
       tokens: incremental,
       backendMs,
+      workerMs,
       renderMs,
       splitMs,
       incrementalMs,
       tokenizeMs,
       fullMs,
+      stockMs,
       render: near ? render : "",
     });
     tokens = incremental;
   }
   await backend[Symbol.asyncDispose]();
+  await inWorker[Symbol.asyncDispose]();
+  const { segmentHits, segmentMisses, entries } = await cache.stats();
 
   const rows: string[] = [
     `#### ${files.family}: ${samples.length} turns, ~${
       Math.round(samples.at(-1)!.tokens / samples.length)
-    } tokens a turn; segment cache ${JSON.stringify(segments.stats)}`,
+    } tokens a turn; segment cache ${
+      JSON.stringify(segments.stats)
+    }; worker cache ${JSON.stringify({ segmentHits, segmentMisses, entries })}`,
     "",
-    "| near | turns | LocalBackend.count p50 / p99 | render p50 | split p50 | countIncrementally p50 / p99 (of which tokenizing new pieces p50) | full pure-JS re-count p50 / p99 | native binding p50 / p99 | full / LocalBackend | full / countIncrementally | native / LocalBackend |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| near | turns | LocalBackend.count in the worker p50 / p99 | LocalBackend.count on the calling thread p50 / p99 | render p50 | split p50 | countIncrementally p50 / p99 (of which tokenizing new pieces p50) | full pure-JS re-count p50 / p99 | same, stock library p50 | native binding p50 / p99 | full / worker | full / calling thread | full / countIncrementally | stock full / worker | native / worker |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const checkpoint of CHECKPOINTS) {
     const window = samples.filter((s) =>
@@ -203,21 +242,27 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     const p = (pick: (s: TurnSample) => number, q: number) =>
       percentile(window.map(pick), q);
     const backend50 = p((s) => s.backendMs, 0.5);
+    const worker50 = p((s) => s.workerMs, 0.5);
     const full50 = p((s) => s.fullMs, 0.5);
+    const stock50 = p((s) => s.stockMs, 0.5);
     const native50 = percentile(native.ms, 0.5);
     rows.push(
-      `| ${checkpoint / 1024}k | ${window.length} | ${ms(backend50)} / ${
-        ms(p((s) => s.backendMs, 0.99))
-      } | ${ms(p((s) => s.renderMs, 0.5))} | ${
-        ms(p((s) => s.splitMs, 0.5))
-      } | ${ms(p((s) => s.incrementalMs, 0.5))} / ${
-        ms(p((s) => s.incrementalMs, 0.99))
-      } (${ms(p((s) => s.tokenizeMs, 0.5))}) | ${ms(full50)} / ${
-        ms(p((s) => s.fullMs, 0.99))
-      } | ${ms(native50)} / ${ms(percentile(native.ms, 0.99))} | ${
-        (full50 / backend50).toFixed(1)
-      }x | ${(full50 / p((s) => s.incrementalMs, 0.5)).toFixed(1)}x | ${
-        (native50 / backend50).toFixed(1)
+      `| ${checkpoint / 1024}k | ${window.length} | ${ms(worker50)} / ${
+        ms(p((s) => s.workerMs, 0.99))
+      } | ${ms(backend50)} / ${ms(p((s) => s.backendMs, 0.99))} | ${
+        ms(p((s) => s.renderMs, 0.5))
+      } | ${ms(p((s) => s.splitMs, 0.5))} | ${
+        ms(p((s) => s.incrementalMs, 0.5))
+      } / ${ms(p((s) => s.incrementalMs, 0.99))} (${
+        ms(p((s) => s.tokenizeMs, 0.5))
+      }) | ${ms(full50)} / ${ms(p((s) => s.fullMs, 0.99))} | ${ms(stock50)} | ${
+        ms(native50)
+      } / ${ms(percentile(native.ms, 0.99))} | ${
+        (full50 / worker50).toFixed(1)
+      }x | ${(full50 / backend50).toFixed(1)}x | ${
+        (full50 / p((s) => s.incrementalMs, 0.5)).toFixed(1)
+      }x | ${(stock50 / worker50).toFixed(1)}x | ${
+        (native50 / worker50).toFixed(1)
       }x |`,
     );
   }
@@ -226,8 +271,8 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
 
 async function throughputTable(): Promise<string[]> {
   const rows = [
-    "| family | text | pure-JS tokens/s (cold) | pure-JS tokens/s (same text again) | native tokens/s | native / pure-JS cold |",
-    "| --- | --- | --- | --- | --- | --- |",
+    "| family | text | pure-JS tokens/s (cold) | pure-JS tokens/s (same text again) | stock library tokens/s (cold) | native tokens/s | native / pure-JS cold |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const name of ["qwen3", "llama3"]) {
     const files = family(name);
@@ -238,8 +283,16 @@ async function throughputTable(): Promise<string[]> {
     let tokens = 0;
     let cold = 0;
     let warm = 0;
+    let stockCold = 0;
+    const stock = new Tokenizer(
+      JSON.parse(await Deno.readTextFile(files.tokenizerPath)),
+      files.config,
+    );
     for (const text of texts) {
       let start = performance.now();
+      stock.encode(text, { add_special_tokens: false });
+      stockCold += performance.now() - start;
+      start = performance.now();
       tokens += tokenizer.count(text, { addSpecialTokens: false });
       cold += performance.now() - start;
       start = performance.now();
@@ -257,26 +310,33 @@ async function throughputTable(): Promise<string[]> {
       `| ${name} | 3 x 100 KB, ${tokens} tokens | ${
         perSecond(cold).toLocaleString("en")
       } | ${perSecond(warm).toLocaleString("en")} | ${
-        perSecond(nativeMs).toLocaleString("en")
-      } | ${(cold / nativeMs).toFixed(1)}x |`,
+        perSecond(stockCold).toLocaleString("en")
+      } | ${perSecond(nativeMs).toLocaleString("en")} | ${
+        (cold / nativeMs).toFixed(1)
+      }x |`,
     );
   }
   return rows;
 }
 
 const started = performance.now();
+const only = Deno.args.find((arg) => arg.startsWith("--family="))?.slice(9);
 if (Deno.args.includes("--load-only")) {
   for (const row of await loadTable()) console.log(row);
   Deno.exit(0);
 }
 console.log(`gc exposed: ${gc !== undefined}\n`);
-console.log("### First load and heap per model family\n");
-for (const row of await loadTable()) console.log(row);
+const turnsOnly = Deno.args.includes("--turns-only");
+if (!turnsOnly) {
+  console.log("### First load and heap per model family\n");
+  for (const row of await loadTable()) console.log(row);
+}
 console.log("\n### Per-turn count of a growing conversation\n");
-for (const name of ["qwen3", "llama3"]) {
+for (const name of only === undefined ? ["qwen3", "llama3"] : [only]) {
   for (const row of await growConversation(family(name))) console.log(row);
   console.log();
 }
+if (turnsOnly) Deno.exit(0);
 console.log("### Tokens per second on fresh prose-like text\n");
 for (const row of await throughputTable()) console.log(row);
 console.log(`\nTotal: ${((performance.now() - started) / 1000).toFixed(1)} s`);

@@ -17,6 +17,8 @@ import {
 } from "../mod.ts";
 import { createProxyHandler } from "../src/proxy.ts";
 import { AnchoredBackend } from "../src/anchored.ts";
+import { LocalBackend } from "../src/local.ts";
+import { SglangBackend } from "../src/sglang.ts";
 import { HELP, resolveServerSettings } from "./_cli.ts";
 
 await configure({
@@ -55,12 +57,34 @@ await loadBackendModules(config.backendModules, {
 });
 // The proxy is one thread serving requests: a worker-hosted cache would only
 // add a round trip (~0.2 ms a request here). Created first, this in-process
-// cache is the shared one the bundled backends then use.
+// cache is the shared one the bundled backends then use. The local backend
+// counts inside its cache's core instead: there a worker keeps loading and
+// tokenizing off the thread that serves requests.
 const cache = sharedCountCache({
   maxEntries: config.cacheEntries,
-  inProcess: true,
+  inProcess: config.backend !== "local",
 });
 const backend = backends.one(config.backend, config);
+if (backend instanceof LocalBackend || backend instanceof SglangBackend) {
+  // Fail at start-up, not on the first request, when the files are not the
+  // expected ones; log which files are used (their hashes, never content).
+  // The local backend loads them where it counts: the cache's worker.
+  try {
+    const files = await backend.load();
+    logger.info(
+      "tokenizer files loaded: tokenizer.json sha256={tokenizer} tokenizer_config.json sha256={tokenizerConfig} chat template sha256={template}",
+      { ...files },
+    );
+  } catch (error) {
+    console.error(
+      `incontext: cannot load the tokenizer files of INCONTEXT_TOKENIZER_DIR: ${
+        error instanceof Error ? error.message : typeof error
+      }`,
+    );
+    await cache[Symbol.asyncDispose]();
+    Deno.exit(1);
+  }
+}
 // Aborted when the shutdown grace period is over: it ends what is still in flight.
 const graceOver = new AbortController();
 const handler = createProxyHandler({

@@ -5,15 +5,19 @@
  * same thread reached by microtasks.
  *
  * Every request that expects an answer carries an id chosen by the client;
- * the answer carries the same id. Only cache keys and counts cross the
- * channel, never payloads.
+ * the answer carries the same id. Cache keys and counts cross the channel;
+ * a local count also sends its `/tokenize` payload (structured clone: about
+ * half the caller's cost of JSON text at 500 KB), and its errors come back
+ * as name and message only.
  *
  * @module
  */
 
 import type { MessagePort, Worker } from "node:worker_threads";
 import { CountCore } from "./_lru.ts";
-import { CountError } from "./errors.ts";
+import { CountError, TemplateRejectedError } from "./errors.ts";
+import type { LocalCountJob, ModelSpec } from "./_local_count.ts";
+import type { FilesSha256 } from "./_chat_render.ts";
 
 /** An error as data: what survives a structured clone and rebuilds its class. */
 export interface ErrorData {
@@ -28,6 +32,9 @@ export interface StatsData {
   readonly hits: number;
   readonly misses: number;
   readonly epoch: number;
+  readonly modelLoads: number;
+  readonly segmentHits: number;
+  readonly segmentMisses: number;
 }
 
 /** Bounds of a cache core's LRU. */
@@ -48,7 +55,11 @@ export type CacheRequest =
   /** The caller gave up: a waiter leaves, a leader hands over to the next waiter. */
   | { readonly type: "cancel"; readonly id: number }
   | { readonly type: "clear"; readonly id: number }
-  | { readonly type: "stats"; readonly id: number };
+  | { readonly type: "stats"; readonly id: number }
+  /** Counts a request in the core: answered with `value` or `error`. */
+  | { readonly type: "count"; readonly id: number; readonly job: LocalCountJob }
+  /** Loads a model folder in the core: answered with `loaded` or `error`. */
+  | { readonly type: "load"; readonly id: number; readonly spec: ModelSpec };
 
 /** What the core answers; `ready` comes first, unasked, once the core listens. */
 export type CacheResponse =
@@ -58,7 +69,12 @@ export type CacheResponse =
   | { readonly type: "lead"; readonly id: number }
   | { readonly type: "error"; readonly id: number; readonly error: ErrorData }
   | { readonly type: "cleared"; readonly id: number }
-  | { readonly type: "stats"; readonly id: number; readonly stats: StatsData };
+  | { readonly type: "stats"; readonly id: number; readonly stats: StatsData }
+  | {
+    readonly type: "loaded";
+    readonly id: number;
+    readonly files: FilesSha256;
+  };
 
 /** What `count_worker.ts` receives as `workerData`. */
 export interface CountWorkerData extends CoreSettings {
@@ -90,6 +106,8 @@ export function fromErrorData(data: ErrorData): Error {
   switch (data.name) {
     case "CountError":
       return new CountError(data.message);
+    case "TemplateRejectedError":
+      return new TemplateRejectedError();
     case "AbortError":
     case "TimeoutError":
       return new DOMException(data.message, data.name);
@@ -102,6 +120,32 @@ export function fromErrorData(data: ErrorData): Error {
       error.name = data.name;
       return error;
     }
+  }
+}
+
+/** The answer to a request that cannot cross a port (a function in a payload, ...). */
+function unsendable(id: number): CacheResponse {
+  return {
+    type: "error",
+    id,
+    error: {
+      name: "CountError",
+      message:
+        "Cannot count the request as it cannot be sent to the count worker",
+    },
+  };
+}
+
+/** Posts, or answers the request's own failure when it cannot be cloned. */
+function postTo(
+  port: MessagePort,
+  request: CacheRequest,
+  events: LinkEvents,
+): void {
+  try {
+    port.postMessage(request);
+  } catch {
+    queueMicrotask(() => events.response(unsendable(request.id)));
   }
 }
 
@@ -131,7 +175,20 @@ export function openLocalLink(
     queueMicrotask(() => open && events.response(response));
   });
   return {
-    post: (request) => queueMicrotask(() => open && session.receive(request)),
+    post: (request) => {
+      let sent = request;
+      if (request.type === "count") {
+        // Cloned as a worker's port would: the same failures, and a
+        // caller's later change to its request cannot reach the count.
+        try {
+          sent = { ...request, job: structuredClone(request.job) };
+        } catch {
+          queueMicrotask(() => open && events.response(unsendable(request.id)));
+          return;
+        }
+      }
+      queueMicrotask(() => open && session.receive(sent));
+    },
     hold: () => {},
     close: () => {
       open = false;
@@ -161,7 +218,7 @@ export class WorkerLink implements Link {
   }
 
   post(request: CacheRequest): void {
-    if (this.#port !== undefined) this.#port.postMessage(request);
+    if (this.#port !== undefined) postTo(this.#port, request, this.#events);
     else if (this.#state === "opening") this.#queue.push(request);
   }
 
@@ -234,7 +291,9 @@ export class WorkerLink implements Link {
       } else this.#events.response(response);
     });
     this.#port = port;
-    for (const request of this.#queue.splice(0)) port.postMessage(request);
+    for (const request of this.#queue.splice(0)) {
+      postTo(port, request, this.#events);
+    }
     // In Node, adding a 'message' listener refs the port: unref only after it.
     this.#applyHold();
   }

@@ -10,16 +10,10 @@ import { readFile } from "node:fs/promises";
 import type { JsonObject, RequestKind } from "./backend.ts";
 import { CountError, TemplateRejectedError } from "./errors.ts";
 import { isJsonObject } from "./_request.ts";
-import { responsesToChat } from "./_responses.ts";
 import { errorType, safeCause } from "./_error_type.ts";
-import {
-  assertMirrorable,
-  buildCompletionPayload,
-  buildTokenizePayload,
-} from "./_vllm_payload.ts";
+import { vllmTokenizeBody } from "./_vllm_count.ts";
 import type { ChatTemplate } from "./_template.ts";
 import type { LocalTokenizer } from "./_tokenizer.ts";
-import type { SegmentCache } from "./_segments.ts";
 import type { ContentFormat } from "./_local_preprocess.ts";
 
 /** Where a model folder's files come from. */
@@ -34,18 +28,30 @@ export interface ChatFolderOptions {
   readonly now?: () => Date;
 }
 
+/** The SHA-256 (lower-case hex) of the files a model folder loaded. */
+export interface FilesSha256 {
+  /** Of `tokenizer.json`'s bytes. */
+  readonly tokenizer: string;
+  /** Of `tokenizer_config.json`'s text, or `null` when the folder has none. */
+  readonly tokenizerConfig: string | null;
+  /** Of the chat template sources (named templates joined), as used. */
+  readonly template: string;
+}
+
 /** What the first count loads. */
 export interface Loaded {
   readonly tokenizer: LocalTokenizer;
   /**
-   * Counts of the pieces between added tokens, for incremental counting;
-   * `null` when the tokenizer does not count piece by piece exactly.
+   * Whether the pieces between added tokens count independently, so that
+   * counting them one by one (incrementally) is exact.
    */
-  readonly segments: SegmentCache | null;
+  readonly incremental: boolean;
+  /** The files' SHA-256. */
+  readonly files: FilesSha256;
   /** Named templates (`"default"`, `"tool_use"`, ...), compiled on first use. */
   readonly sources: ReadonlyMap<string, string>;
   readonly compiled: Map<string, [ChatTemplate, ContentFormat]>;
-  /** Joins the count cache key: the files' SHA-256. */
+  /** Joins the count cache keys: the files' SHA-256. */
   readonly identity: string;
   /** The clock of `strftime_now`. */
   readonly now: () => Date;
@@ -81,10 +87,7 @@ export function tokenizePayload(
   request: JsonObject,
   kind: RequestKind,
 ): Record<string, unknown> {
-  if (kind === "completion") return buildCompletionPayload(request);
-  const chat = kind === "responses" ? responsesToChat(request) : request;
-  assertMirrorable(chat);
-  const payload = buildTokenizePayload(chat);
+  const payload = vllmTokenizeBody(request, kind);
   if (payload.chat_template !== undefined && payload.chat_template !== null) {
     throw new CountError(
       "Cannot count a request's own chat_template locally: the server may refuse it",
@@ -159,6 +162,64 @@ export function compileTemplate(
   }
 }
 
+/** Throws a TypeError naming `what` when a model folder's options are invalid. */
+export function checkFolderOptions(
+  what: string,
+  options: ChatFolderOptions,
+): void {
+  if (typeof options?.dir !== "string" || options.dir === "") {
+    throw new TypeError(
+      `Cannot create ${what} as 'dir' must be a non-empty string`,
+    );
+  }
+  const sha = options.expectedSha256;
+  if (sha !== undefined && !/^[0-9a-fA-F]{64}$/.test(sha)) {
+    throw new TypeError(
+      `Cannot create ${what} as 'expectedSha256' must be 64 hex characters`,
+    );
+  }
+}
+
+/** A model folder loaded on first use and freed on dispose. */
+export interface FolderLoader {
+  /**
+   * The loaded folder; concurrent first calls share one load. A mismatch
+   * stays; a read error is retried by the next call.
+   */
+  load(): Promise<Loaded>;
+  /** Frees the loaded files; later loads fail. */
+  dispose(): void;
+}
+
+/** Creates the loader of one backend's model folder (`what` names it in errors). */
+export function createFolderLoader(
+  what: string,
+  options: ChatFolderOptions,
+  logger: Logger,
+): FolderLoader {
+  let loading: Promise<Loaded> | undefined;
+  let disposed = false;
+  return {
+    load() {
+      if (disposed) {
+        return Promise.reject(
+          new CountError(`Cannot count as ${what} is disposed`),
+        );
+      }
+      loading ??= loadFolder(options, logger).catch((error) => {
+        if (!(error instanceof CountError)) loading = undefined;
+        throw error;
+      });
+      return loading;
+    },
+    dispose() {
+      disposed = true;
+      loading = undefined;
+    },
+  };
+}
+
+/** Reads and builds a model folder's tokenizer and templates (see {@linkcode createFolderLoader}). */
 export async function loadFolder(
   options: ChatFolderOptions,
   logger: Logger,
@@ -171,26 +232,39 @@ export async function loadFolder(
       `tokenizer.json does not match the expected SHA-256: ${folder.tokenizerSha256} != ${expected}`,
     );
   }
+  // Parsed once: the segmentation check reads it before the tokenizer takes it.
+  const parsed: unknown = JSON.parse(folder.tokenizerJson);
+  const incremental = engine.isSegmentationSafe(parsed);
   const tokenizer = engine.loadTokenizer({
-    tokenizerJson: folder.tokenizerJson,
+    tokenizerJson: parsed,
     ...(folder.tokenizerConfig === undefined
       ? {}
       : { tokenizerConfig: folder.tokenizerConfig }),
   });
   const sources = await templateSources(options, folder);
-  const templateSha = sha256([...sources].flat().join("\0"));
+  const files: FilesSha256 = {
+    tokenizer: folder.tokenizerSha256,
+    tokenizerConfig: folder.tokenizerConfig === undefined
+      ? null
+      : sha256(folder.tokenizerConfig),
+    template: sha256([...sources].flat().join("\0")),
+  };
   logger.info(
-    "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, chat template sha256={templateSha256}",
-    { tokenizerSha256: folder.tokenizerSha256, templateSha256: templateSha },
+    "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, tokenizer_config.json sha256={tokenizerConfigSha256}, chat template sha256={templateSha256}; incremental counting: {incremental}",
+    {
+      tokenizerSha256: files.tokenizer,
+      tokenizerConfigSha256: files.tokenizerConfig,
+      templateSha256: files.template,
+      incremental,
+    },
   );
-  const safe = engine.isSegmentationSafe(JSON.parse(folder.tokenizerJson));
-  logger.info("Incremental counting: {incremental}", { incremental: safe });
   return {
     tokenizer,
-    segments: safe ? new engine.SegmentCache() : null,
+    incremental,
+    files,
     sources,
     compiled: new Map(),
-    identity: `${folder.tokenizerSha256} ${templateSha}`,
+    identity: `${files.tokenizer} ${files.tokenizerConfig} ${files.template}`,
     now: options.now ?? (() => new Date()),
     engine,
   };

@@ -17,6 +17,23 @@ import type {
 } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
 import { errorType } from "./_error_type.ts";
+import type { LocalCountJob, ModelSpec } from "./_local_count.ts";
+import type { FilesSha256 } from "./_chat_render.ts";
+
+/** Counting inside a cache's core: its worker, or in process as the fallback. */
+export interface LocalCountChannel {
+  /** Counts a request in the core; `signal` rejects this caller only. */
+  countLocal(job: LocalCountJob, signal?: AbortSignal): Promise<number>;
+  /** Loads a model folder in the core. */
+  loadLocal(spec: ModelSpec): Promise<FilesSha256>;
+}
+
+/** The channel of a cache this module created, or `undefined` for any other cache. */
+export function localChannelOf(
+  cache: CountCache | null,
+): LocalCountChannel | undefined {
+  return cache instanceof CountCacheClient ? cache : undefined;
+}
 
 const DEFAULT_SETTINGS: CoreSettings = {
   maxEntries: 4096,
@@ -143,6 +160,21 @@ export class CountCacheClient implements CountCache {
     });
   }
 
+  countLocal(job: LocalCountJob, signal?: AbortSignal): Promise<number> {
+    return this.#call(
+      (id) => ({ type: "count", id, job }),
+      (response) => response.type === "value" ? response.count : undefined,
+      signal,
+    );
+  }
+
+  loadLocal(spec: ModelSpec): Promise<FilesSha256> {
+    return this.#call(
+      (id) => ({ type: "load", id, spec }),
+      (response) => response.type === "loaded" ? response.files : undefined,
+    );
+  }
+
   clear(): Promise<void> {
     return this.#control("clear", () => undefined);
   }
@@ -196,6 +228,45 @@ export class CountCacheClient implements CountCache {
     }
     // After a crash or a dispose the flight is gone with its core.
     if (this.#link === link) link.post(message);
+  }
+
+  /** A request the core answers itself: a value, or an error rebuilt by name. */
+  #call<T>(
+    make: (id: number) => CacheRequest,
+    read: (response: CacheResponse) => T | undefined,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    if (this.#disposing !== undefined) return Promise.reject(disposedError());
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      const onAbort = (): void => {
+        if (this.#awaiting.delete(id)) this.#hold();
+        reject(signal?.reason);
+      };
+      const release = (): void => signal?.removeEventListener("abort", onAbort);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#ask({
+        request: make(id),
+        answer: (response) => {
+          release();
+          if (response.type === "error") {
+            reject(fromErrorData(response.error));
+            return;
+          }
+          const value = read(response);
+          if (value === undefined) {
+            reject(
+              new CountError("The count worker answered out of protocol"),
+            );
+          } else resolve(value);
+        },
+        lost: (error) => {
+          release();
+          reject(error);
+        },
+      });
+    });
   }
 
   #control<T>(

@@ -6,7 +6,11 @@
  * can echo the prompt, so neither ever reaches an error or a log.
  */
 import type { JsonObject } from "./backend.ts";
-import { type CountCache, countCacheKey } from "./count_cache.ts";
+import {
+  type CountCache,
+  countCacheKey,
+  sharedCountCache,
+} from "./count_cache.ts";
 import { type Deadline, startDeadline } from "./_deadline.ts";
 import { CountError } from "./errors.ts";
 import { errorType, safeCause } from "./_error_type.ts";
@@ -98,6 +102,23 @@ export function checkContextLength(
     );
   }
   return contextLength;
+}
+
+/**
+ * Throws a CountError unless the server's own context length (`name`, such
+ * as `"llama.cpp n_ctx"`) is the configured one: budgets computed against
+ * another window would be wrong.
+ */
+export function checkServedContext(
+  name: string,
+  served: number,
+  contextLength: number,
+): void {
+  if (served !== contextLength) {
+    throw new CountError(
+      `${name} does not match the configured context length: ${served} != ${contextLength}`,
+    );
+  }
 }
 
 /** Options for {@linkcode fetchJson}. */
@@ -208,21 +229,33 @@ export async function countWithin<T>(
 }
 
 /**
+ * The cache a backend's `cache` option names: `undefined` is the
+ * process-wide one, looked up at each count so that a disposed one is
+ * replaced; `null` is none.
+ */
+export function resolveCountCache(
+  cache: CountCache | null | undefined,
+): CountCache | null {
+  return cache === undefined ? sharedCountCache() : cache;
+}
+
+/**
  * `count()` through `cache` under a key made of the endpoint (hashed, never
  * stored, so two servers never share counts), the context length and the
- * payload; straight through when `cache` is null.
+ * payload; straight through when `cache` is null. `signal` stops the wait
+ * on another caller's identical count.
  */
 export async function cachedCount(
   cache: CountCache | null,
   endpoint: string,
   contextLength: number,
   payload: string,
-  deadline: Deadline,
+  signal: AbortSignal | undefined,
   count: () => Promise<number>,
 ): Promise<number> {
   if (cache === null) return await count();
   const key = await countCacheKey(endpoint, contextLength, payload);
-  return await cache.getOrCount(key, count, deadline.signal);
+  return await cache.getOrCount(key, count, signal);
 }
 
 /** JSON text of a payload, or a CountError when it cannot be serialised. */

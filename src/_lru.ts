@@ -15,6 +15,7 @@ import type {
   ErrorData,
   StatsData,
 } from "./_cache_protocol.ts";
+import type { HostStore, LocalModels } from "./_local_count.ts";
 
 /** One caller of a flight: told either to compute, or the flight's outcome. */
 interface Waiter {
@@ -57,7 +58,7 @@ function byteLength(text: string): number {
 }
 
 /** Counts by key, least recently used first (a `Map` keeps insertion order). */
-class Lru {
+export class Lru {
   readonly #counts = new Map<string, number>();
   readonly #settings: CoreSettings;
   #keyBytes = 0;
@@ -106,16 +107,80 @@ class Lru {
   }
 }
 
-/** The LRU, the singleflight table and the epoch, shared by all sessions. */
+/**
+ * The LRU, the singleflight table and the epoch, shared by all sessions;
+ * and the local counting host, loaded on the first local count, whose
+ * whole-request and piece counts live in the same LRU.
+ */
 export class CountCore {
   readonly #lru: Lru;
   #flights = new Map<string, Flight>();
   #epoch = 0;
   #hits = 0;
   #misses = 0;
+  #pieceHits = 0;
+  #pieceMisses = 0;
+  #local: Promise<LocalModels> | undefined;
+  #models: LocalModels | undefined;
 
   constructor(settings: CoreSettings) {
     this.#lru = new Lru(settings);
+  }
+
+  /** The local counting host; its modules load only when a local count first comes. */
+  #host(): Promise<LocalModels> {
+    this.#local ??= import("./_local_count.ts").then(({ LocalModels }) => {
+      const store: HostStore = {
+        lookup: (key) => {
+          const count = this.#lru.get(key);
+          if (count === undefined) this.#misses++;
+          else this.#hits++;
+          return count;
+        },
+        store: (key, count, epoch) => {
+          if (epoch === this.#epoch) this.#lru.set(key, count);
+        },
+        epoch: () => this.#epoch,
+        pieces: {
+          get: (key) => {
+            const count = this.#lru.get(key);
+            if (count === undefined) this.#pieceMisses++;
+            else this.#pieceHits++;
+            return count;
+          },
+          set: (key, count) => this.#lru.set(key, count),
+        },
+      };
+      return this.#models = new LocalModels(store);
+    });
+    return this.#local;
+  }
+
+  /** Runs a local count or load; the answer is a value, the files' hashes, or the error's name and message. */
+  #runLocal(
+    request: Extract<CacheRequest, { type: "count" | "load" }>,
+    send: (response: CacheResponse) => void,
+  ): void {
+    const { id } = request;
+    this.#host().then((host) =>
+      request.type === "count"
+        ? host.count(request.job).then((count): CacheResponse => ({
+          type: "value",
+          id,
+          count,
+        }))
+        : host.load(request.spec).then((files): CacheResponse => ({
+          type: "loaded",
+          id,
+          files,
+        }))
+    ).then(send, (error: unknown) => {
+      // LocalModels throws only CountErrors, whose messages hold no prompt text.
+      const { name, message } = error instanceof Error
+        ? error
+        : { name: "CountError", message: "The local count failed" };
+      send({ type: "error", id, error: { name, message } });
+    });
   }
 
   /**
@@ -169,6 +234,10 @@ export class CountCore {
           return;
         case "stats":
           send({ type: "stats", id, stats: this.#stats() });
+          return;
+        case "count":
+        case "load":
+          this.#runLocal(request, send);
       }
     };
     const close = (): void => {
@@ -248,6 +317,9 @@ export class CountCore {
       hits: this.#hits,
       misses: this.#misses,
       epoch: this.#epoch,
+      modelLoads: this.#models?.loads ?? 0,
+      segmentHits: this.#pieceHits,
+      segmentMisses: this.#pieceMisses,
     };
   }
 }

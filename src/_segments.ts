@@ -21,8 +21,12 @@ export interface Segment {
 
 const splitters = new WeakMap<readonly string[], RegExp | null>();
 
-/** Leftmost-longest matching, as the tokenizer's trie of added tokens does. */
-function splitterFor(addedTokens: readonly string[]): RegExp | null {
+/**
+ * Leftmost-longest matching, as the tokenizer's trie of added tokens does:
+ * a global RegExp kept per array (callers set `lastIndex` before each
+ * scan), or `null` when there are no added tokens.
+ */
+export function splitterFor(addedTokens: readonly string[]): RegExp | null {
   let splitter = splitters.get(addedTokens);
   if (splitter === undefined) {
     const contents = [...new Set(addedTokens)].filter((token) => token !== "")

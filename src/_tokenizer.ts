@@ -13,8 +13,8 @@ export type { ModelFolder } from "./_tokenizer_files.ts";
 
 /** The text of a model's tokenizer files. */
 export interface TokenizerFiles {
-  /** The text of `tokenizer.json`. */
-  readonly tokenizerJson: string;
+  /** The text of `tokenizer.json`, or its already parsed content (not copied: do not reuse it). */
+  readonly tokenizerJson: unknown;
   /**
    * The text of `tokenizer_config.json`: special tokens and clean-up flags.
    *
@@ -106,7 +106,9 @@ export interface LocalTokenizer {
  * @throws {TypeError} If `tokenizer.json` is not an object.
  */
 export function loadTokenizer(files: TokenizerFiles): LocalTokenizer {
-  const json: unknown = JSON.parse(files.tokenizerJson);
+  const json: unknown = typeof files.tokenizerJson === "string"
+    ? JSON.parse(files.tokenizerJson)
+    : files.tokenizerJson;
   const config: unknown = JSON.parse(files.tokenizerConfig ?? "{}");
   if (!isObject(json) || !isObject(config)) {
     throw new TypeError(
@@ -114,6 +116,12 @@ export function loadTokenizer(files: TokenizerFiles): LocalTokenizer {
     );
   }
   const tokenizer = new Tokenizer(json, config);
+  const internals = tokenizer as unknown as {
+    model?: unknown;
+    pre_tokenizer?: unknown;
+  };
+  speedUpBpe(internals.model);
+  speedUpByteLevel(internals.pre_tokenizer);
   const addedTokens = [...tokenizer.get_added_tokens_decoder().values()]
     .map((token) => token.content)
     .sort((a, b) => b.length - a.length);
@@ -134,6 +142,163 @@ export function loadTokenizer(files: TokenizerFiles): LocalTokenizer {
     addedTokens: Object.freeze(addedTokens),
     specialTokens,
   };
+}
+
+/** A node of the BPE merge queue of @huggingface/tokenizers. */
+interface BpeNode {
+  token: string;
+  bias: number;
+  score?: number;
+  next: BpeNode | null;
+}
+
+/**
+ * Two speed-ups of @huggingface/tokenizers' BPE model (0.2.x) that change no
+ * result, applied only when the model has the expected shape: merge ranks
+ * read from a Map of Maps by pair instead of a `JSON.stringify([a, b])` key
+ * built per candidate pair (the JSON-keyed map, used nowhere else, is
+ * released), and the word cache as two generations of Maps instead of an
+ * LRU that deletes and re-inserts on every hit. Together they take about a
+ * third off tokenizing fresh text (bench/local_counting.ts); the oracle
+ * tests and tests/local_worker_test.ts hold the ids equal.
+ */
+function speedUpBpe(found: unknown): void {
+  // The library's models are callable objects: functions with a prototype.
+  if (typeof found !== "function" && !isObject(found)) return;
+  const model = found as Record<string, unknown>;
+  const merges = model.merges;
+  if (
+    model.bpe_ranks instanceof Map && typeof model.add_node === "function" &&
+    Array.isArray(merges) &&
+    merges.every((pair) =>
+      Array.isArray(pair) && typeof pair[0] === "string" &&
+      typeof pair[1] === "string"
+    )
+  ) {
+    // In merge order, so that a repeated pair keeps its last rank, as the
+    // library's `new Map(entries)` does.
+    const ranks = new Map<string, Map<string, number>>();
+    merges.forEach(([a, b]: [string, string], rank) => {
+      let after = ranks.get(a);
+      if (after === undefined) ranks.set(a, after = new Map());
+      after.set(b, rank);
+    });
+    model.add_node = function addNode(
+      queue: { push(node: BpeNode): void },
+      node: BpeNode,
+    ): void {
+      const rank = ranks.get(node.token)?.get(node.next!.token);
+      if (rank !== undefined) {
+        node.score = rank + node.bias;
+        queue.push(node);
+      }
+    };
+    model.bpe_ranks = new Map();
+  }
+  const cache = model.cache;
+  const capacity = model.cache_capacity;
+  if (
+    isObject(cache) && typeof cache.get === "function" &&
+    typeof cache.put === "function" && typeof capacity === "number" &&
+    Number.isSafeInteger(capacity) && capacity > 0
+  ) model.cache = new GenerationCache(capacity);
+}
+
+/** The shape of @huggingface/tokenizers' ByteLevel pre-tokenizer (0.2.x) that the fast path relies on. */
+interface ByteLevelShape {
+  add_prefix_space: boolean;
+  use_regex: boolean;
+  pattern: RegExp;
+  byte_encoder: Record<number, string>;
+  pre_tokenize_text: (text: string, options?: unknown) => string[];
+}
+
+/**
+ * A speed-up of @huggingface/tokenizers' ByteLevel pre-tokenizer (0.2.x),
+ * found in a pre-tokenizer or a Sequence of them, that changes no result:
+ * a piece of ASCII text maps to the byte alphabet code unit by code unit
+ * (its UTF-8 bytes are its code units), without a TextEncoder call and an
+ * array per piece; any other piece takes the library's path.
+ */
+function speedUpByteLevel(found: unknown, depth = 0): void {
+  if (depth > 8 || typeof found !== "function" && !isObject(found)) return;
+  const node = found as Record<string, unknown>;
+  if (Array.isArray(node.tokenizers)) {
+    for (const inner of node.tokenizers) speedUpByteLevel(inner, depth + 1);
+    return;
+  }
+  const encoder = node.byte_encoder;
+  if (
+    !isObject(encoder) || typeof node.pre_tokenize_text !== "function" ||
+    !(node.pattern instanceof RegExp) ||
+    !(node.text_encoder instanceof TextEncoder) ||
+    typeof node.add_prefix_space !== "boolean" ||
+    typeof node.use_regex !== "boolean"
+  ) return;
+  const ascii: string[] = [];
+  for (let byte = 0; byte < 128; byte++) {
+    const mapped = encoder[byte];
+    if (typeof mapped !== "string") return;
+    ascii.push(mapped);
+  }
+  const bytes = new TextEncoder();
+  const map = (piece: string): string => {
+    let out = "";
+    for (let i = 0; i < piece.length; i++) {
+      const code = piece.charCodeAt(i);
+      if (code >= 128) {
+        return Array.from(bytes.encode(piece), (byte) => encoder[byte]).join(
+          "",
+        );
+      }
+      out += ascii[code];
+    }
+    return out;
+  };
+  node.pre_tokenize_text = function preTokenizeText(
+    this: ByteLevelShape,
+    text: string,
+  ): string[] {
+    if (this.add_prefix_space && !text.startsWith(" ")) text = " " + text;
+    const pieces = this.use_regex ? text.match(this.pattern) ?? [] : [text];
+    return pieces.map(map);
+  };
+}
+
+/**
+ * A bounded memo without per-hit bookkeeping: entries go to the current
+ * generation; when it is full it becomes the old one (the previous old one
+ * is dropped), and a hit in the old one moves forward.
+ */
+class GenerationCache<V> {
+  readonly #capacity: number;
+  #current = new Map<string, V>();
+  #old = new Map<string, V>();
+
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+  }
+
+  get(key: string): V | undefined {
+    const value = this.#current.get(key);
+    if (value !== undefined) return value;
+    const old = this.#old.get(key);
+    if (old !== undefined) this.put(key, old);
+    return old;
+  }
+
+  put(key: string, value: V): void {
+    if (this.#current.size >= this.#capacity) {
+      this.#old = this.#current;
+      this.#current = new Map();
+    }
+    this.#current.set(key, value);
+  }
+
+  clear(): void {
+    this.#current = new Map();
+    this.#old = new Map();
+  }
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -26,51 +26,31 @@ import {
   type OutputFieldOptions,
 } from "./backend.ts";
 import type { Config } from "./config.ts";
-import { ConfigError } from "./config_error.ts";
-import { type CountCache, sharedCountCache } from "./count_cache.ts";
+import type { CountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
-import { errorType } from "./_error_type.ts";
 import {
   answerInteger,
-  cachedCount,
-  checkBaseUrl,
-  checkContextLength,
   checkHeaderValue,
-  checkTimeout,
-  countWithin,
-  endpointUrl,
-  fetchJson,
-  jsonHeaders,
   payloadJson,
   SMALL_ANSWER_BYTES,
 } from "./_http_count.ts";
-import { isJsonObject } from "./_request.ts";
+import { HttpCounter } from "./_http_backend.ts";
+import { countGuard } from "./_count_guard.ts";
+import { httpOptionsFromConfig, requireConfig } from "./_backend_config.ts";
 import { responsesToChat } from "./_responses.ts";
 import { toAnthropicCount } from "./_anthropic_convert.ts";
 
 // The types AnthropicBackend's API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
+export type * from "./_backend_types.ts";
 export type { Config } from "./config.ts";
-export type {
-  CountCache,
-  CountCacheKind,
-  CountCacheStats,
-} from "./count_cache.ts";
 
-const logger = getLogger(["incontext", "anthropic"]);
 const WHAT = "the Anthropic backend";
 const LABEL = "Anthropic count_tokens";
+const guardedCount = countGuard({
+  what: WHAT,
+  failure: `${LABEL} count failed`,
+  logger: getLogger(["incontext", "anthropic"]),
+});
 
 /** The base URL used when none is configured. */
 export const ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com";
@@ -169,12 +149,9 @@ export interface AnthropicBackendOptions {
 export class AnthropicBackend extends Backend {
   /** The label of Anthropic counts: `"anthropic-count-tokens"`. */
   override readonly source: string = "anthropic-count-tokens";
+  readonly #http: HttpCounter;
   readonly #url: string;
   readonly #model: string | undefined;
-  readonly #timeoutMs: number;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #fetch: typeof globalThis.fetch | undefined;
-  readonly #cache: CountCache | null | undefined;
 
   /**
    * Creates an Anthropic backend. Nothing starts until the first count.
@@ -186,18 +163,17 @@ export class AnthropicBackend extends Backend {
    */
   constructor(options: AnthropicBackendOptions = {}) {
     super();
-    const base = checkBaseUrl(WHAT, options.url ?? ANTHROPIC_DEFAULT_URL);
-    this.#url = endpointUrl(base, "/v1/messages/count_tokens");
-    this.#timeoutMs = checkTimeout(WHAT, options.timeoutSeconds ?? 30);
-    this.#headers = jsonHeaders(WHAT, options.userAgent, {
-      "x-api-key": { option: "apiKey", value: options.apiKey },
-      "anthropic-version": { option: "version", value: ANTHROPIC_VERSION },
-    });
+    this.#http = new HttpCounter({
+      what: WHAT,
+      label: LABEL,
+      defaultUrl: ANTHROPIC_DEFAULT_URL,
+      keyHeader: "x-api-key",
+      headers: { "anthropic-version": ANTHROPIC_VERSION },
+    }, options);
+    this.#url = this.#http.endpoint("/v1/messages/count_tokens");
     this.#model = options.model === undefined
       ? undefined
       : checkHeaderValue(WHAT, "model", options.model);
-    this.#fetch = options.fetch;
-    this.#cache = options.cache;
   }
 
   /**
@@ -229,49 +205,21 @@ export class AnthropicBackend extends Backend {
     request: JsonObject,
     options: CountOptions,
   ): Promise<number> {
-    const contextLength = checkContextLength(WHAT, options?.contextLength);
-    try {
-      const json = payloadJson(this.#payload(request, options.kind ?? "chat"));
-      const count = await countWithin(
-        { label: LABEL, timeoutMs: this.#timeoutMs, signal: options.signal },
-        (deadline) =>
-          cachedCount(
-            this.#resolveCache(),
-            `${this.source} ${this.#url}`,
-            contextLength,
-            json,
-            deadline,
-            async () =>
-              answerInteger(
-                LABEL,
-                await fetchJson({
-                  label: LABEL,
-                  url: this.#url,
-                  headers: this.#headers,
-                  body: json,
-                  fetch: this.#fetch,
-                  signal: deadline.signal,
-                  maxBytes: SMALL_ANSWER_BYTES,
-                }),
-                "input_tokens",
-              ),
-          ),
-      );
-      logger.debug("Counted {count} prompt tokens with {source}", {
-        count,
-        source: this.source,
-      });
-      return count;
-    } catch (error) {
-      const failure = error instanceof CountError
-        ? error
-        : new CountError(`${LABEL} count failed: ${errorType(error)}`);
-      logger.debug("The {source} count failed: {errorType}", {
-        source: this.source,
-        errorType: failure.name,
-      });
-      throw failure;
-    }
+    return await guardedCount(
+      this.source,
+      request,
+      options,
+      (request, contextLength) =>
+        this.#http.postCount({
+          source: this.source,
+          url: this.#url,
+          json: payloadJson(this.#payload(request, options.kind ?? "chat")),
+          contextLength,
+          signal: options.signal,
+          maxBytes: SMALL_ANSWER_BYTES,
+          read: (answer) => answerInteger(LABEL, answer, "input_tokens"),
+        }),
+    );
   }
 
   /**
@@ -299,7 +247,7 @@ export class AnthropicBackend extends Backend {
    * ```
    */
   override clearCache(): Promise<void> {
-    return this.#resolveCache()?.clear() ?? Promise.resolve();
+    return this.#http.clearCache();
   }
 
   /**
@@ -331,11 +279,6 @@ export class AnthropicBackend extends Backend {
   }
 
   #payload(request: JsonObject, kind: string): JsonObject {
-    if (!isJsonObject(request)) {
-      throw new CountError(
-        "Cannot count the request as it is not a JSON object",
-      );
-    }
     if (kind === "completion") {
       throw new CountError(
         "Cannot count a completion request with Anthropic as the Messages API has no prompt form",
@@ -343,11 +286,6 @@ export class AnthropicBackend extends Backend {
     }
     const chat = kind === "responses" ? responsesToChat(request) : request;
     return toAnthropicCount(chat, this.#model);
-  }
-
-  #resolveCache(): CountCache | null {
-    // The shared cache is looked up each time, so a disposed one is replaced.
-    return this.#cache === undefined ? sharedCountCache() : this.#cache;
   }
 }
 
@@ -371,18 +309,11 @@ export class AnthropicBackend extends Backend {
  * ```
  */
 export function anthropicFromConfig(config: Config): Backend {
-  if (config.anthropicApiKey === undefined) {
-    throw new ConfigError([{
-      variable: "INCONTEXT_ANTHROPIC_API_KEY",
-      rule: "is required by the 'anthropic' backend",
-    }]);
-  }
+  const { INCONTEXT_ANTHROPIC_API_KEY: apiKey } = requireConfig("anthropic", {
+    INCONTEXT_ANTHROPIC_API_KEY: config.anthropicApiKey,
+  });
   return new AnthropicBackend({
-    ...(config.tokenizerUrl === undefined ? {} : { url: config.tokenizerUrl }),
-    apiKey: config.anthropicApiKey,
+    ...httpOptionsFromConfig(config, apiKey),
     ...(config.model === undefined ? {} : { model: config.model }),
-    timeoutSeconds: config.tokenizerTimeoutSeconds,
-    userAgent: config.tokenizerUserAgent,
-    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
   });
 }

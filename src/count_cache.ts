@@ -2,7 +2,9 @@
  * A process-wide cache of exact token counts. Its LRU lives in a
  * `node:worker_threads` worker reached through a MessagePort, so that every
  * part of a process shares one bounded cache, and concurrent misses of one
- * key run a single count (singleflight). Where no worker can start, the same
+ * key run a single count (singleflight). The local backend counts inside
+ * that worker too: its tokenizer and templates load there, once per model
+ * folder, off the caller's event loop. Where no worker can start, the same
  * cache runs in process.
  *
  * @example Caching a count
@@ -59,6 +61,16 @@ export interface CountCacheStats {
   readonly misses: number;
   /** How many times the cache was cleared. */
   readonly epoch: number;
+  /** Model folders the local backend's counts loaded in this cache's core (once per folder). */
+  readonly modelLoads: number;
+  /**
+   * Lookups of piece counts (the text between a tokenizer's added tokens)
+   * served from stored counts; pieces are stored in the same bounded LRU as
+   * whole counts, under a hash of the tokenizer's SHA-256 and the piece.
+   */
+  readonly segmentHits: number;
+  /** Lookups of piece counts that tokenized the piece. */
+  readonly segmentMisses: number;
 }
 
 /** A bounded cache of counts, shared by its callers, with singleflight. */

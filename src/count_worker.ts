@@ -1,8 +1,10 @@
 /**
  * The entry of the count cache's worker thread. {@linkcode createCountCache}
  * starts it with `node:worker_threads` and hands it one end of a
- * MessageChannel; it holds the cache's LRU and singleflight table and answers
- * on that port. It is exported only so that it ships with the package:
+ * MessageChannel; it holds the cache's LRU and singleflight table, and the
+ * local backend's tokenizers and templates (loaded on its first count, once
+ * per model folder), and answers on that port. It is exported only so that
+ * it ships with the package:
  * importing it anywhere but in that worker does nothing.
  *
  * @example The worker behind a cache

@@ -28,24 +28,17 @@ import {
   type RequestKind,
 } from "./backend.ts";
 import type { Config } from "./config.ts";
-import { ConfigError } from "./config_error.ts";
-import { type CountCache, sharedCountCache } from "./count_cache.ts";
+import type { CountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
-import { errorType } from "./_error_type.ts";
 import {
   answerInteger,
-  cachedCount,
-  checkBaseUrl,
-  checkContextLength,
   checkHeaderValue,
-  checkTimeout,
-  countWithin,
-  endpointUrl,
-  fetchJson,
-  jsonHeaders,
   payloadJson,
   SMALL_ANSWER_BYTES,
 } from "./_http_count.ts";
+import { HttpCounter } from "./_http_backend.ts";
+import { countGuard } from "./_count_guard.ts";
+import { httpOptionsFromConfig, requireConfig } from "./_backend_config.ts";
 import { isJsonObject } from "./_request.ts";
 import { responsesToChat } from "./_responses.ts";
 import {
@@ -56,28 +49,16 @@ import {
 } from "./_gemini_convert.ts";
 
 // The types GeminiBackend's API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
+export type * from "./_backend_types.ts";
 export type { Config } from "./config.ts";
-export type {
-  CountCache,
-  CountCacheKind,
-  CountCacheStats,
-} from "./count_cache.ts";
 
-const logger = getLogger(["incontext", "gemini"]);
 const WHAT = "the Gemini backend";
 const LABEL = "Gemini countTokens";
+const guardedCount = countGuard({
+  what: WHAT,
+  failure: `${LABEL} count failed`,
+  logger: getLogger(["incontext", "gemini"]),
+});
 
 /** The base URL used when none is configured. */
 export const GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com";
@@ -160,12 +141,8 @@ export interface GeminiBackendOptions {
 export class GeminiBackend extends Backend {
   /** The label of Gemini counts: `"gemini-count-tokens"`. */
   override readonly source: string = "gemini-count-tokens";
-  readonly #base: string;
+  readonly #http: HttpCounter;
   readonly #model: string | undefined;
-  readonly #timeoutMs: number;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #fetch: typeof globalThis.fetch | undefined;
-  readonly #cache: CountCache | null | undefined;
 
   /**
    * Creates a Gemini backend. Nothing starts until the first count.
@@ -177,16 +154,15 @@ export class GeminiBackend extends Backend {
    */
   constructor(options: GeminiBackendOptions = {}) {
     super();
-    this.#base = checkBaseUrl(WHAT, options.url ?? GEMINI_DEFAULT_URL);
-    this.#timeoutMs = checkTimeout(WHAT, options.timeoutSeconds ?? 30);
-    this.#headers = jsonHeaders(WHAT, options.userAgent, {
-      "x-goog-api-key": { option: "apiKey", value: options.apiKey },
-    });
+    this.#http = new HttpCounter({
+      what: WHAT,
+      label: LABEL,
+      defaultUrl: GEMINI_DEFAULT_URL,
+      keyHeader: "x-goog-api-key",
+    }, options);
     this.#model = options.model === undefined
       ? undefined
       : checkHeaderValue(WHAT, "model", options.model);
-    this.#fetch = options.fetch;
-    this.#cache = options.cache;
   }
 
   /**
@@ -225,49 +201,23 @@ export class GeminiBackend extends Backend {
     request: JsonObject,
     options: CountOptions,
   ): Promise<number> {
-    const contextLength = checkContextLength(WHAT, options?.contextLength);
-    try {
-      const { url, json } = this.#post(request, options.kind ?? "chat");
-      const count = await countWithin(
-        { label: LABEL, timeoutMs: this.#timeoutMs, signal: options.signal },
-        (deadline) =>
-          cachedCount(
-            this.#resolveCache(),
-            `${this.source} ${url}`,
-            contextLength,
-            json,
-            deadline,
-            async () =>
-              answerInteger(
-                LABEL,
-                await fetchJson({
-                  label: LABEL,
-                  url,
-                  headers: this.#headers,
-                  body: json,
-                  fetch: this.#fetch,
-                  signal: deadline.signal,
-                  maxBytes: SMALL_ANSWER_BYTES,
-                }),
-                "totalTokens",
-              ),
-          ),
-      );
-      logger.debug("Counted {count} prompt tokens with {source}", {
-        count,
-        source: this.source,
-      });
-      return count;
-    } catch (error) {
-      const failure = error instanceof CountError
-        ? error
-        : new CountError(`${LABEL} count failed: ${errorType(error)}`);
-      logger.debug("The {source} count failed: {errorType}", {
-        source: this.source,
-        errorType: failure.name,
-      });
-      throw failure;
-    }
+    return await guardedCount(
+      this.source,
+      request,
+      options,
+      (request, contextLength) => {
+        const { url, json } = this.#post(request, options.kind ?? "chat");
+        return this.#http.postCount({
+          source: this.source,
+          url,
+          json,
+          contextLength,
+          signal: options.signal,
+          maxBytes: SMALL_ANSWER_BYTES,
+          read: (answer) => answerInteger(LABEL, answer, "totalTokens"),
+        });
+      },
+    );
   }
 
   /**
@@ -295,7 +245,7 @@ export class GeminiBackend extends Backend {
    * ```
    */
   override clearCache(): Promise<void> {
-    return this.#resolveCache()?.clear() ?? Promise.resolve();
+    return this.#http.clearCache();
   }
 
   /**
@@ -394,11 +344,6 @@ export class GeminiBackend extends Backend {
   }
 
   #post(request: JsonObject, kind: RequestKind): { url: string; json: string } {
-    if (!isJsonObject(request)) {
-      throw new CountError(
-        "Cannot count the request as it is not a JSON object",
-      );
-    }
     if (kind === "completion") {
       throw new CountError(
         "Cannot count a completion request with Gemini as it has no prompt form",
@@ -406,16 +351,10 @@ export class GeminiBackend extends Backend {
     }
     const chat = kind === "responses" ? responsesToChat(request) : request;
     const model = geminiModelName(chat, this.#model);
-    const url = endpointUrl(
-      this.#base,
+    const url = this.#http.endpoint(
       `/v1beta/models/${encodeURIComponent(model)}:countTokens`,
     );
     return { url, json: payloadJson(toGeminiCount(chat, model)) };
-  }
-
-  #resolveCache(): CountCache | null {
-    // The shared cache is looked up each time, so a disposed one is replaced.
-    return this.#cache === undefined ? sharedCountCache() : this.#cache;
   }
 }
 
@@ -440,18 +379,11 @@ export class GeminiBackend extends Backend {
  * ```
  */
 export function geminiFromConfig(config: Config): Backend {
-  if (config.geminiApiKey === undefined) {
-    throw new ConfigError([{
-      variable: "INCONTEXT_GEMINI_API_KEY",
-      rule: "is required by the 'gemini' backend",
-    }]);
-  }
+  const { INCONTEXT_GEMINI_API_KEY: apiKey } = requireConfig("gemini", {
+    INCONTEXT_GEMINI_API_KEY: config.geminiApiKey,
+  });
   return new GeminiBackend({
-    ...(config.tokenizerUrl === undefined ? {} : { url: config.tokenizerUrl }),
-    apiKey: config.geminiApiKey,
+    ...httpOptionsFromConfig(config, apiKey),
     ...(config.model === undefined ? {} : { model: config.model }),
-    timeoutSeconds: config.tokenizerTimeoutSeconds,
-    userAgent: config.tokenizerUserAgent,
-    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
   });
 }

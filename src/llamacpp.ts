@@ -30,28 +30,21 @@ import {
   type OutputLimitOptions,
   type ReadCapsOptions,
 } from "./backend.ts";
-import { type CountCache, sharedCountCache } from "./count_cache.ts";
+import type { CountCache } from "./count_cache.ts";
 import type { Config } from "./config.ts";
-import { ConfigError } from "./config_error.ts";
 import { CountError } from "./errors.ts";
-import { errorType, safeCause } from "./_error_type.ts";
 import { isJsonObject } from "./_request.ts";
 import { responsesToChat } from "./_responses.ts";
 import { minDefined } from "./_caps.ts";
 import type { Deadline } from "./_deadline.ts";
 import {
-  cachedCount,
-  checkBaseUrl,
-  checkContextLength,
-  checkHeaderValue,
-  checkTimeout,
-  countWithin,
-  endpointUrl,
-  fetchJson,
-  jsonHeaders,
+  checkServedContext,
   payloadJson,
   SMALL_ANSWER_BYTES,
 } from "./_http_count.ts";
+import { HttpCounter } from "./_http_backend.ts";
+import { countGuard } from "./_count_guard.ts";
+import { httpOptionsFromConfig, requireConfig } from "./_backend_config.ts";
 import { createServerInfo, type ServerInfo } from "./_server_info.ts";
 import { rejectingFetch } from "./_status_fetch.ts";
 import {
@@ -64,28 +57,16 @@ import {
 } from "./_llamacpp_payload.ts";
 
 // The types LlamaCppBackend's API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
-export type {
-  CountCache,
-  CountCacheKind,
-  CountCacheStats,
-} from "./count_cache.ts";
+export type * from "./_backend_types.ts";
 export type { Config } from "./config.ts";
 
-const logger = getLogger(["incontext", "llamacpp"]);
 const WHAT = "the llama.cpp backend";
 const LABEL = "llama.cpp";
+const guardedCount = countGuard({
+  what: WHAT,
+  failure: `${LABEL} count failed`,
+  logger: getLogger(["incontext", "llamacpp"]),
+});
 
 /** Options for {@linkcode LlamaCppBackend}. */
 export interface LlamaCppBackendOptions {
@@ -161,11 +142,7 @@ export interface LlamaCppBackendOptions {
 export class LlamaCppBackend extends Backend {
   /** The label of llama.cpp counts: `"llamacpp-tokenize"`. */
   override readonly source: string = "llamacpp-tokenize";
-  readonly #url: string;
-  readonly #timeoutMs: number;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #fetch: typeof globalThis.fetch | undefined;
-  readonly #cache: CountCache | null | undefined;
+  readonly #http: HttpCounter;
   readonly #props: ServerInfo<number>;
 
   /**
@@ -177,22 +154,10 @@ export class LlamaCppBackend extends Backend {
    */
   constructor(options: LlamaCppBackendOptions) {
     super();
-    this.#url = checkBaseUrl(WHAT, options?.url);
-    this.#timeoutMs = checkTimeout(WHAT, options.timeoutSeconds ?? 30);
-    const { apiKey } = options;
-    this.#headers = jsonHeaders(WHAT, options.userAgent, {
-      Authorization: {
-        option: "apiKey",
-        value: apiKey === undefined
-          ? undefined
-          : `Bearer ${checkHeaderValue(WHAT, "apiKey", apiKey)}`,
-      },
-    });
-    this.#fetch = options.fetch;
-    this.#cache = options.cache;
+    this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
     this.#props = createServerInfo(
       (signal) => this.#readContext(signal),
-      this.#timeoutMs,
+      this.#http.timeoutMs,
     );
   }
 
@@ -226,61 +191,39 @@ export class LlamaCppBackend extends Backend {
     request: JsonObject,
     options: CountOptions,
   ): Promise<number> {
-    const contextLength = checkContextLength(WHAT, options?.contextLength);
-    try {
-      if (!isJsonObject(request)) {
-        throw new CountError(
-          "Cannot count the request as it is not a JSON object",
-        );
-      }
-      const kind = options.kind ?? "chat";
-      const completion = kind === "completion";
-      const payload = completion
-        ? tokenizePayload(completionPrompt(request))
-        : applyTemplatePayload(
-          kind === "responses" ? responsesToChat(request) : request,
-        );
-      const json = payloadJson(payload);
-      const count = await countWithin(
-        { label: LABEL, timeoutMs: this.#timeoutMs, signal: options.signal },
-        async (deadline) => {
-          const nCtx = await this.#props.get(deadline.signal);
-          if (nCtx !== contextLength) {
-            throw new CountError(
-              `llama.cpp n_ctx does not match the configured context length: ${nCtx} != ${contextLength}`,
-            );
-          }
-          return await cachedCount(
-            this.#resolveCache(),
-            `${this.source} ${this.#url}`,
+    return await guardedCount(
+      this.source,
+      request,
+      options,
+      (request, contextLength) => {
+        const kind = options.kind ?? "chat";
+        const completion = kind === "completion";
+        const payload = completion
+          ? tokenizePayload(completionPrompt(request))
+          : applyTemplatePayload(
+            kind === "responses" ? responsesToChat(request) : request,
+          );
+        const json = payloadJson(payload);
+        return this.#http.count(
+          {
+            key: `${this.source} ${this.#http.url}`,
             contextLength,
             json,
-            deadline,
-            () =>
-              completion
-                ? this.#tokenize(json, payload.content as string, deadline)
-                : this.#render(json, contextLength, deadline),
-          );
-        },
-      );
-      logger.debug("Counted {count} prompt tokens with {source}", {
-        count,
-        source: this.source,
-      });
-      return count;
-    } catch (error) {
-      const failure = error instanceof CountError
-        ? error
-        : new CountError(`llama.cpp count failed: ${errorType(error)}`, {
-          cause: safeCause(error),
-        });
-      logger.debug("The {source} count failed: {errorType} ({causeType})", {
-        source: this.source,
-        errorType: failure.name,
-        causeType: errorType(failure.cause),
-      });
-      throw failure;
-    }
+            signal: options.signal,
+            check: async (signal) =>
+              checkServedContext(
+                "llama.cpp n_ctx",
+                await this.#props.get(signal),
+                contextLength,
+              ),
+          },
+          (deadline) =>
+            completion
+              ? this.#tokenize(json, payload.content as string, deadline)
+              : this.#render(json, contextLength, deadline),
+        );
+      },
+    );
   }
 
   /**
@@ -306,7 +249,7 @@ export class LlamaCppBackend extends Backend {
    */
   override clearCache(): Promise<void> {
     this.#props.clear();
-    return this.#resolveCache()?.clear() ?? Promise.resolve();
+    return this.#http.clearCache();
   }
 
   /**
@@ -437,35 +380,10 @@ export class LlamaCppBackend extends Backend {
     return Math.max(0, options.contextLength - (options.promptTokens ?? 0));
   }
 
-  #resolveCache(): CountCache | null {
-    // The shared cache is looked up each time, so a disposed one is replaced.
-    return this.#cache === undefined ? sharedCountCache() : this.#cache;
-  }
-
-  #post(
-    path: string,
-    body: string,
-    maxBytes: number,
-    signal: AbortSignal,
-    fetch = this.#fetch,
-  ): Promise<JsonObject> {
-    return fetchJson({
-      label: `${LABEL} ${path}`,
-      url: endpointUrl(this.#url, path),
-      headers: this.#headers,
-      body,
-      fetch,
-      signal,
-      maxBytes,
-    });
-  }
-
   async #readContext(signal: AbortSignal): Promise<number> {
-    const props = await fetchJson({
+    const props = await this.#http.fetchJson({
       label: `${LABEL} /props`,
-      url: endpointUrl(this.#url, "/props"),
-      headers: this.#headers,
-      fetch: this.#fetch,
+      url: this.#http.endpoint("/props"),
       signal,
       maxBytes: PROPS_BYTES,
     });
@@ -485,18 +403,19 @@ export class LlamaCppBackend extends Backend {
     // The rendered prompt holds the request's text and the template's own:
     // a bound in proportion to both.
     const maxBytes = SMALL_ANSWER_BYTES + 4 * json.length + 64 * contextLength;
-    const rejecting = rejectingFetch(
-      this.#fetch,
-      400,
-      "llama.cpp /apply-template rejects this request (its chat endpoint would too)",
-    );
-    const body = await this.#post(
-      "/apply-template",
-      json,
+    const body = await this.#http.fetchJson({
+      label: `${LABEL} /apply-template`,
+      url: this.#http.endpoint("/apply-template"),
+      body: json,
+      signal: deadline.signal,
       maxBytes,
-      deadline.signal,
-      rejecting,
-    );
+      adapt: (fetch) =>
+        rejectingFetch(
+          fetch,
+          400,
+          "llama.cpp /apply-template rejects this request (its chat endpoint would too)",
+        ),
+    });
     const { prompt } = body;
     if (typeof prompt !== "string") {
       throw new CountError(
@@ -517,7 +436,13 @@ export class LlamaCppBackend extends Backend {
   ): Promise<number> {
     // At most one token per UTF-8 byte (3 per UTF-16 unit), 8 bytes an id.
     const maxBytes = SMALL_ANSWER_BYTES + 24 * prompt.length;
-    const body = await this.#post("/tokenize", json, maxBytes, deadline.signal);
+    const body = await this.#http.fetchJson({
+      label: `${LABEL} /tokenize`,
+      url: this.#http.endpoint("/tokenize"),
+      body: json,
+      signal: deadline.signal,
+      maxBytes,
+    });
     const { tokens } = body;
     if (!Array.isArray(tokens) || !tokens.every(isTokenId)) {
       throw new CountError("llama.cpp /tokenize returned invalid tokens");
@@ -553,19 +478,11 @@ function isTokenId(value: unknown): boolean {
  * ```
  */
 export function llamacppFromConfig(config: Config): Backend {
-  if (config.tokenizerUrl === undefined) {
-    throw new ConfigError([{
-      variable: "INCONTEXT_TOKENIZER_URL",
-      rule: "is required by the 'llamacpp' backend",
-    }]);
-  }
+  const { INCONTEXT_TOKENIZER_URL: url } = requireConfig("llamacpp", {
+    INCONTEXT_TOKENIZER_URL: config.tokenizerUrl,
+  });
   return new LlamaCppBackend({
-    url: config.tokenizerUrl,
-    timeoutSeconds: config.tokenizerTimeoutSeconds,
-    userAgent: config.tokenizerUserAgent,
-    ...(config.tokenizerApiKey === undefined
-      ? {}
-      : { apiKey: config.tokenizerApiKey }),
-    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
+    ...httpOptionsFromConfig(config, config.tokenizerApiKey),
+    url,
   });
 }

@@ -1,7 +1,8 @@
 /**
  * Counts prompt tokens exactly, in process, from a model folder's tokenizer
  * files and chat template: what vLLM's `POST /tokenize` would answer for the
- * same request, without the round trip.
+ * same request, without the round trip. With a count cache (the default),
+ * the files load and the counts run inside the cache's worker thread.
  *
  * @example Counting a chat request from a model folder
  * ```ts
@@ -28,53 +29,43 @@ import {
   type OutputLimitOptions,
   type RequestKind,
 } from "./backend.ts";
-import {
-  type CountCache,
-  countCacheKey,
-  sharedCountCache,
-} from "./count_cache.ts";
+import type { CountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
+import { localChannelOf, type LocalCountChannel } from "./_count_client.ts";
+import { LocalModels, type ModelSpec } from "./_local_count.ts";
+import { Lru } from "./_lru.ts";
 import { isJsonObject } from "./_request.ts";
 import { errorType, safeCause } from "./_error_type.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
-import {
-  isMultimodal,
-  transferredPromptLength,
-  truncationLimit,
-  vllmOutputField,
-  vllmOutputLimit,
-} from "./_vllm_payload.ts";
+import { vllmOutputField, vllmOutputLimit } from "./_vllm_payload.ts";
+import { vllmPromptTokens } from "./_vllm_count.ts";
 import type { LocalTokenizer } from "./_tokenizer.ts";
 import {
+  checkFolderOptions,
   compileTemplate,
+  createFolderLoader,
+  type FilesSha256,
+  type FolderLoader,
   type Loaded,
-  loadFolder,
   renderChat,
   templateFor,
   tokenizePayload,
 } from "./_chat_render.ts";
+import { cachedCount, payloadJson, resolveCountCache } from "./_http_count.ts";
+import { countGuard } from "./_count_guard.ts";
 
 // The types LocalBackend's API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
-export type {
-  CountCache,
-  CountCacheKind,
-  CountCacheStats,
-} from "./count_cache.ts";
+export type * from "./_backend_types.ts";
 export { CountError, TemplateRejectedError } from "./errors.ts";
+export type { FilesSha256 } from "./_chat_render.ts";
 
+const WHAT = "the local backend";
 const logger = getLogger(["incontext", "local"]);
+const guardedCount = countGuard({
+  what: WHAT,
+  failure: "The local count failed",
+  logger,
+});
 
 /** Options for {@linkcode LocalBackend}. */
 export interface LocalBackendOptions {
@@ -95,13 +86,17 @@ export interface LocalBackendOptions {
    */
   readonly expectedSha256?: string;
   /**
-   * The clock the template's `strftime_now` reads.
+   * The clock the template's `strftime_now` reads. A function cannot reach
+   * the count worker: with a clock, counts run on the calling thread.
    *
    * @default {() => new Date()}
    */
   readonly now?: () => Date;
   /**
-   * Where counts are cached; `null` disables caching.
+   * Where counts are cached, and where they run: a cache from
+   * `createCountCache` or `sharedCountCache` loads the files and counts
+   * inside its worker (whole counts and piece counts in its LRU); `null`
+   * counts on the calling thread and caches no whole counts.
    *
    * @default {sharedCountCache()} resolved at each count
    */
@@ -114,7 +109,10 @@ export interface LocalBackendOptions {
  * preprocessing, and tokenizes the result as the Rust `tokenizers` crate
  * would. Output caps are read as vLLM reads them.
  *
- * Files load on the first count (concurrent first counts share one load).
+ * Files load on the first count (concurrent first counts share one load),
+ * or at {@linkcode LocalBackend.load}; with a count cache from this package
+ * they load inside its worker, once per model folder per process, so that
+ * neither loading nor counting blocks the caller's event loop.
  * Media parts, and requests `/tokenize` cannot mirror, fail their count so
  * that the caller falls back to an estimate; a request the template rejects
  * fails with {@linkcode TemplateRejectedError}.
@@ -134,8 +132,11 @@ export interface LocalBackendOptions {
 export class LocalBackend extends Backend implements AsyncDisposable {
   /** The label of local counts: `"local-tokenizer"`. */
   override readonly source: string = "local-tokenizer";
-  readonly #options: LocalBackendOptions;
-  #loading: Promise<Loaded> | undefined;
+  readonly #cache: CountCache | null | undefined;
+  readonly #spec: ModelSpec;
+  readonly #folder: FolderLoader;
+  /** Counts on the calling thread (no cache, a clock, or a cache of another make). */
+  #host: LocalModels | undefined;
   #disposed = false;
 
   /**
@@ -147,18 +148,53 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    */
   constructor(options: LocalBackendOptions) {
     super();
-    if (typeof options?.dir !== "string" || options.dir === "") {
-      throw new TypeError(
-        "Cannot create the local backend as 'dir' must be a non-empty string",
+    checkFolderOptions(WHAT, options);
+    this.#cache = options.cache;
+    const { dir, chatTemplate, expectedSha256, now } = options;
+    this.#spec = {
+      dir,
+      ...(chatTemplate === undefined ? {} : { chatTemplate }),
+      ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
+      ...(now === undefined ? {} : { now }),
+    };
+    this.#folder = createFolderLoader(WHAT, { ...options }, logger);
+  }
+
+  /**
+   * Loads the files where counts run (the count cache's worker, or the
+   * calling thread with `cache: null`), if not loaded yet, and tells their
+   * SHA-256: call it at start-up to fail early on the wrong files and to
+   * log which files are served.
+   *
+   * @returns The SHA-256 of `tokenizer.json`, `tokenizer_config.json` and the chat template.
+   * @throws {CountError} If the files cannot be read or built, or
+   * `tokenizer.json` does not match `expectedSha256`.
+   *
+   * @example Checking the files at start-up
+   * ```ts
+   * import { LocalBackend } from "@incontext/incontext/local";
+   * import { match } from "node:assert/strict";
+   *
+   * const dir = new URL("../tests/fixtures/model_folder/", import.meta.url).pathname;
+   * const backend = new LocalBackend({ dir, cache: null });
+   * const files = await backend.load();
+   * match(files.tokenizer, /^[0-9a-f]{64}$/);
+   * await backend[Symbol.asyncDispose]();
+   * ```
+   */
+  async load(): Promise<FilesSha256> {
+    if (this.#disposed) throw disposedError();
+    const channel = this.#channel(resolveCountCache(this.#cache));
+    try {
+      return channel !== undefined
+        ? await channel.loadLocal(this.#spec)
+        : await this.#ownHost().load(this.#spec);
+    } catch (error) {
+      throw error instanceof CountError ? error : new CountError(
+        `Cannot load the model folder: ${errorType(error)}`,
+        { cause: safeCause(error) },
       );
     }
-    const sha = options.expectedSha256;
-    if (sha !== undefined && !/^[0-9a-fA-F]{64}$/.test(sha)) {
-      throw new TypeError(
-        "Cannot create the local backend as 'expectedSha256' must be 64 hex characters",
-      );
-    }
-    this.#options = { ...options };
   }
 
   /**
@@ -192,38 +228,22 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     request: JsonObject,
     options: CountOptions,
   ): Promise<number> {
-    const contextLength = options?.contextLength;
-    if (!Number.isSafeInteger(contextLength) || contextLength < 1) {
-      throw new RangeError(
-        `Cannot count with the local backend as 'contextLength' must be a positive integer: current value is ${contextLength}`,
-      );
-    }
-    try {
-      if (!isJsonObject(request)) {
-        throw new CountError(
-          "Cannot count the request as it is not a JSON object",
-        );
-      }
-      const counted = transferredPromptLength(request) ??
-        await this.#countTemplated(request, options.kind ?? "chat", {
-          contextLength,
-          ...(options.signal ? { signal: options.signal } : {}),
-        });
-      const limit = truncationLimit(request);
-      return limit !== undefined && !isMultimodal(request)
-        ? Math.min(counted, limit)
-        : counted;
-    } catch (error) {
-      const failure = error instanceof CountError ? error : new CountError(
-        `The local count failed: ${errorType(error)}`,
-        { cause: safeCause(error) },
-      );
-      logger.debug("The {source} count failed: {errorType}", {
-        source: this.source,
-        errorType: failure.name,
-      });
-      throw failure;
-    }
+    return await guardedCount(
+      this.source,
+      request,
+      options,
+      (request, contextLength) =>
+        vllmPromptTokens(
+          request,
+          () =>
+            this.#countTemplated(
+              request,
+              options.kind ?? "chat",
+              contextLength,
+              options.signal,
+            ),
+        ),
+    );
   }
 
   /**
@@ -232,7 +252,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * @returns A promise that settles once the clear has taken effect.
    */
   override clearCache(): Promise<void> {
-    return this.#resolveCache()?.clear() ?? Promise.resolve();
+    return resolveCountCache(this.#cache)?.clear() ?? Promise.resolve();
   }
 
   /**
@@ -301,7 +321,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * ```
    */
   async tokenize(body: JsonObject): Promise<number[]> {
-    const loaded = await this.#load();
+    const loaded = await this.#folder.load();
     try {
       if (!isJsonObject(body)) {
         throw new CountError(
@@ -374,12 +394,32 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    */
   [Symbol.asyncDispose](): Promise<void> {
     this.#disposed = true;
-    this.#loading = undefined;
+    this.#host = undefined;
+    this.#folder.dispose();
     return Promise.resolve();
   }
 
+  /** The cache's core counts, unless a clock must stay on this thread. */
+  #channel(cache: CountCache | null): LocalCountChannel | undefined {
+    return this.#spec.now === undefined ? localChannelOf(cache) : undefined;
+  }
+
+  #ownHost(): LocalModels {
+    if (this.#host === undefined) {
+      // No whole counts are kept here; piece counts in a private LRU, as
+      // bounded as the default count cache.
+      const pieces = new Lru({ maxEntries: 4096, maxKeyBytes: 1_048_576 });
+      this.#host = new LocalModels({
+        store: () => {},
+        epoch: () => 0,
+        pieces,
+      });
+    }
+    return this.#host;
+  }
+
   async #vocabularyFor(ids: readonly number[]): Promise<LocalTokenizer> {
-    const { tokenizer } = await this.#load();
+    const { tokenizer } = await this.#folder.load();
     if (!Array.isArray(ids) || !ids.every(tokenizer.isTokenId)) {
       throw new CountError(
         "Cannot detokenize as 'tokens' must be an array of token ids in the vocabulary",
@@ -388,69 +428,43 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     return tokenizer;
   }
 
-  #resolveCache(): CountCache | null {
-    const cache = this.#options.cache;
-    return cache === undefined ? sharedCountCache() : cache;
-  }
-
   async #countTemplated(
     request: JsonObject,
     kind: RequestKind,
-    options: { contextLength: number; signal?: AbortSignal },
+    contextLength: number,
+    signal: AbortSignal | undefined,
   ): Promise<number> {
+    if (this.#disposed) throw disposedError();
     const payload = tokenizePayload(request, kind);
-    let json: string;
-    try {
-      json = JSON.stringify(payload);
-    } catch {
-      throw new CountError(
-        "Cannot count the request as it is not serialisable to JSON",
-      );
+    const job = { spec: this.#spec, kind, payload };
+    const cache = resolveCountCache(this.#cache);
+    const channel = this.#channel(cache);
+    // The cache's core loads, looks up and counts: nothing heavy runs here.
+    if (channel !== undefined) return await channel.countLocal(job, signal);
+    const host = this.#ownHost();
+    if (cache === null) {
+      signal?.throwIfAborted();
+      await host.load(this.#spec);
+      // The count itself runs at once, on this thread: abort only before it.
+      signal?.throwIfAborted();
+      return await host.count(job);
     }
-    const loaded = await this.#load();
-    options.signal?.throwIfAborted();
-    const compute = () => Promise.resolve(countPayload(loaded, payload, kind));
-    const cache = this.#resolveCache();
-    if (cache === null) return await compute();
-    const key = await countCacheKey(
-      `${this.source} ${loaded.identity}`,
-      options.contextLength,
-      json,
+    // A cache of another make (or a clock): whole counts through it, keyed by the files.
+    const files = await host.load(this.#spec);
+    signal?.throwIfAborted();
+    return await cachedCount(
+      cache,
+      `${this.source} ${files.tokenizer} ${files.tokenizerConfig} ${files.template}`,
+      contextLength,
+      payloadJson(payload),
+      signal,
+      () => host.count(job),
     );
-    return await cache.getOrCount(key, compute, options.signal);
-  }
-
-  #load(): Promise<Loaded> {
-    if (this.#disposed) {
-      return Promise.reject(
-        new CountError("Cannot count as the local backend is disposed"),
-      );
-    }
-    this.#loading ??= loadFolder(this.#options, logger).catch((error) => {
-      // A mismatch stays; a read error is retried by the next count.
-      if (!(error instanceof CountError)) this.#loading = undefined;
-      throw error;
-    });
-    return this.#loading;
   }
 }
 
-function countPayload(
-  loaded: Loaded,
-  payload: Record<string, unknown>,
-  kind: RequestKind,
-): number {
-  if (kind === "completion") {
-    return loaded.tokenizer.count(payload.prompt as string, {
-      addSpecialTokens: payload.add_special_tokens !== false,
-    });
-  }
-  const text = renderChat(loaded, payload, templateFor(loaded, payload.tools));
-  const addSpecialTokens = payload.add_special_tokens === true;
-  // A grown conversation re-tokenizes only its new pieces.
-  return loaded.segments !== null && !addSpecialTokens
-    ? loaded.engine.countIncrementally(text, loaded.tokenizer, loaded.segments)
-    : loaded.tokenizer.count(text, { addSpecialTokens });
+function disposedError(): CountError {
+  return new CountError(`Cannot count as ${WHAT} is disposed`);
 }
 
 /** The token ids of a `/tokenize` body, as vLLM's tokenize endpoint computes them. */

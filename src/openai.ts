@@ -32,25 +32,17 @@ import {
   type OutputFieldOptions,
   type RequestKind,
 } from "./backend.ts";
-import { type CountCache, sharedCountCache } from "./count_cache.ts";
+import type { CountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
-import { errorType, safeCause } from "./_error_type.ts";
 import { effectiveField, isJsonObject } from "./_request.ts";
-import type { Deadline } from "./_deadline.ts";
 import {
   answerInteger,
-  cachedCount,
-  checkBaseUrl,
-  checkContextLength,
-  checkHeaderValue,
-  checkTimeout,
-  countWithin,
-  endpointUrl,
-  fetchJson,
-  jsonHeaders,
   payloadJson,
   SMALL_ANSWER_BYTES,
 } from "./_http_count.ts";
+import { HttpCounter } from "./_http_backend.ts";
+import { countGuard } from "./_count_guard.ts";
+import { httpOptionsFromConfig } from "./_backend_config.ts";
 import {
   encodingForModel,
   estimateChatTokens,
@@ -59,31 +51,18 @@ import {
 import type { Config } from "./config.ts";
 
 // The types OpenAIBackend's API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
+export type * from "./_backend_types.ts";
 export type { Config } from "./config.ts";
-export type {
-  CountCache,
-  CountCacheKind,
-  CountCacheStats,
-} from "./count_cache.ts";
 export { CountError } from "./errors.ts";
-
-const logger = getLogger(["incontext", "openai"]);
 
 const WHAT = "the OpenAI backend";
 const LABEL = "OpenAI /v1/responses/input_tokens";
 const ESTIMATE_LABEL = "OpenAI chat estimate";
+const guardedCount = countGuard({
+  what: WHAT,
+  failure: "The OpenAI count failed",
+  logger: getLogger(["incontext", "openai"]),
+});
 /** The default base URL. */
 const OPENAI_URL = "https://api.openai.com";
 
@@ -177,11 +156,7 @@ export interface OpenAIBackendOptions {
 export class OpenAIBackend extends Backend {
   /** The label of exact counts: `"openai-input-tokens"`. */
   override readonly source: string = "openai-input-tokens";
-  readonly #url: string;
-  readonly #timeoutMs: number;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #fetch: typeof globalThis.fetch | undefined;
-  readonly #cache: CountCache | null | undefined;
+  readonly #http: HttpCounter;
 
   /**
    * Creates an OpenAI backend. Nothing is sent or loaded until the first count.
@@ -192,19 +167,10 @@ export class OpenAIBackend extends Backend {
    */
   constructor(options: OpenAIBackendOptions = {}) {
     super();
-    const { apiKey, timeoutSeconds = 30, userAgent } = options ?? {};
-    this.#url = checkBaseUrl(WHAT, options?.url ?? OPENAI_URL);
-    this.#timeoutMs = checkTimeout(WHAT, timeoutSeconds);
-    this.#headers = jsonHeaders(WHAT, userAgent, {
-      Authorization: {
-        option: "apiKey",
-        value: apiKey === undefined
-          ? undefined
-          : `Bearer ${checkHeaderValue(WHAT, "apiKey", apiKey)}`,
-      },
-    });
-    this.#fetch = options?.fetch;
-    this.#cache = options?.cache;
+    this.#http = new HttpCounter(
+      { what: WHAT, label: LABEL, defaultUrl: OPENAI_URL },
+      options,
+    );
   }
 
   /**
@@ -235,35 +201,17 @@ export class OpenAIBackend extends Backend {
     request: JsonObject,
     options: CountOptions,
   ): Promise<CountResult> {
-    const contextLength = checkContextLength(WHAT, options?.contextLength);
-    const kind = options.kind ?? "chat";
-    try {
-      if (!isJsonObject(request)) {
-        throw new CountError(
-          "Cannot count the request as it is not a JSON object",
-        );
-      }
-      const counted = kind === "responses"
-        ? await this.#countResponses(request, contextLength, options.signal)
-        : await this.#estimateChat(request, kind, contextLength, options);
-      logger.debug("Counted {count} prompt tokens with {source}", {
-        count: counted.tokens,
-        source: counted.source ?? this.source,
-      });
-      return counted;
-    } catch (error) {
-      const failure = error instanceof CountError
-        ? error
-        : new CountError(`The OpenAI count failed: ${errorType(error)}`, {
-          cause: safeCause(error),
-        });
-      logger.debug("The {source} count failed: {errorType} ({causeType})", {
-        source: this.source,
-        errorType: failure.name,
-        causeType: errorType(failure.cause),
-      });
-      throw failure;
-    }
+    return await guardedCount(
+      this.source,
+      request,
+      options,
+      async (request, contextLength) => {
+        const kind = options.kind ?? "chat";
+        return kind === "responses"
+          ? await this.#countResponses(request, contextLength, options.signal)
+          : await this.#estimateChat(request, kind, contextLength, options);
+      },
+    );
   }
 
   /**
@@ -293,7 +241,7 @@ export class OpenAIBackend extends Backend {
    * ```
    */
   override clearCache(): Promise<void> {
-    return this.#resolveCache()?.clear() ?? Promise.resolve();
+    return this.#http.clearCache();
   }
 
   /**
@@ -329,50 +277,24 @@ export class OpenAIBackend extends Backend {
     }
   }
 
-  #resolveCache(): CountCache | null {
-    // The shared cache is looked up each time, so a disposed one is replaced.
-    return this.#cache === undefined ? sharedCountCache() : this.#cache;
-  }
-
-  #countResponses(
+  async #countResponses(
     request: JsonObject,
     contextLength: number,
     signal: AbortSignal | undefined,
   ): Promise<CountResult> {
-    const json = payloadJson(inputTokensPayload(request));
-    const url = endpointUrl(this.#url, "/v1/responses/input_tokens");
-    return countWithin(
-      { label: LABEL, timeoutMs: this.#timeoutMs, signal },
-      async (deadline: Deadline) => {
-        const post = async () =>
-          answerInteger(
-            LABEL,
-            await fetchJson({
-              label: LABEL,
-              url,
-              headers: this.#headers,
-              body: json,
-              fetch: this.#fetch,
-              signal: deadline.signal,
-              maxBytes: SMALL_ANSWER_BYTES,
-            }),
-            "input_tokens",
-          );
-        const key = `${this.source} ${url}`;
-        const tokens = await cachedCount(
-          this.#resolveCache(),
-          key,
-          contextLength,
-          json,
-          deadline,
-          post,
-        );
-        return { tokens, estimatedTokens: 0 };
-      },
-    );
+    const tokens = await this.#http.postCount({
+      source: this.source,
+      url: this.#http.endpoint("/v1/responses/input_tokens"),
+      json: payloadJson(inputTokensPayload(request)),
+      contextLength,
+      signal,
+      maxBytes: SMALL_ANSWER_BYTES,
+      read: (answer) => answerInteger(LABEL, answer, "input_tokens"),
+    });
+    return { tokens, estimatedTokens: 0 };
   }
 
-  #estimateChat(
+  async #estimateChat(
     request: JsonObject,
     kind: RequestKind,
     contextLength: number,
@@ -393,26 +315,17 @@ export class OpenAIBackend extends Backend {
       ? "openai-o200k-estimate"
       : "openai-cl100k-estimate";
     const json = payloadJson(chatPayload(request));
-    return countWithin(
+    const tokens = await this.#http.count(
       {
-        label: ESTIMATE_LABEL,
-        timeoutMs: this.#timeoutMs,
+        key: source,
+        contextLength,
+        json,
         signal: options.signal,
+        label: ESTIMATE_LABEL,
       },
-      async (deadline) => {
-        const estimate = async () =>
-          estimateChatTokens(request, await loadEncoding(name));
-        const tokens = await cachedCount(
-          this.#resolveCache(),
-          source,
-          contextLength,
-          json,
-          deadline,
-          estimate,
-        );
-        return { tokens, estimatedTokens: tokens, source };
-      },
+      async () => estimateChatTokens(request, await loadEncoding(name)),
     );
+    return { tokens, estimatedTokens: tokens, source };
   }
 }
 
@@ -466,13 +379,5 @@ function chatPayload(request: JsonObject): Record<string, unknown> {
  * ```
  */
 export function openaiFromConfig(config: Config): Backend {
-  return new OpenAIBackend({
-    url: config.tokenizerUrl ?? OPENAI_URL,
-    timeoutSeconds: config.tokenizerTimeoutSeconds,
-    userAgent: config.tokenizerUserAgent,
-    ...(config.openaiApiKey === undefined
-      ? {}
-      : { apiKey: config.openaiApiKey }),
-    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
-  });
+  return new OpenAIBackend(httpOptionsFromConfig(config, config.openaiApiKey));
 }

@@ -7,7 +7,7 @@ import type { Backend } from "./backend.ts";
 import { sharedCountCache } from "./count_cache.ts";
 import { DEFAULT_CONFIG } from "./_config_defaults.ts";
 import type { Config } from "./config.ts";
-import { ConfigError } from "./config_error.ts";
+import { httpOptionsFromConfig, requireConfig } from "./_backend_config.ts";
 import { VllmBackend } from "./vllm.ts";
 import { LocalBackend } from "./local.ts";
 import { anchoredFromConfig } from "./anchored.ts";
@@ -172,15 +172,12 @@ export function createBackendRegistry(): BackendRegistry {
 }
 
 function localFromConfig(config: Config): Backend {
-  if (config.tokenizerDir === undefined) {
-    throw new ConfigError([{
-      variable: "INCONTEXT_TOKENIZER_DIR",
-      rule: "is required by the 'local' backend",
-    }]);
-  }
+  const { INCONTEXT_TOKENIZER_DIR: dir } = requireConfig("local", {
+    INCONTEXT_TOKENIZER_DIR: config.tokenizerDir,
+  });
   // Nothing is read here: the files load on the first count.
   return new LocalBackend({
-    dir: config.tokenizerDir,
+    dir,
     ...(config.chatTemplate === undefined
       ? {}
       : { chatTemplate: config.chatTemplate }),
@@ -192,20 +189,12 @@ function localFromConfig(config: Config): Backend {
 }
 
 function vllmFromConfig(config: Config): Backend {
-  if (config.tokenizerUrl === undefined) {
-    throw new ConfigError([{
-      variable: "INCONTEXT_TOKENIZER_URL",
-      rule: "is required by the 'vllm' backend",
-    }]);
-  }
+  const { INCONTEXT_TOKENIZER_URL: url } = requireConfig("vllm", {
+    INCONTEXT_TOKENIZER_URL: config.tokenizerUrl,
+  });
   return new VllmBackend({
-    url: config.tokenizerUrl,
-    timeoutSeconds: config.tokenizerTimeoutSeconds,
-    userAgent: config.tokenizerUserAgent,
-    ...(config.tokenizerApiKey === undefined
-      ? {}
-      : { apiKey: config.tokenizerApiKey }),
-    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
+    ...httpOptionsFromConfig(config, config.tokenizerApiKey),
+    url,
   });
 }
 

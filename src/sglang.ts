@@ -30,61 +30,42 @@ import {
   type OutputLimitOptions,
   type RequestKind,
 } from "./backend.ts";
-import { type CountCache, sharedCountCache } from "./count_cache.ts";
+import type { CountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
-import { ConfigError, type ConfigIssue } from "./config_error.ts";
-import type { Config } from "./config.ts";
 import { errorType, safeCause } from "./_error_type.ts";
-import { effectiveField, isJsonObject } from "./_request.ts";
+import type { Config } from "./config.ts";
+import { effectiveField } from "./_request.ts";
 import type { Deadline } from "./_deadline.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import { maxTokenizeResponseBytes, vllmOutputField } from "./_vllm_payload.ts";
+import { answerInteger, payloadJson } from "./_http_count.ts";
+import { HttpCounter } from "./_http_backend.ts";
+import { countGuard } from "./_count_guard.ts";
+import { httpOptionsFromConfig, requireConfig } from "./_backend_config.ts";
 import {
-  answerInteger,
-  cachedCount,
-  checkBaseUrl,
-  checkContextLength,
-  checkHeaderValue,
-  checkTimeout,
-  countWithin,
-  endpointUrl,
-  fetchJson,
-  jsonHeaders,
-  payloadJson,
-} from "./_http_count.ts";
-import {
-  type Loaded,
-  loadFolder,
+  checkFolderOptions,
+  createFolderLoader,
+  type FilesSha256,
+  type FolderLoader,
   renderChat,
   templateFor,
   tokenizePayload,
 } from "./_chat_render.ts";
 
 // The types SglangBackend's API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
+export type * from "./_backend_types.ts";
 export type { Config } from "./config.ts";
-export type {
-  CountCache,
-  CountCacheKind,
-  CountCacheStats,
-} from "./count_cache.ts";
 export { CountError, TemplateRejectedError } from "./errors.ts";
+export type { FilesSha256 } from "./_chat_render.ts";
 
 const logger = getLogger(["incontext", "sglang"]);
-
 const WHAT = "the SGLang backend";
 const LABEL = "SGLang /tokenize";
+const guardedCount = countGuard({
+  what: WHAT,
+  failure: "The SGLang count failed",
+  logger,
+});
 
 /** Options for {@linkcode SglangBackend}. */
 export interface SglangBackendOptions {
@@ -184,14 +165,8 @@ export interface SglangOutputLimitOptions extends OutputLimitOptions {
 export class SglangBackend extends Backend implements AsyncDisposable {
   /** The label of SGLang counts: `"sglang-tokenize"`. */
   override readonly source: string = "sglang-tokenize";
-  readonly #url: string;
-  readonly #folder: SglangBackendOptions;
-  readonly #timeoutMs: number;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #fetch: typeof globalThis.fetch | undefined;
-  readonly #cache: CountCache | null | undefined;
-  #loading: Promise<Loaded> | undefined;
-  #disposed = false;
+  readonly #http: HttpCounter;
+  readonly #folder: FolderLoader;
 
   /**
    * Creates an SGLang backend. Nothing is read or sent until the first count.
@@ -204,31 +179,9 @@ export class SglangBackend extends Backend implements AsyncDisposable {
    */
   constructor(options: SglangBackendOptions) {
     super();
-    this.#url = checkBaseUrl(WHAT, options?.url);
-    if (typeof options.dir !== "string" || options.dir === "") {
-      throw new TypeError(
-        "Cannot create the SGLang backend as 'dir' must be a non-empty string",
-      );
-    }
-    const sha = options.expectedSha256;
-    if (sha !== undefined && !/^[0-9a-fA-F]{64}$/.test(sha)) {
-      throw new TypeError(
-        "Cannot create the SGLang backend as 'expectedSha256' must be 64 hex characters",
-      );
-    }
-    const { apiKey, timeoutSeconds = 30, userAgent } = options;
-    this.#timeoutMs = checkTimeout(WHAT, timeoutSeconds);
-    this.#headers = jsonHeaders(WHAT, userAgent, {
-      Authorization: {
-        option: "apiKey",
-        value: apiKey === undefined
-          ? undefined
-          : `Bearer ${checkHeaderValue(WHAT, "apiKey", apiKey)}`,
-      },
-    });
-    this.#folder = { ...options };
-    this.#fetch = options.fetch;
-    this.#cache = options.cache;
+    this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
+    checkFolderOptions(WHAT, options);
+    this.#folder = createFolderLoader(WHAT, { ...options }, logger);
   }
 
   /**
@@ -263,36 +216,22 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     request: JsonObject,
     options: CountOptions,
   ): Promise<number> {
-    const contextLength = checkContextLength(WHAT, options?.contextLength);
-    try {
-      if (!isJsonObject(request)) {
-        throw new CountError(
-          "Cannot count the request as it is not a JSON object",
-        );
-      }
-      const kind = options.kind ?? "chat";
-      const count = await countWithin(
-        { label: LABEL, timeoutMs: this.#timeoutMs, signal: options.signal },
-        (deadline) => this.#count(request, kind, contextLength, deadline),
-      );
-      logger.debug("Counted {count} prompt tokens with {source}", {
-        count,
-        source: this.source,
-      });
-      return count;
-    } catch (error) {
-      const failure = error instanceof CountError
-        ? error
-        : new CountError(`The SGLang count failed: ${errorType(error)}`, {
-          cause: safeCause(error),
-        });
-      logger.debug("The {source} count failed: {errorType} ({causeType})", {
-        source: this.source,
-        errorType: failure.name,
-        causeType: errorType(failure.cause),
-      });
-      throw failure;
-    }
+    return await guardedCount(
+      this.source,
+      request,
+      options,
+      (request, contextLength) =>
+        this.#http.within(
+          options.signal,
+          (deadline) =>
+            this.#count(
+              request,
+              options.kind ?? "chat",
+              contextLength,
+              deadline,
+            ),
+        ),
+    );
   }
 
   /**
@@ -301,7 +240,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
    * @returns A promise that settles once the clear has taken effect.
    */
   override clearCache(): Promise<void> {
-    return this.#resolveCache()?.clear() ?? Promise.resolve();
+    return this.#http.clearCache();
   }
 
   /**
@@ -346,18 +285,44 @@ export class SglangBackend extends Backend implements AsyncDisposable {
   }
 
   /**
+   * Loads the model folder (on this thread, where chat requests are
+   * rendered), if not loaded yet, and tells its files' SHA-256: call it at
+   * start-up to fail early on the wrong files and to log which are used.
+   *
+   * @returns The SHA-256 of `tokenizer.json`, `tokenizer_config.json` and the chat template.
+   * @throws {CountError} If the files cannot be read or built, or
+   * `tokenizer.json` does not match `expectedSha256`.
+   *
+   * @example Checking the files at start-up
+   * ```ts
+   * import { SglangBackend } from "@incontext/incontext/sglang";
+   * import { match } from "node:assert/strict";
+   *
+   * const dir = new URL("../tests/fixtures/model_folder/", import.meta.url).pathname;
+   * const backend = new SglangBackend({ url: "http://127.0.0.1:30000", dir, cache: null });
+   * match((await backend.load()).tokenizer, /^[0-9a-f]{64}$/);
+   * await backend[Symbol.asyncDispose]();
+   * ```
+   */
+  async load(): Promise<FilesSha256> {
+    try {
+      return (await this.#folder.load()).files;
+    } catch (error) {
+      throw error instanceof CountError ? error : new CountError(
+        `Cannot load the model folder: ${errorType(error)}`,
+        { cause: safeCause(error) },
+      );
+    }
+  }
+
+  /**
    * Frees the loaded tokenizer and templates; later counts fail.
    *
    * @returns A promise that settles at once.
    */
   [Symbol.asyncDispose](): Promise<void> {
-    this.#disposed = true;
-    this.#loading = undefined;
+    this.#folder.dispose();
     return Promise.resolve();
-  }
-
-  #resolveCache(): CountCache | null {
-    return this.#cache === undefined ? sharedCountCache() : this.#cache;
   }
 
   async #count(
@@ -367,6 +332,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     deadline: Deadline,
   ): Promise<number> {
     const post = (body: string) => this.#post(body, contextLength, deadline);
+    const key = `${this.source} ${this.#http.url}`;
     if (kind === "completion") {
       const prompt = effectiveField(request, "prompt");
       if (typeof prompt !== "string") {
@@ -374,27 +340,19 @@ export class SglangBackend extends Backend implements AsyncDisposable {
           "Cannot count a completion without a prompt string",
         );
       }
-      const body = payloadJson({ prompt, add_special_tokens: true });
-      return await cachedCount(
-        this.#resolveCache(),
-        `${this.source} ${this.#url}`,
-        contextLength,
-        body,
-        deadline,
-        () => post(body),
+      const json = payloadJson({ prompt, add_special_tokens: true });
+      return await this.#http.cached(
+        { key, contextLength, json, deadline },
+        () => post(json),
       );
     }
     const payload = tokenizePayload(request, kind);
     const json = payloadJson(payload);
-    const loaded = await this.#load();
+    const loaded = await this.#folder.load();
     deadline.signal.throwIfAborted();
     // The key holds the files' identity: another template renders another prompt.
-    return await cachedCount(
-      this.#resolveCache(),
-      `${this.source} ${this.#url} ${loaded.identity}`,
-      contextLength,
-      json,
-      deadline,
+    return await this.#http.cached(
+      { key: `${key} ${loaded.identity}`, contextLength, json, deadline },
       async () => {
         const text = renderChat(
           loaded,
@@ -413,30 +371,13 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     contextLength: number,
     deadline: Deadline,
   ): Promise<number> {
-    const answer = await fetchJson({
-      label: LABEL,
-      url: endpointUrl(this.#url, "/tokenize"),
-      headers: this.#headers,
+    const answer = await this.#http.fetchJson({
+      url: this.#http.endpoint("/tokenize"),
       body,
-      fetch: this.#fetch,
       signal: deadline.signal,
       maxBytes: maxTokenizeResponseBytes(contextLength),
     });
     return answerInteger(LABEL, answer, "count");
-  }
-
-  #load(): Promise<Loaded> {
-    if (this.#disposed) {
-      return Promise.reject(
-        new CountError("Cannot count as the SGLang backend is disposed"),
-      );
-    }
-    this.#loading ??= loadFolder(this.#folder, logger).catch((error) => {
-      // A mismatch stays; a read error is retried by the next count.
-      if (!(error instanceof CountError)) this.#loading = undefined;
-      throw error;
-    });
-    return this.#loading;
   }
 }
 
@@ -463,32 +404,20 @@ export class SglangBackend extends Backend implements AsyncDisposable {
  * ```
  */
 export function sglangFromConfig(config: Config): Backend {
-  const issues: ConfigIssue[] = [];
-  for (
-    const [variable, value] of [
-      ["INCONTEXT_TOKENIZER_URL", config.tokenizerUrl],
-      ["INCONTEXT_TOKENIZER_DIR", config.tokenizerDir],
-    ] as const
-  ) {
-    if (value === undefined) {
-      issues.push({ variable, rule: "is required by the 'sglang' backend" });
-    }
-  }
-  if (issues.length > 0) throw new ConfigError(issues);
+  const { INCONTEXT_TOKENIZER_URL: url, INCONTEXT_TOKENIZER_DIR: dir } =
+    requireConfig("sglang", {
+      INCONTEXT_TOKENIZER_URL: config.tokenizerUrl,
+      INCONTEXT_TOKENIZER_DIR: config.tokenizerDir,
+    });
   return new SglangBackend({
-    url: config.tokenizerUrl!,
-    dir: config.tokenizerDir!,
-    timeoutSeconds: config.tokenizerTimeoutSeconds,
-    userAgent: config.tokenizerUserAgent,
-    ...(config.tokenizerApiKey === undefined
-      ? {}
-      : { apiKey: config.tokenizerApiKey }),
+    ...httpOptionsFromConfig(config, config.tokenizerApiKey),
+    url,
+    dir,
     ...(config.chatTemplate === undefined
       ? {}
       : { chatTemplate: config.chatTemplate }),
     ...(config.tokenizerSha256 === undefined
       ? {}
       : { expectedSha256: config.tokenizerSha256 }),
-    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
   });
 }

@@ -27,27 +27,19 @@ import {
   type OutputFieldOptions,
   type OutputLimitOptions,
 } from "./backend.ts";
-import { type CountCache, sharedCountCache } from "./count_cache.ts";
+import type { CountCache } from "./count_cache.ts";
 import type { Config } from "./config.ts";
-import { ConfigError } from "./config_error.ts";
 import { CountError } from "./errors.ts";
-import { errorType, safeCause } from "./_error_type.ts";
-import { isJsonObject } from "./_request.ts";
 import { responsesToChat } from "./_responses.ts";
 import type { Deadline } from "./_deadline.ts";
 import {
-  cachedCount,
-  checkBaseUrl,
-  checkContextLength,
-  checkHeaderValue,
-  checkTimeout,
-  countWithin,
-  endpointUrl,
-  fetchJson,
-  jsonHeaders,
+  checkServedContext,
   payloadJson,
   SMALL_ANSWER_BYTES,
 } from "./_http_count.ts";
+import { HttpCounter } from "./_http_backend.ts";
+import { countGuard } from "./_count_guard.ts";
+import { httpOptionsFromConfig, requireConfig } from "./_backend_config.ts";
 import { createServerInfo, type ServerInfo } from "./_server_info.ts";
 import { framingFetch, rejectingFetch } from "./_status_fetch.ts";
 import {
@@ -60,28 +52,16 @@ import {
 } from "./_tgi_payload.ts";
 
 // The types TgiBackend's API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
-export type {
-  CountCache,
-  CountCacheKind,
-  CountCacheStats,
-} from "./count_cache.ts";
+export type * from "./_backend_types.ts";
 export type { Config } from "./config.ts";
 
-const logger = getLogger(["incontext", "tgi"]);
 const WHAT = "the TGI backend";
 const LABEL = "TGI";
+const guardedCount = countGuard({
+  what: WHAT,
+  failure: `${LABEL} count failed`,
+  logger: getLogger(["incontext", "tgi"]),
+});
 
 /** Options for {@linkcode TgiBackend}. */
 export interface TgiBackendOptions {
@@ -156,11 +136,7 @@ export interface TgiBackendOptions {
 export class TgiBackend extends Backend {
   /** The label of TGI counts: `"tgi-chat-tokenize"`. */
   override readonly source: string = "tgi-chat-tokenize";
-  readonly #url: string;
-  readonly #timeoutMs: number;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #fetch: typeof globalThis.fetch | undefined;
-  readonly #cache: CountCache | null | undefined;
+  readonly #http: HttpCounter;
   readonly #info: ServerInfo<TgiLimits>;
 
   /**
@@ -172,22 +148,10 @@ export class TgiBackend extends Backend {
    */
   constructor(options: TgiBackendOptions) {
     super();
-    this.#url = checkBaseUrl(WHAT, options?.url);
-    this.#timeoutMs = checkTimeout(WHAT, options.timeoutSeconds ?? 30);
-    const { apiKey } = options;
-    this.#headers = jsonHeaders(WHAT, options.userAgent, {
-      Authorization: {
-        option: "apiKey",
-        value: apiKey === undefined
-          ? undefined
-          : `Bearer ${checkHeaderValue(WHAT, "apiKey", apiKey)}`,
-      },
-    });
-    this.#fetch = options.fetch;
-    this.#cache = options.cache;
+    this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
     this.#info = createServerInfo(
       (signal) => this.#readLimits(signal),
-      this.#timeoutMs,
+      this.#http.timeoutMs,
     );
   }
 
@@ -221,65 +185,37 @@ export class TgiBackend extends Backend {
     request: JsonObject,
     options: CountOptions,
   ): Promise<number> {
-    const contextLength = checkContextLength(WHAT, options?.contextLength);
-    try {
-      if (!isJsonObject(request)) {
-        throw new CountError(
-          "Cannot count the request as it is not a JSON object",
+    return await guardedCount(
+      this.source,
+      request,
+      options,
+      (request, contextLength) => {
+        const kind = options.kind ?? "chat";
+        const path = kind === "completion" ? "/tokenize" : "/chat_tokenize";
+        const json = payloadJson(
+          kind === "completion"
+            ? tokenizePayload(request)
+            : chatTokenizePayload(
+              kind === "responses" ? responsesToChat(request) : request,
+            ),
         );
-      }
-      const kind = options.kind ?? "chat";
-      const completion = kind === "completion";
-      const payload = completion
-        ? tokenizePayload(request)
-        : chatTokenizePayload(
-          kind === "responses" ? responsesToChat(request) : request,
-        );
-      const json = payloadJson(payload);
-      const count = await countWithin(
-        { label: LABEL, timeoutMs: this.#timeoutMs, signal: options.signal },
-        async (deadline) => {
-          const limits = await this.#info.get(deadline.signal);
-          if (limits.maxTotalTokens !== contextLength) {
-            throw new CountError(
-              `TGI max_total_tokens does not match the configured context length: ${limits.maxTotalTokens} != ${contextLength}`,
-            );
-          }
-          const counted = await cachedCount(
-            this.#resolveCache(),
-            `${this.source} ${this.#url}`,
+        return this.#http.count(
+          {
+            key: `${this.source} ${this.#http.url}`,
             contextLength,
             json,
-            deadline,
-            () =>
-              this.#tokenize(
-                completion ? "/tokenize" : "/chat_tokenize",
-                json,
+            signal: options.signal,
+            check: async (signal) =>
+              checkServedContext(
+                "TGI max_total_tokens",
+                (await this.#info.get(signal)).maxTotalTokens,
                 contextLength,
-                deadline,
               ),
-          );
-          return counted;
-        },
-      );
-      logger.debug("Counted {count} prompt tokens with {source}", {
-        count,
-        source: this.source,
-      });
-      return count;
-    } catch (error) {
-      const failure = error instanceof CountError
-        ? error
-        : new CountError(`TGI count failed: ${errorType(error)}`, {
-          cause: safeCause(error),
-        });
-      logger.debug("The {source} count failed: {errorType} ({causeType})", {
-        source: this.source,
-        errorType: failure.name,
-        causeType: errorType(failure.cause),
-      });
-      throw failure;
-    }
+          },
+          (deadline) => this.#tokenize(path, json, contextLength, deadline),
+        );
+      },
+    );
   }
 
   /**
@@ -305,7 +241,7 @@ export class TgiBackend extends Backend {
    */
   override clearCache(): Promise<void> {
     this.#info.clear();
-    return this.#resolveCache()?.clear() ?? Promise.resolve();
+    return this.#http.clearCache();
   }
 
   /**
@@ -389,17 +325,10 @@ export class TgiBackend extends Backend {
     return Math.max(0, options.contextLength - prompt);
   }
 
-  #resolveCache(): CountCache | null {
-    // The shared cache is looked up each time, so a disposed one is replaced.
-    return this.#cache === undefined ? sharedCountCache() : this.#cache;
-  }
-
   async #readLimits(signal: AbortSignal): Promise<TgiLimits> {
-    const info = await fetchJson({
+    const info = await this.#http.fetchJson({
       label: `${LABEL} /info`,
-      url: endpointUrl(this.#url, "/info"),
-      headers: this.#headers,
-      fetch: this.#fetch,
+      url: this.#http.endpoint("/info"),
       signal,
       maxBytes: SMALL_ANSWER_BYTES,
     });
@@ -413,25 +342,25 @@ export class TgiBackend extends Backend {
     deadline: Deadline,
   ): Promise<number> {
     const label = `${LABEL} ${path}`;
-    const rejecting = rejectingFetch(
-      this.#fetch,
-      422,
-      `${label} rejects this request (its generation endpoint would too)`,
-    );
-    // `/tokenize` answers a bare array: framed as {"tokens": [...]} to read it.
-    const fetch = path === "/tokenize"
-      ? framingFetch(rejecting, "tokens")
-      : rejecting;
-    const body = await fetchJson({
+    const body = await this.#http.fetchJson({
       label,
-      url: endpointUrl(this.#url, path),
-      headers: this.#headers,
+      url: this.#http.endpoint(path),
       body: json,
-      fetch,
       signal: deadline.signal,
       // About 50 bytes a token ({id, text, start, stop}), at most one token a
       // character of the rendered text, which is the request's plus the template's.
       maxBytes: SMALL_ANSWER_BYTES + 72 * (json.length + contextLength),
+      adapt: (fetch) => {
+        const rejecting = rejectingFetch(
+          fetch,
+          422,
+          `${label} rejects this request (its generation endpoint would too)`,
+        );
+        // `/tokenize` answers a bare array: framed as {"tokens": [...]} to read it.
+        return path === "/tokenize"
+          ? framingFetch(rejecting, "tokens")
+          : rejecting;
+      },
     });
     const tokens = path === "/tokenize" ? body.tokens : body.tokenize_response;
     if (!isTokenList(tokens)) {
@@ -460,19 +389,11 @@ export class TgiBackend extends Backend {
  * ```
  */
 export function tgiFromConfig(config: Config): Backend {
-  if (config.tokenizerUrl === undefined) {
-    throw new ConfigError([{
-      variable: "INCONTEXT_TOKENIZER_URL",
-      rule: "is required by the 'tgi' backend",
-    }]);
-  }
+  const { INCONTEXT_TOKENIZER_URL: url } = requireConfig("tgi", {
+    INCONTEXT_TOKENIZER_URL: config.tokenizerUrl,
+  });
   return new TgiBackend({
-    url: config.tokenizerUrl,
-    timeoutSeconds: config.tokenizerTimeoutSeconds,
-    userAgent: config.tokenizerUserAgent,
-    ...(config.tokenizerApiKey === undefined
-      ? {}
-      : { apiKey: config.tokenizerApiKey }),
-    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
+    ...httpOptionsFromConfig(config, config.tokenizerApiKey),
+    url,
   });
 }

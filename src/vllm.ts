@@ -29,55 +29,32 @@ import {
   type OutputLimitOptions,
   type RequestKind,
 } from "./backend.ts";
-import { type CountCache, sharedCountCache } from "./count_cache.ts";
-import { CountError } from "./errors.ts";
-import { isJsonObject } from "./_request.ts";
-import { responsesToChat } from "./_responses.ts";
-import { errorType, safeCause } from "./_error_type.ts";
+import type { CountCache } from "./count_cache.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import {
-  assertMirrorable,
-  buildCompletionPayload,
-  buildTokenizePayload,
-  isMultimodal,
   maxTokenizeResponseBytes,
-  transferredPromptLength,
-  truncationLimit,
   vllmOutputField,
   vllmOutputLimit,
 } from "./_vllm_payload.ts";
+import { vllmPromptTokens, vllmTokenizeBody } from "./_vllm_count.ts";
 import {
-  cachedCount,
-  checkBaseUrl,
-  checkContextLength,
-  checkHeaderValue,
-  checkTimeout,
-  countWithin,
-  fetchJson,
-  jsonHeaders,
+  answerInteger,
+  checkServedContext,
   payloadJson,
 } from "./_http_count.ts";
+import { HttpCounter } from "./_http_backend.ts";
+import { countGuard } from "./_count_guard.ts";
 
 // The types VllmBackend's API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
-export type {
-  CountCache,
-  CountCacheKind,
-  CountCacheStats,
-} from "./count_cache.ts";
+export type * from "./_backend_types.ts";
 
-const logger = getLogger(["incontext", "vllm"]);
+const WHAT = "the vLLM backend";
+const LABEL = "vLLM /tokenize";
+const guardedCount = countGuard({
+  what: WHAT,
+  failure: `${LABEL} count failed`,
+  logger: getLogger(["incontext", "vllm"]),
+});
 
 /** Options for {@linkcode VllmBackend}. */
 export interface VllmBackendOptions {
@@ -141,11 +118,7 @@ export interface VllmBackendOptions {
 export class VllmBackend extends Backend {
   /** The label of vLLM counts: `"vllm-tokenize"`. */
   override readonly source: string = "vllm-tokenize";
-  readonly #url: string;
-  readonly #timeoutMs: number;
-  readonly #headers: Readonly<Record<string, string>>;
-  readonly #fetch: typeof globalThis.fetch | undefined;
-  readonly #cache: CountCache | null | undefined;
+  readonly #http: HttpCounter;
 
   /**
    * Creates a vLLM backend. Nothing starts until the first count.
@@ -156,18 +129,7 @@ export class VllmBackend extends Backend {
    */
   constructor(options: VllmBackendOptions) {
     super();
-    this.#url = checkBaseUrl(WHAT, options?.url);
-    const { timeoutSeconds = 30, userAgent, apiKey } = options;
-    this.#timeoutMs = checkTimeout(WHAT, timeoutSeconds);
-    const headers = { ...jsonHeaders(WHAT, userAgent) };
-    if (apiKey !== undefined) {
-      headers.Authorization = `Bearer ${
-        checkHeaderValue(WHAT, "apiKey", apiKey)
-      }`;
-    }
-    this.#headers = headers;
-    this.#fetch = options.fetch;
-    this.#cache = options.cache;
+    this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
   }
 
   /**
@@ -199,42 +161,22 @@ export class VllmBackend extends Backend {
     request: JsonObject,
     options: CountOptions,
   ): Promise<number> {
-    const contextLength = checkContextLength(WHAT, options?.contextLength);
-    try {
-      if (!isJsonObject(request)) {
-        throw new CountError(
-          "Cannot count the request as it is not a JSON object",
-        );
-      }
-      const counted = transferredPromptLength(request) ??
-        await this.#countTemplated(
+    return await guardedCount(
+      this.source,
+      request,
+      options,
+      (request, contextLength) =>
+        vllmPromptTokens(
           request,
-          options.kind ?? "chat",
-          contextLength,
-          options.signal,
-        );
-      const limit = truncationLimit(request);
-      const count = limit !== undefined && !isMultimodal(request)
-        ? Math.min(counted, limit)
-        : counted;
-      logger.debug("Counted {count} prompt tokens with {source}", {
-        count,
-        source: this.source,
-      });
-      return count;
-    } catch (error) {
-      const failure = error instanceof CountError
-        ? error
-        : new CountError(`vLLM /tokenize count failed: ${errorType(error)}`, {
-          cause: safeCause(error),
-        });
-      logger.debug("The {source} count failed: {errorType} ({causeType})", {
-        source: this.source,
-        errorType: failure.name,
-        causeType: errorType(failure.cause),
-      });
-      throw failure;
-    }
+          () =>
+            this.#countTemplated(
+              request,
+              options.kind ?? "chat",
+              contextLength,
+              options.signal,
+            ),
+        ),
+    );
   }
 
   /**
@@ -263,7 +205,7 @@ export class VllmBackend extends Backend {
    * ```
    */
   override clearCache(): Promise<void> {
-    return this.#resolveCache()?.clear() ?? Promise.resolve();
+    return this.#http.clearCache();
   }
 
   /**
@@ -344,76 +286,28 @@ export class VllmBackend extends Backend {
     return vllmOutputLimit(request, options.contextLength);
   }
 
-  #resolveCache(): CountCache | null {
-    // The shared cache is looked up each time, so a disposed one is replaced.
-    return this.#cache === undefined ? sharedCountCache() : this.#cache;
-  }
-
   #countTemplated(
     request: JsonObject,
     kind: RequestKind,
     contextLength: number,
     signal: AbortSignal | undefined,
   ): Promise<number> {
-    const json = payloadJson(tokenizePayload(request, kind));
-    const cache = this.#resolveCache();
-    // One deadline covers the whole count: waiting on another caller's
-    // identical count in the cache too, so every caller keeps its own limit.
-    return countWithin(
-      { label: LABEL, timeoutMs: this.#timeoutMs, signal },
-      (deadline) =>
-        cachedCount(
-          cache,
-          `${this.source} ${this.#url}`,
-          contextLength,
-          json,
-          deadline,
-          async () => {
-            const body = await fetchJson({
-              label: LABEL,
-              url: this.#url,
-              headers: this.#headers,
-              body: json,
-              fetch: this.#fetch,
-              signal: deadline.signal,
-              maxBytes: maxTokenizeResponseBytes(contextLength),
-            });
-            return readCount(body, contextLength);
-          },
-        ),
-    );
+    return this.#http.postCount({
+      source: this.source,
+      url: this.#http.url,
+      json: payloadJson(vllmTokenizeBody(request, kind)),
+      contextLength,
+      signal,
+      maxBytes: maxTokenizeResponseBytes(contextLength),
+      read: (answer) => readCount(answer, contextLength),
+    });
   }
 }
 
-const WHAT = "the vLLM backend";
-const LABEL = "vLLM /tokenize";
-
-/** The `/tokenize` body: the text form for completions, the chat form otherwise. */
-function tokenizePayload(
-  request: JsonObject,
-  kind: RequestKind,
-): Record<string, unknown> {
-  if (kind === "completion") return buildCompletionPayload(request);
-  const chat = kind === "responses" ? responsesToChat(request) : request;
-  assertMirrorable(chat);
-  return buildTokenizePayload(chat);
-}
-
+/** The count in a `/tokenize` answer, once its `max_model_len` is the configured one. */
 function readCount(body: JsonObject, contextLength: number): number {
-  const { count, max_model_len: maxModelLen } = body;
-  if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 0) {
-    throw new CountError("vLLM /tokenize returned an invalid count");
-  }
-  if (
-    typeof maxModelLen !== "number" || !Number.isSafeInteger(maxModelLen) ||
-    maxModelLen < 1
-  ) {
-    throw new CountError("vLLM /tokenize returned an invalid max_model_len");
-  }
-  if (maxModelLen !== contextLength) {
-    throw new CountError(
-      `vLLM max_model_len does not match the configured context length: ${maxModelLen} != ${contextLength}`,
-    );
-  }
+  const count = answerInteger(LABEL, body, "count");
+  const maxModelLen = answerInteger(LABEL, body, "max_model_len", 1);
+  checkServedContext("vLLM max_model_len", maxModelLen, contextLength);
   return count;
 }

@@ -7,7 +7,9 @@ import {
   countIncrementally,
   isSegmentationSafe,
   SegmentCache,
+  splitAtAddedTokens,
 } from "../src/_segments.ts";
+import { PrefixCounter } from "../src/_local_prefix.ts";
 import { compileChatTemplate, TemplateRaisedError } from "../src/_template.ts";
 import {
   detectContentFormat,
@@ -142,6 +144,8 @@ Deno.test("countIncrementally() equals a full count of every render, per safe fa
       });
       const contentFormat = detectContentFormat(source);
       const cache = new SegmentCache();
+      // Reuses the previous renders' prefixes, as the count worker does.
+      const prefix = new PrefixCounter(tokenizer, "sha", new Map());
       const random = prng(SEED);
       let renders = 0;
       for (let c = 0; c < CONVERSATIONS; c++) {
@@ -177,6 +181,11 @@ Deno.test("countIncrementally() equals a full count of every render, per safe fa
             full,
             `${model.family}, conversation ${c}, turn ${turn}`,
           );
+          strictEqual(
+            prefix.count(rendered),
+            full,
+            `${model.family}, conversation ${c}, turn ${turn}, prefix reuse`,
+          );
           renders++;
         }
       }
@@ -187,5 +196,40 @@ Deno.test("countIncrementally() equals a full count of every render, per safe fa
       ok(renders >= CONVERSATIONS * TURNS / 2);
       ok(hits > misses);
     });
+  }
+});
+
+Deno.test("PrefixCounter splits an edited text as a fresh split does, wherever the edit falls", () => {
+  // Tokens that prefix and overlap each other make the split depend on what
+  // follows: "<a>" vs "<a>b", "b<c>" across an edit.
+  const addedTokens = Object.freeze(["<a>b", "b<c>", "<a>", "<c>", "<<"]);
+  const alphabet = ["<", "a", ">", "b", "c", " ", "<a>", "<c>", "x"];
+  // Any deterministic count of a piece will do: its code units squared, mod 7, plus one.
+  const tokenizer = {
+    addedTokens,
+    count: (piece: string) => (piece.length * piece.length) % 7 + 1,
+  };
+  const expected = (text: string) =>
+    splitAtAddedTokens(text, addedTokens).reduce(
+      (sum, piece) => sum + (piece.added ? 1 : tokenizer.count(piece.text)),
+      0,
+    );
+  const random = prng(SEED);
+  const counter = new PrefixCounter(tokenizer, "sha", new Map());
+  const texts: string[] = [""];
+  for (let i = 0; i < 3000; i++) {
+    const base = texts[Math.floor(random() * texts.length)]!;
+    const at = Math.floor(random() * (base.length + 1));
+    const cut = Math.floor(random() * 3);
+    let insert = "";
+    for (let n = Math.floor(random() * 4); n > 0; n--) {
+      insert += alphabet[Math.floor(random() * alphabet.length)];
+    }
+    const text = random() < 0.5
+      ? base + insert
+      : base.slice(0, at) + insert + base.slice(at + cut);
+    strictEqual(counter.count(text), expected(text), JSON.stringify(text));
+    texts.push(text);
+    if (texts.length > 6) texts.shift();
   }
 });

@@ -1,4 +1,5 @@
 import { ok, strictEqual } from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { serveFakeUpstream } from "../testing.ts";
 
 const SERVER = new URL("../examples/server.ts", import.meta.url).pathname;
@@ -174,3 +175,80 @@ Deno.test("examples/server.ts takes the window from a Hermes config.yaml", async
   await stderr.done;
   strictEqual(status.code, 0, stderr.text);
 });
+
+Deno.test("examples/server.ts with the local backend logs the files' SHA-256 at start-up and counts in the worker", async () => {
+  await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
+  const dir = new URL("./fixtures/model_folder/", import.meta.url).pathname;
+  const bytes = await Deno.readFile(`${dir}tokenizer.json`);
+  const sha = createHash("sha256").update(bytes).digest("hex");
+  const port = freePort();
+  const child = server([
+    "--upstream",
+    upstream.url,
+    "--listen",
+    `127.0.0.1:${port}`,
+  ], {
+    INCONTEXT_BACKEND: "local",
+    INCONTEXT_TOKENIZER_DIR: dir,
+    INCONTEXT_TOKENIZER_SHA256: sha.toUpperCase(),
+    INCONTEXT_CONTEXT_LENGTH: "65536",
+    INCONTEXT_COMPRESSION_WINDOW_TOKENS: "55705",
+  });
+  const stdout = collect(child.stdout);
+  const stderr = collect(child.stderr);
+  const started = await stdout.waitFor(/listening on/);
+  ok(started.includes(`tokenizer.json sha256="${sha}"`), started);
+  ok(/chat template sha256="[0-9a-f]{64}"/.test(started), started);
+  ok(started.includes("backend=local-tokenizer"), started);
+  const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "m",
+      max_tokens: 65536,
+      messages: [{ role: "user", content: "hello world" }],
+    }),
+  });
+  strictEqual(response.status, 200);
+  strictEqual(response.headers.get("x-incontext-action"), "set");
+  await response.body?.cancel();
+  child.kill("SIGTERM");
+  const status = await child.status;
+  await stdout.done;
+  await stderr.done;
+  strictEqual(status.code, 0, stderr.text);
+});
+
+for (const backend of ["local", "sglang"]) {
+  Deno.test(`examples/server.ts with ${backend} exits non-zero at start-up when tokenizer.json is not the expected SHA-256`, async () => {
+    const dir = new URL("./fixtures/model_folder/", import.meta.url).pathname;
+    const wrong = "ab".repeat(32);
+    const child = server([
+      "--upstream",
+      "http://127.0.0.1:9",
+      "--listen",
+      `127.0.0.1:${freePort()}`,
+    ], {
+      INCONTEXT_BACKEND: backend,
+      INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:9",
+      INCONTEXT_TOKENIZER_DIR: dir,
+      INCONTEXT_TOKENIZER_SHA256: wrong,
+      INCONTEXT_CONTEXT_LENGTH: "65536",
+      INCONTEXT_COMPRESSION_WINDOW_TOKENS: "55705",
+    });
+    const stdout = collect(child.stdout);
+    const stderr = collect(child.stderr);
+    const status = await child.status;
+    await stdout.done;
+    await stderr.done;
+    strictEqual(status.code, 1, stderr.text);
+    ok(!stdout.text.includes("listening on"), stdout.text);
+    ok(
+      stderr.text.includes(
+        "cannot load the tokenizer files of INCONTEXT_TOKENIZER_DIR: tokenizer.json does not match the expected SHA-256",
+      ),
+      stderr.text,
+    );
+    ok(stderr.text.includes(wrong), stderr.text);
+  });
+}

@@ -138,6 +138,9 @@ Deno.test("a count worker killed with 100 counts in flight takes no call down", 
       hits: 0,
       misses: 0,
       epoch: 0,
+      modelLoads: 0,
+      segmentHits: 0,
+      segmentMisses: 0,
     });
     strictEqual(cache.kind, "worker_threads");
     const first = await budget(chat(0), options);

@@ -1,0 +1,23 @@
+/**
+ * The types a backend entry's API names (the Backend contract and the count
+ * cache), re-exported by each backend entry so that it stands on its own.
+ *
+ * @module
+ */
+export type {
+  Backend,
+  CapField,
+  CapReading,
+  CountOptions,
+  CountResult,
+  JsonObject,
+  OutputFieldOptions,
+  OutputLimitOptions,
+  ReadCapsOptions,
+  RequestKind,
+} from "./backend.ts";
+export type {
+  CountCache,
+  CountCacheKind,
+  CountCacheStats,
+} from "./count_cache.ts";

@@ -1,0 +1,182 @@
+/**
+ * Where local counts run: the model folders loaded once per spec, and the
+ * count of one request from its `/tokenize` payload. The count cache's core
+ * hosts one of these (in its worker, or in process as the fallback), so the
+ * tokenizer, the template and every render stay off the caller's thread; a
+ * LocalBackend without a cache hosts its own on the calling thread.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { createHash } from "node:crypto";
+import type { RequestKind } from "./backend.ts";
+import { CountError } from "./errors.ts";
+import { errorType, safeCause } from "./_error_type.ts";
+import {
+  type FilesSha256,
+  type Loaded,
+  loadFolder,
+  renderChat,
+  templateFor,
+} from "./_chat_render.ts";
+import { type PieceStore, PrefixCounter } from "./_local_prefix.ts";
+
+const logger = getLogger(["incontext", "local"]);
+
+/** A model folder to count with: what `LocalBackendOptions` names of it. */
+export interface ModelSpec {
+  readonly dir: string;
+  readonly chatTemplate?: string;
+  readonly expectedSha256?: string;
+  /** The clock of `strftime_now`: only for a host on the caller's thread (a function does not cross a port). */
+  readonly now?: () => Date;
+}
+
+/** One count: the model, the request kind and vLLM's `/tokenize` payload. */
+export interface LocalCountJob {
+  readonly spec: ModelSpec;
+  readonly kind: RequestKind;
+  readonly payload: Record<string, unknown>;
+}
+
+/** The cache a host counts through; whole requests and pieces share its bounds. */
+export interface HostStore {
+  /**
+   * A whole request's count, or `undefined`; counted as a hit or a miss.
+   * Without it no whole count is kept, and no key is computed.
+   */
+  readonly lookup?: (key: string) => number | undefined;
+  /** Stores a whole request's count unless the cache was cleared after `epoch`. */
+  store(key: string, count: number, epoch: number): void;
+  /** Bumped by every clear. */
+  epoch(): number;
+  /** Piece counts. */
+  readonly pieces: PieceStore;
+}
+
+interface Model {
+  readonly loaded: Loaded;
+  readonly pieces: PrefixCounter | null;
+}
+
+/** The key of a spec: two backends on the same folder share one load. */
+function specKey(spec: ModelSpec): string {
+  return JSON.stringify([
+    spec.dir,
+    spec.chatTemplate ?? null,
+    spec.expectedSha256?.toLowerCase() ?? null,
+  ]);
+}
+
+/** Loads model folders once each and counts requests with them. */
+export class LocalModels {
+  readonly #store: HostStore;
+  readonly #models = new Map<string, Promise<Model>>();
+  #loads = 0;
+
+  constructor(store: HostStore) {
+    this.#store = store;
+  }
+
+  /** How many folder loads this host started. */
+  get loads(): number {
+    return this.#loads;
+  }
+
+  /**
+   * Loads a folder (once; a read error is retried by the next call, a hash
+   * mismatch is not).
+   *
+   * @returns The files' SHA-256.
+   * @throws {CountError} If the files fail to load or do not match the expected hash.
+   */
+  async load(spec: ModelSpec): Promise<FilesSha256> {
+    return (await this.#model(spec)).loaded.files;
+  }
+
+  /**
+   * Counts one request: a whole-request lookup first (key: the files'
+   * SHA-256, the kind and the payload's JSON), then the render counted
+   * incrementally.
+   *
+   * @throws {TemplateRejectedError} If the template rejects the request.
+   * @throws {CountError} On any other failure; its message holds no prompt text.
+   */
+  async count(job: LocalCountJob): Promise<number> {
+    try {
+      const model = await this.#model(job.spec);
+      const { lookup } = this.#store;
+      if (lookup === undefined) {
+        return countPayload(model, job.payload, job.kind);
+      }
+      // A Responses request counts as the chat payload it becomes.
+      const form = job.kind === "completion" ? "text" : "chat";
+      const key = createHash("sha256")
+        .update(`local ${model.loaded.identity} ${form}\n`)
+        .update(JSON.stringify(job.payload))
+        .digest("base64");
+      const cached = lookup(key);
+      if (cached !== undefined) return cached;
+      const epoch = this.#store.epoch();
+      const count = countPayload(model, job.payload, job.kind);
+      this.#store.store(key, count, epoch);
+      return count;
+    } catch (error) {
+      throw error instanceof CountError ? error : new CountError(
+        `The local count failed: ${errorType(error)}`,
+        { cause: safeCause(error) },
+      );
+    }
+  }
+
+  #model(spec: ModelSpec): Promise<Model> {
+    const key = specKey(spec);
+    let model = this.#models.get(key);
+    if (model === undefined) {
+      this.#loads++;
+      model = this.#build(spec).catch((error) => {
+        // A mismatch stays; a read error is retried by the next count.
+        if (!(error instanceof CountError)) this.#models.delete(key);
+        throw error instanceof CountError ? error : new CountError(
+          `Cannot load the model folder: ${errorType(error)}`,
+          { cause: safeCause(error) },
+        );
+      });
+      this.#models.set(key, model);
+    }
+    return model;
+  }
+
+  async #build(spec: ModelSpec): Promise<Model> {
+    const loaded = await loadFolder(spec, logger);
+    return {
+      loaded,
+      pieces: loaded.incremental
+        ? new PrefixCounter(
+          loaded.tokenizer,
+          loaded.files.tokenizer,
+          this.#store.pieces,
+        )
+        : null,
+    };
+  }
+}
+
+function countPayload(
+  model: Model,
+  payload: Record<string, unknown>,
+  kind: RequestKind,
+): number {
+  const { loaded } = model;
+  if (kind === "completion") {
+    return loaded.tokenizer.count(payload.prompt as string, {
+      addSpecialTokens: payload.add_special_tokens !== false,
+    });
+  }
+  const text = renderChat(loaded, payload, templateFor(loaded, payload.tools));
+  const addSpecialTokens = payload.add_special_tokens === true;
+  // A grown conversation re-tokenizes only its new pieces.
+  return model.pieces !== null && !addSpecialTokens
+    ? model.pieces.count(text)
+    : loaded.tokenizer.count(text, { addSpecialTokens });
+}
