@@ -206,7 +206,8 @@ const cases: Case[] = [
   },
   {
     name: "local",
-    endpoint: "none: in-process template + tokenizer (Qwen3)",
+    endpoint:
+      "none: template + tokenizer on the calling thread (Qwen3, cache: null)",
     exactness: "exact",
     backend: local,
     request,
