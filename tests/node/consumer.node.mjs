@@ -16,6 +16,7 @@ import * as worker from "@incontext/incontext/count-worker";
 import * as fetchEntry from "@incontext/incontext/fetch";
 import * as middleware from "@incontext/incontext/middleware";
 import * as testing from "@incontext/incontext/testing";
+import * as local from "@incontext/incontext/local";
 
 const CONTEXT = 65536;
 const WINDOW = 55705;
@@ -204,6 +205,25 @@ test("budget() with VllmBackend budgets against a node:http vLLM server", async 
     countCache.getOrCount("key", () => Promise.resolve(1)),
     root.CountError,
   );
+});
+
+test("LocalBackend loads and counts inside the worker under Node", async () => {
+  const dir = fileURLToPath(new URL("./model_folder/", import.meta.url));
+  const countCache = root.createCountCache();
+  const inWorker = new local.LocalBackend({ dir, cache: countCache });
+  const here = new local.LocalBackend({ dir, cache: null });
+  const request = { messages: [{ role: "user", content: "hello world" }] };
+  try {
+    // "<s>" + "hello world": the template's BOS and two tokens.
+    strictEqual(await inWorker.count(request, { contextLength: 8192 }), 3);
+    strictEqual(await here.count(request, { contextLength: 8192 }), 3);
+    strictEqual(countCache.kind, "worker_threads");
+    strictEqual((await countCache.stats()).modelLoads, 1);
+  } finally {
+    await inWorker[Symbol.asyncDispose]();
+    await here[Symbol.asyncDispose]();
+    await countCache[Symbol.asyncDispose]();
+  }
 });
 
 test("an idle worker cache does not keep Node alive", async () => {

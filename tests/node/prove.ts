@@ -172,6 +172,15 @@ async function copyConsumers(project: string): Promise<void> {
     `${project}/tsconfig.json`,
     JSON.stringify(TSCONFIG, null, 2),
   );
+  // A small model folder, for the local backend counting in the worker.
+  await Deno.mkdir(`${project}/model_folder`, { recursive: true });
+  const folder = new URL("../fixtures/model_folder/", HERE);
+  for await (const entry of Deno.readDir(folder)) {
+    await Deno.copyFile(
+      new URL(entry.name, folder),
+      `${project}/model_folder/${entry.name}`,
+    );
+  }
 }
 
 async function nodeTest(project: string): Promise<string> {
