@@ -22,6 +22,22 @@ class UpstreamTimeout extends Error {
 }
 
 /**
+ * The upstream's answer before the client's Response exists: status, the
+ * end-to-end headers (a fresh object the caller may add to), and the body,
+ * read whole for a small JSON answer (`bytes`) or streamed under the idle
+ * timeout. The client's Response is built once, by whoever finishes it.
+ */
+export interface UpstreamAnswer {
+  readonly status: number;
+  readonly statusText: string;
+  readonly headers: Headers;
+  /** The whole body of a small JSON answer. */
+  readonly bytes?: Uint8Array<ArrayBuffer>;
+  /** The streamed body of any other answer, or null without one. */
+  readonly stream?: ReadableStream<Uint8Array> | null;
+}
+
+/**
  * Sends `request` (with `body` in place of its own when given) to `target`
  * and returns the upstream's answer with end-to-end headers only, or an
  * OpenAI-shaped error: 502 unreachable, 503 shutting down, 504 timed out.
@@ -32,6 +48,26 @@ export async function forward(
   body: Uint8Array<ArrayBuffer> | string | undefined,
   context: ProxyContext,
 ): Promise<Response> {
+  const answer = await sendUpstream(request, target, body, context);
+  if (answer instanceof Response) return answer;
+  const { status, statusText, headers } = answer;
+  return new Response(answer.bytes ?? answer.stream ?? null, {
+    status,
+    statusText,
+    headers,
+  });
+}
+
+/**
+ * {@linkcode forward} without building the client's Response: the answer's
+ * parts, or the error Response.
+ */
+export async function sendUpstream(
+  request: Request,
+  target: string,
+  body: Uint8Array<ArrayBuffer> | string | undefined,
+  context: ProxyContext,
+): Promise<UpstreamAnswer | Response> {
   const { settings, state } = context;
   const abort = new AbortController();
   const shutdown = context.options.signal;
@@ -78,18 +114,18 @@ export async function forward(
       settings.upstreamIdleTimeoutMs,
     );
     try {
-      return new Response(await response.arrayBuffer(), answer);
+      return { ...answer, bytes: new Uint8Array(await response.arrayBuffer()) };
     } catch (error) {
       return failed(error, request, abort.signal, context);
     } finally {
       clearTimeout(timer);
     }
   }
-  return new Response(
-    response.body &&
+  return {
+    ...answer,
+    stream: response.body &&
       guardIdle(response.body, settings.upstreamIdleTimeoutMs, abort, context),
-    answer,
-  );
+  };
 }
 
 /** The largest JSON answer the forwarder reads whole. */

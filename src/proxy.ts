@@ -39,7 +39,11 @@ import {
 } from "./_bridge.ts";
 import { checkHttpUrl } from "./_url.ts";
 import { readLimited, upstreamUrl } from "./_forward.ts";
-import { forward, isSmallJson } from "./_proxy_forward.ts";
+import {
+  forward,
+  sendUpstream,
+  type UpstreamAnswer,
+} from "./_proxy_forward.ts";
 import { TimedBackend } from "./_timed_backend.ts";
 import {
   countKind,
@@ -59,6 +63,7 @@ import { readUsage, tapUsage, type Usage } from "./_usage.ts";
 import { effectiveField } from "./_request.ts";
 import { requireInteger } from "./compute.ts";
 import { getLogger } from "@logtape/logtape";
+import { setImmediate } from "node:timers";
 
 export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
 // The types ProxyOptions names, so that this entry stands on its own.
@@ -337,15 +342,24 @@ async function budgeted(
     state.requests.inc({ route, action: "rejected" });
     return withDecisionHeaders(decision.reject, decision);
   }
-  // The upstream starts working before the proxy does its bookkeeping.
-  const pending = forward(
+  // The upstream starts working before the proxy does its bookkeeping: one
+  // turn of the event loop lets the request go out (network I/O runs on this
+  // thread's loop), then hashing the conversation for the usage anchors
+  // overlaps the upstream's work instead of delaying the request.
+  const pending = sendUpstream(
     request,
     target,
     decision.body === undefined ? bytes : decision.body,
     context,
   );
+  await nextTurn();
   const conversation = observe(decision, kind, context);
-  return await finish(await pending, decision, conversation, context);
+  return finish(await pending, decision, conversation, context);
+}
+
+/** Resolves after the event loop has polled I/O once (`setImmediate` runs in the check phase, after the poll). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**
@@ -415,34 +429,30 @@ function observe(
  * body read whole (the forwarder already buffered it), or by tapping an SSE
  * stream; the bytes stay as they are.
  */
-async function finish(
-  response: Response,
+function finish(
+  answer: UpstreamAnswer | Response,
   decision: Decision,
   conversation: AnchorKeys | undefined,
   context: ProxyContext,
-): Promise<Response> {
-  const headers = new Headers(response.headers);
+): Response {
+  // An error the proxy wrote itself (502, 503, 504): only the headers to add.
+  if (answer instanceof Response) return withDecisionHeaders(answer, decision);
+  const { status, statusText, headers, bytes, stream = null } = answer;
   for (const [name, value] of decisionHeaders(decision)) {
     headers.set(name, value);
   }
-  const init = {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  };
+  const init = { status, statusText, headers };
   const keys = conversation?.keys;
-  if (keys === undefined || !response.ok || response.body === null) {
-    return new Response(response.body, init);
-  }
+  const ok = status >= 200 && status < 300;
+  if (keys === undefined || !ok) return new Response(bytes ?? stream, init);
   const record = (usage: Usage) =>
     context.state.anchors.recordKeys(keys, usage);
-  const type = response.headers.get("content-type");
-  if (isJsonContentType(type) && isSmallJson(response.headers)) {
-    const bytes = new Uint8Array(await response.arrayBuffer());
+  if (bytes !== undefined) {
     learnFromJson(bytes, record);
     return new Response(bytes, init);
   }
-  return new Response(tapUsage(response.body, type, record), init);
+  const type = headers.get("content-type");
+  return new Response(stream && tapUsage(stream, type, record), init);
 }
 
 const decoder = new TextDecoder();
