@@ -45,6 +45,7 @@ export {
 } from "./src/estimate.ts";
 export type { Estimator } from "./src/estimate.ts";
 export { Backend } from "./src/backend.ts";
+export type { HttpCountOptions } from "./src/http_count_options.ts";
 export type {
   CapField,
   CapReading,

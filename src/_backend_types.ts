@@ -21,3 +21,4 @@ export type {
   CountCacheKind,
   CountCacheStats,
 } from "./count_cache.ts";
+export type { HttpCountOptions } from "./http_count_options.ts";

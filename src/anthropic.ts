@@ -26,7 +26,6 @@ import {
   type OutputFieldOptions,
 } from "./backend.ts";
 import type { Config } from "./config.ts";
-import type { CountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
 import {
   answerInteger,
@@ -39,6 +38,7 @@ import { countGuard } from "./_count_guard.ts";
 import { httpOptionsFromConfig, requireConfig } from "./_backend_config.ts";
 import { responsesToChat } from "./_responses.ts";
 import { toAnthropicCount } from "./_anthropic_convert.ts";
+import type { HttpCountOptions } from "./http_count_options.ts";
 
 // The types AnthropicBackend's API names, so that this entry stands on its own.
 export type * from "./_backend_types.ts";
@@ -59,7 +59,7 @@ export const ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com";
 export const ANTHROPIC_VERSION = "2023-06-01";
 
 /** Options for {@linkcode AnthropicBackend}. */
-export interface AnthropicBackendOptions {
+export interface AnthropicBackendOptions extends HttpCountOptions {
   /**
    * The API's base URL; `/v1/messages/count_tokens` is appended (a query string is kept).
    *
@@ -78,30 +78,6 @@ export interface AnthropicBackendOptions {
    * @default {undefined} such requests fail their count
    */
   readonly model?: string;
-  /**
-   * How long one count may take, in seconds; finite and greater than 0.
-   *
-   * @default {30}
-   */
-  readonly timeoutSeconds?: number;
-  /**
-   * The `User-Agent` header.
-   *
-   * @default {`incontext/${VERSION}`}
-   */
-  readonly userAgent?: string;
-  /**
-   * The fetch implementation, for tests or a custom HTTP client.
-   *
-   * @default {globalThis.fetch}
-   */
-  readonly fetch?: typeof globalThis.fetch;
-  /**
-   * Where counts are cached; `null` disables caching.
-   *
-   * @default {sharedCountCache()} resolved at each count, so construction starts nothing
-   */
-  readonly cache?: CountCache | null;
 }
 
 /**

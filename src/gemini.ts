@@ -28,7 +28,6 @@ import {
   type RequestKind,
 } from "./backend.ts";
 import type { Config } from "./config.ts";
-import type { CountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
 import {
   answerInteger,
@@ -47,6 +46,7 @@ import {
   isGeminiShape,
   toGeminiCount,
 } from "./_gemini_convert.ts";
+import type { HttpCountOptions } from "./http_count_options.ts";
 
 // The types GeminiBackend's API names, so that this entry stands on its own.
 export type * from "./_backend_types.ts";
@@ -64,7 +64,7 @@ const guardedCount = countGuard({
 export const GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com";
 
 /** Options for {@linkcode GeminiBackend}. */
-export interface GeminiBackendOptions {
+export interface GeminiBackendOptions extends HttpCountOptions {
   /**
    * The API's base URL; `/v1beta/models/{model}:countTokens` is appended (a query string is kept).
    *
@@ -84,30 +84,6 @@ export interface GeminiBackendOptions {
    * @default {undefined} such requests fail their count
    */
   readonly model?: string;
-  /**
-   * How long one count may take, in seconds; finite and greater than 0.
-   *
-   * @default {30}
-   */
-  readonly timeoutSeconds?: number;
-  /**
-   * The `User-Agent` header.
-   *
-   * @default {`incontext/${VERSION}`}
-   */
-  readonly userAgent?: string;
-  /**
-   * The fetch implementation, for tests or a custom HTTP client.
-   *
-   * @default {globalThis.fetch}
-   */
-  readonly fetch?: typeof globalThis.fetch;
-  /**
-   * Where counts are cached; `null` disables caching.
-   *
-   * @default {sharedCountCache()} resolved at each count, so construction starts nothing
-   */
-  readonly cache?: CountCache | null;
 }
 
 /**

@@ -30,7 +30,6 @@ import {
   type OutputLimitOptions,
   type ReadCapsOptions,
 } from "./backend.ts";
-import type { CountCache } from "./count_cache.ts";
 import type { Config } from "./config.ts";
 import { CountError } from "./errors.ts";
 import { isJsonObject } from "./_request.ts";
@@ -55,6 +54,7 @@ import {
   tokenizePayload,
   withoutNPredict,
 } from "./_llamacpp_payload.ts";
+import type { HttpCountOptions } from "./http_count_options.ts";
 
 // The types LlamaCppBackend's API names, so that this entry stands on its own.
 export type * from "./_backend_types.ts";
@@ -69,42 +69,18 @@ const guardedCount = countGuard({
 });
 
 /** Options for {@linkcode LlamaCppBackend}. */
-export interface LlamaCppBackendOptions {
+export interface LlamaCppBackendOptions extends HttpCountOptions {
   /**
    * The server's base URL, such as `http://127.0.0.1:8080`: the paths
    * `/apply-template`, `/tokenize` and `/props` are appended (a query string is kept).
    */
   readonly url: string;
   /**
-   * How long one count may take, in seconds; finite and greater than 0.
-   *
-   * @default {30}
-   */
-  readonly timeoutSeconds?: number;
-  /**
-   * The `User-Agent` header.
-   *
-   * @default {`incontext/${VERSION}`}
-   */
-  readonly userAgent?: string;
-  /**
    * Sent as `Authorization: Bearer <apiKey>` (llama-server's `--api-key`).
    *
    * @default {undefined} no `Authorization` header
    */
   readonly apiKey?: string;
-  /**
-   * The fetch implementation, for tests or a custom HTTP client.
-   *
-   * @default {globalThis.fetch}
-   */
-  readonly fetch?: typeof globalThis.fetch;
-  /**
-   * Where counts are cached; `null` disables caching.
-   *
-   * @default {sharedCountCache()} resolved at each count, so construction starts nothing
-   */
-  readonly cache?: CountCache | null;
 }
 
 /**

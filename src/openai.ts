@@ -32,7 +32,6 @@ import {
   type OutputFieldOptions,
   type RequestKind,
 } from "./backend.ts";
-import type { CountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
 import { effectiveField, isJsonObject } from "./_request.ts";
 import {
@@ -49,6 +48,7 @@ import {
   loadEncoding,
 } from "./_openai_chat_estimate.ts";
 import type { Config } from "./config.ts";
+import type { HttpCountOptions } from "./http_count_options.ts";
 
 // The types OpenAIBackend's API names, so that this entry stands on its own.
 export type * from "./_backend_types.ts";
@@ -85,7 +85,7 @@ const INPUT_TOKENS_FIELDS: ReadonlySet<string> = new Set([
 ]);
 
 /** Options for {@linkcode OpenAIBackend}. */
-export interface OpenAIBackendOptions {
+export interface OpenAIBackendOptions extends HttpCountOptions {
   /**
    * The API's base URL, without `/v1`; `/v1/responses/input_tokens` is
    * appended. A query string is kept.
@@ -99,30 +99,6 @@ export interface OpenAIBackendOptions {
    * @default {undefined} no `Authorization` header
    */
   readonly apiKey?: string;
-  /**
-   * How long one count may take, in seconds; finite and greater than 0.
-   *
-   * @default {30}
-   */
-  readonly timeoutSeconds?: number;
-  /**
-   * The `User-Agent` header.
-   *
-   * @default {`incontext/${VERSION}`}
-   */
-  readonly userAgent?: string;
-  /**
-   * The fetch implementation, for tests or a custom HTTP client.
-   *
-   * @default {globalThis.fetch}
-   */
-  readonly fetch?: typeof globalThis.fetch;
-  /**
-   * Where counts are cached; `null` disables caching.
-   *
-   * @default {sharedCountCache()} resolved at each count, so construction starts nothing
-   */
-  readonly cache?: CountCache | null;
 }
 
 /**

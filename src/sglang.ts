@@ -30,7 +30,6 @@ import {
   type OutputLimitOptions,
   type RequestKind,
 } from "./backend.ts";
-import type { CountCache } from "./count_cache.ts";
 import { CountError } from "./errors.ts";
 import { errorType, safeCause } from "./_error_type.ts";
 import type { Config } from "./config.ts";
@@ -51,6 +50,7 @@ import {
   templateFor,
   tokenizePayload,
 } from "./_chat_render.ts";
+import type { HttpCountOptions } from "./http_count_options.ts";
 
 // The types SglangBackend's API names, so that this entry stands on its own.
 export type * from "./_backend_types.ts";
@@ -68,7 +68,7 @@ const guardedCount = countGuard({
 });
 
 /** Options for {@linkcode SglangBackend}. */
-export interface SglangBackendOptions {
+export interface SglangBackendOptions extends HttpCountOptions {
   /** The server's base URL, such as `http://127.0.0.1:30000`; `/tokenize` is appended, a query string kept. */
   readonly url: string;
   /** The model folder the server serves: its chat template renders chat requests. */
@@ -100,31 +100,6 @@ export interface SglangBackendOptions {
    * @default {undefined} no `Authorization` header
    */
   readonly apiKey?: string;
-  /**
-   * How long one count may take, in seconds (the first count's file load
-   * included); finite and greater than 0.
-   *
-   * @default {30}
-   */
-  readonly timeoutSeconds?: number;
-  /**
-   * The `User-Agent` header.
-   *
-   * @default {`incontext/${VERSION}`}
-   */
-  readonly userAgent?: string;
-  /**
-   * The fetch implementation, for tests or a custom HTTP client.
-   *
-   * @default {globalThis.fetch}
-   */
-  readonly fetch?: typeof globalThis.fetch;
-  /**
-   * Where counts are cached; `null` disables caching.
-   *
-   * @default {sharedCountCache()} resolved at each count
-   */
-  readonly cache?: CountCache | null;
 }
 
 /** {@linkcode OutputLimitOptions} with the counted prompt, when the caller knows it. */

@@ -27,7 +27,6 @@ import {
   type OutputFieldOptions,
   type OutputLimitOptions,
 } from "./backend.ts";
-import type { CountCache } from "./count_cache.ts";
 import type { Config } from "./config.ts";
 import { CountError } from "./errors.ts";
 import { responsesToChat } from "./_responses.ts";
@@ -50,6 +49,7 @@ import {
   type TgiLimits,
   tokenizePayload,
 } from "./_tgi_payload.ts";
+import type { HttpCountOptions } from "./http_count_options.ts";
 
 // The types TgiBackend's API names, so that this entry stands on its own.
 export type * from "./_backend_types.ts";
@@ -64,42 +64,18 @@ const guardedCount = countGuard({
 });
 
 /** Options for {@linkcode TgiBackend}. */
-export interface TgiBackendOptions {
+export interface TgiBackendOptions extends HttpCountOptions {
   /**
    * The server's base URL, such as `http://127.0.0.1:3000`: the paths
    * `/chat_tokenize`, `/tokenize` and `/info` are appended (a query string is kept).
    */
   readonly url: string;
   /**
-   * How long one count may take, in seconds; finite and greater than 0.
-   *
-   * @default {30}
-   */
-  readonly timeoutSeconds?: number;
-  /**
-   * The `User-Agent` header.
-   *
-   * @default {`incontext/${VERSION}`}
-   */
-  readonly userAgent?: string;
-  /**
    * Sent as `Authorization: Bearer <apiKey>` (TGI's `--api-key`).
    *
    * @default {undefined} no `Authorization` header
    */
   readonly apiKey?: string;
-  /**
-   * The fetch implementation, for tests or a custom HTTP client.
-   *
-   * @default {globalThis.fetch}
-   */
-  readonly fetch?: typeof globalThis.fetch;
-  /**
-   * Where counts are cached; `null` disables caching.
-   *
-   * @default {sharedCountCache()} resolved at each count, so construction starts nothing
-   */
-  readonly cache?: CountCache | null;
 }
 
 /**

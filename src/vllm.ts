@@ -29,7 +29,6 @@ import {
   type OutputLimitOptions,
   type RequestKind,
 } from "./backend.ts";
-import type { CountCache } from "./count_cache.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import {
   maxTokenizeResponseBytes,
@@ -44,6 +43,7 @@ import {
 } from "./_http_count.ts";
 import { HttpCounter } from "./_http_backend.ts";
 import { countGuard } from "./_count_guard.ts";
+import type { HttpCountOptions } from "./http_count_options.ts";
 
 // The types VllmBackend's API names, so that this entry stands on its own.
 export type * from "./_backend_types.ts";
@@ -57,39 +57,15 @@ const guardedCount = countGuard({
 });
 
 /** Options for {@linkcode VllmBackend}. */
-export interface VllmBackendOptions {
+export interface VllmBackendOptions extends HttpCountOptions {
   /** The `/tokenize` URL, such as `http://127.0.0.1:8000/tokenize`; a query string is fine. */
   readonly url: string;
-  /**
-   * How long one count may take, in seconds; finite and greater than 0.
-   *
-   * @default {30}
-   */
-  readonly timeoutSeconds?: number;
-  /**
-   * The `User-Agent` header.
-   *
-   * @default {`incontext/${VERSION}`}
-   */
-  readonly userAgent?: string;
   /**
    * Sent as `Authorization: Bearer <apiKey>` (vLLM's `--api-key`).
    *
    * @default {undefined} no `Authorization` header
    */
   readonly apiKey?: string;
-  /**
-   * The fetch implementation, for tests or a custom HTTP client.
-   *
-   * @default {globalThis.fetch}
-   */
-  readonly fetch?: typeof globalThis.fetch;
-  /**
-   * Where counts are cached; `null` disables caching.
-   *
-   * @default {sharedCountCache()} resolved at each count, so construction starts nothing
-   */
-  readonly cache?: CountCache | null;
 }
 
 /**
