@@ -4,10 +4,12 @@
  *
  * @module
  */
-import { Environment, Interpreter, parse, tokenize } from "@huggingface/jinja";
+import { Environment, parse, tokenize } from "@huggingface/jinja";
 import { rewrite } from "./_template_ast.ts";
 import { globalsFor } from "./_template_globals.ts";
-import { toValue, type Value } from "./_template_values.ts";
+import { runProgram } from "./_template_interpreter.ts";
+import { UndefinedUseError } from "./_template_filters.ts";
+import { toValue } from "./_template_values.ts";
 
 export { PyFloat } from "./_template_values.ts";
 export { parseJsonLossless } from "./_template_json.ts";
@@ -30,7 +32,9 @@ export interface ChatTemplate {
    * @param context Template variables. `Map`s keep their key order and
    * `PyFloat`s print as floats, as Python's values would.
    * @returns The rendered text.
-   * @throws {TemplateRaisedError} If the template calls `raise_exception`.
+   * @throws {TemplateRaisedError} If the template calls `raise_exception`,
+   * or (as {@linkcode TemplateUndefinedError}) uses an undefined value where
+   * jinja2 raises.
    */
   render(context: Record<string, unknown>): string;
 }
@@ -45,6 +49,30 @@ export class TemplateRaisedError extends Error {
     super(message, options);
     this.name = "TemplateRaisedError";
   }
+}
+
+/**
+ * The template used an undefined value where jinja2 raises `UndefinedError`
+ * (its attribute, say): the server would reject this request.
+ */
+export class TemplateUndefinedError extends TemplateRaisedError {
+  /**
+   * @param message What was undefined.
+   * @param options Error options.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "TemplateUndefinedError";
+  }
+}
+
+// @huggingface/jinja's own errors for an undefined value used where jinja2
+// raises UndefinedError (arithmetic or ordering on it).
+function undefinedUse(error: unknown): boolean {
+  return error instanceof Error && error.constructor === Error &&
+    /^Cannot perform operation (?!in )\S+ on undefined values$/.test(
+      error.message,
+    );
 }
 
 /**
@@ -92,8 +120,15 @@ export function compileChatTemplate(
       for (const [name, value] of Object.entries(context)) {
         scope.setVariable(name, toValue(value) as never);
       }
-      const result = new Interpreter(scope).run(program) as unknown as Value;
-      return result.value as string;
+      try {
+        const result = runProgram(program, scope);
+        return result.value as string;
+      } catch (error) {
+        if (error instanceof UndefinedUseError || undefinedUse(error)) {
+          throw new TemplateUndefinedError((error as Error).message);
+        }
+        throw error;
+      }
     },
   };
 }

@@ -13,6 +13,26 @@ export const METHODS: readonly string[] = [
   "split",
   "title",
   "capitalize",
+  "format",
+  "items",
+  "keys",
+  "values",
+  "find",
+  "rfind",
+  "index",
+  "count",
+  "splitlines",
+  "isdigit",
+  "isalpha",
+  "isalnum",
+  "islower",
+  "isupper",
+  "isspace",
+  "zfill",
+  "rsplit",
+  "partition",
+  "rpartition",
+  "join",
 ];
 
 /** Filter names rewritten to `__ic_filter_<name>(operand, ...args)`. */
@@ -25,10 +45,51 @@ export const FILTERS: readonly string[] = [
   "count",
   "string",
   "join",
+  "dictsort",
+  "items",
+  "selectattr",
+  "rejectattr",
+  "select",
+  "reject",
+  "wordcount",
+  "center",
+  "format",
+  "truncate",
+  "groupby",
+  "sum",
+  "max",
+  "min",
+  "batch",
+  "slice",
+  "indent",
+  "unique",
+  "round",
+  "abs",
+  "list",
+  "int",
+  "float",
+  "attr",
+  "reverse",
+  "first",
+  "last",
+  "lower",
+  "upper",
+  "map",
 ];
+
+/** The global that checks a called name is defined. */
+export const CALLABLE = "__ic_callable";
+/** The global that makes an undefined loop iterable empty. */
+export const ITERABLE = "__ic_iterable";
+/** {@linkcode ITERABLE} for `for a, b in ...`: tuples unpack like lists. */
+export const UNPACK = "__ic_iterable_unpack";
+/** The global that runs a test (`x is name`). */
+export const TEST = "__ic_test";
 
 /** The global called for every printed expression (`{{ x }}`). */
 export const PRINT = "__ic_print";
+/** The global called for `==` and `!=` (Python equality). */
+export const EQUALS = "__ic_eq";
 /** The global called for the `~` operator. */
 export const CONCAT = "__ic_concat";
 
@@ -41,6 +102,13 @@ const Expression = Object.getPrototypeOf(CallExpression.prototype)
   .constructor as NodeClass;
 const Statement = Object.getPrototypeOf(Expression.prototype)
   .constructor as NodeClass;
+
+const StringLiteral = (parse(tokenize("{{ 'a' }}")).body[0] as unknown as Node)
+  .constructor as NodeClass;
+
+function stringLiteral(value: string): Node {
+  return new StringLiteral(value);
+}
 
 const BLOCKS = new Set(["body", "alternate", "defaultBlock"]);
 
@@ -70,6 +138,13 @@ function transform(node: Node): Node {
         ...args,
       ]);
     }
+    if (callee.type === "Identifier") {
+      node["callee"] = call(CALLABLE, [
+        callee,
+        stringLiteral(callee["value"] as string),
+      ]);
+      return node;
+    }
   }
   if (node.type === "FilterExpression") {
     const [name, args] = filterName(node["filter"] as Node);
@@ -77,11 +152,30 @@ function transform(node: Node): Node {
       return call(`__ic_filter_${name}`, [node["operand"], ...args]);
     }
   }
-  if (
-    node.type === "BinaryExpression" &&
-    (node["operator"] as { value: string }).value === "~"
-  ) {
-    return call(CONCAT, [node["left"], node["right"]]);
+  if (node.type === "For") {
+    const iterable = node["iterable"] as Node;
+    const wrap = (node["loopvar"] as Node).type === "TupleLiteral"
+      ? UNPACK
+      : ITERABLE;
+    if (iterable.type === "SelectExpression") {
+      iterable["lhs"] = call(wrap, [iterable["lhs"]]);
+    } else node["iterable"] = call(wrap, [iterable]);
+    return node;
+  }
+  if (node.type === "TestExpression") {
+    const test = node["test"] as Node;
+    const name = test["value"] as string;
+    const result = call(TEST, [node["operand"], stringLiteral(name)]);
+    if (!node["negate"]) return result;
+    return call("__ic_not", [result]);
+  }
+  if (node.type === "BinaryExpression") {
+    const operator = (node["operator"] as { value: string }).value;
+    if (operator === "~") return call(CONCAT, [node["left"], node["right"]]);
+    if (operator === "==" || operator === "!=") {
+      const eq = call(EQUALS, [node["left"], node["right"]]);
+      return operator === "==" ? eq : call("__ic_not", [eq]);
+    }
   }
   return node;
 }
@@ -103,6 +197,15 @@ export function rewrite(node: unknown): unknown {
   const record = node as Node;
   for (const key of Object.keys(record)) {
     const child = record[key];
+    if (
+      record.type === "FilterExpression" && key === "filter" &&
+      (child as Node).type === "CallExpression"
+    ) {
+      // A filter call names a filter, not a variable: rewrite only its args.
+      const filterCall = child as Node;
+      filterCall["args"] = rewrite(filterCall["args"]);
+      continue;
+    }
     record[key] = BLOCKS.has(key) && Array.isArray(child)
       ? child.map((s) => printed(rewrite(s)))
       : rewrite(child);

@@ -1,6 +1,24 @@
 // The globals a rewritten template calls: Python semantics for printing,
 // string methods and filters, plus transformers' template globals.
-import { CONCAT, PRINT } from "./_template_ast.ts";
+import {
+  CALLABLE,
+  CONCAT,
+  EQUALS,
+  ITERABLE,
+  PRINT,
+  TEST,
+  UNPACK,
+} from "./_template_ast.ts";
+import {
+  filterTable,
+  itemsOf,
+  pyEq,
+  testNamed,
+  tuple,
+  UndefinedUseError,
+} from "./_template_filters.ts";
+import { pyStrFormat } from "./_template_format.ts";
+import { STRING_METHODS } from "./_template_str.ts";
 import {
   pyCapitalize,
   pySplit,
@@ -54,6 +72,7 @@ function optionalString(value: Value | undefined): string | null {
 function method(
   name: string,
   onString: (text: string, args: Value[], kw: Kwargs) => Value,
+  other?: (self: Value) => Value | null,
 ) {
   return fn((all) => {
     const [self, ...rest] = all as [Value, ...Value[]];
@@ -61,6 +80,8 @@ function method(
       const [args, kw] = split(rest);
       return onString(self.value as string, args, kw);
     }
+    const own = other?.(self);
+    if (own) return (own.value as (args: Value[]) => Value)(rest);
     const member =
       (self.value instanceof Map ? self.value.get(name) : undefined) ??
         self.builtins.get(name);
@@ -99,6 +120,10 @@ function length(args: Value[]): Value {
     return make("IntegerValue", Array.from(value.value as string).length);
   }
   const items = value.value;
+  if (value.type === "UndefinedValue") return make("IntegerValue", 0);
+  if (value.type === "IteratorValue") {
+    throw new TypeError("object of type 'generator' has no len()");
+  }
   if (Array.isArray(items)) return make("IntegerValue", items.length);
   if (items instanceof Map) return make("IntegerValue", items.size);
   throw new TypeError(`object of type '${value.type}' has no len()`);
@@ -109,7 +134,7 @@ function join(args: Value[]): Value {
   const sep = optionalString(separator ?? kw.get("d")) ?? "";
   const items = operand.type === "StringValue"
     ? Array.from(operand.value as string)
-    : (operand.value as Value[]).map(pyStr);
+    : itemsOf(operand).map(pyStr);
   return str(items.join(sep));
 }
 
@@ -126,12 +151,117 @@ function range(args: Value[]): Value {
   return make("ArrayValue", out);
 }
 
+function call(f: Value, args: Value[]): Value {
+  return (f.value as (args: Value[]) => Value)(args);
+}
+
+// jinja2's default globals that @huggingface/jinja lacks (`dict` is ours).
+const JINJA2_GLOBALS = new Set(["cycler", "joiner", "lipsum"]);
+
+// Python's `dict(mapping?, **kwargs)`.
+function dict(args: Value[]): Value {
+  const [positional, kw] = split(args);
+  if (positional.length > 1) {
+    throw new TypeError("dict expected at most 1 argument");
+  }
+  const out = new Map<string, Value>();
+  const first = positional[0];
+  if (first !== undefined) {
+    if (!(first.value instanceof Map)) {
+      throw new TypeError("dict() of a non-mapping is not supported");
+    }
+    for (const [k, v] of first.value as Map<string, Value>) out.set(k, v);
+  }
+  for (const [k, v] of kw) out.set(k, v);
+  return make("ObjectValue", out);
+}
+
 /** Builds the global variables of a render. */
 export function globalsFor(options: GlobalsOptions): Map<string, Value> {
   const text = (f: (s: string) => string) => (t: string) => str(f(t));
   const filterOnText = (f: (s: string, args: Value[], kw: Kwargs) => Value) =>
     method("", f);
+  const own = new Map<string, (args: Value[]) => Value>([
+    ["tojson", tojson],
+    ["trim", (a) => call(filterOnText(strip(true, true)), a)],
+    ["title", (a) => call(filterOnText(text(pyTitleFilter)), a)],
+    ["capitalize", (a) => call(filterOnText(text(pyCapitalize)), a)],
+    ["length", length],
+    ["count", length],
+    ["string", ([v]) => str(pyStr(v!))],
+    ["join", join],
+  ]);
+  const filters = filterTable(own);
+  const view = (name: string, kind: string, pairs: boolean) =>
+    method(name, () => {
+      throw new TypeError(`'str' object has no attribute '${name}'`);
+    }, (self) => {
+      if (!(self.value instanceof Map)) return null;
+      const entries = Array.from(self.value as Map<string, Value>);
+      const items = entries.map(([k, v]) =>
+        kind === "dict_items" ? tuple([str(k), v]) : pairs ? str(k) : v
+      );
+      const result = make("ArrayValue", items);
+      result.type = kind;
+      return fn(() => result);
+    });
   return new Map<string, Value>([
+    ...Array.from(
+      filters,
+      ([name, f]) => [`__ic_filter_${name}`, fn(f)] as [string, Value],
+    ),
+    [
+      CALLABLE,
+      fn(([v, name]) => {
+        if (v!.type !== "UndefinedValue") return v!;
+        if (JINJA2_GLOBALS.has(name!.value as string)) {
+          // jinja2 has it and the server would render: we cannot, so the
+          // count fails rather than reporting a rejection.
+          throw new Error(`${name!.value}() is not supported`);
+        }
+        throw new UndefinedUseError("an undefined value is not callable");
+      }),
+    ],
+    [
+      ITERABLE,
+      fn(([v]) => v!.type === "UndefinedValue" ? make("ArrayValue", []) : v!),
+    ],
+    [
+      UNPACK,
+      fn(([v]) => {
+        if (v!.type === "UndefinedValue") return make("ArrayValue", []);
+        if (!Array.isArray(v!.value)) return v!;
+        // @huggingface/jinja unpacks only values typed "ArrayValue".
+        return make(
+          "ArrayValue",
+          (v!.value as Value[]).map((x) =>
+            Array.isArray(x.value) && x.type !== "ArrayValue"
+              ? make("ArrayValue", x.value)
+              : x
+          ),
+        );
+      }),
+    ],
+    [EQUALS, fn(([a, b]) => make("BooleanValue", pyEq(a!, b!)))],
+    ...Array.from(
+      STRING_METHODS,
+      ([name, body]) =>
+        [`__ic_method_${name}`, method(name, body)] as [string, Value],
+    ),
+    [
+      TEST,
+      fn(([v, name]) =>
+        make("BooleanValue", testNamed(name!.value as string)(v!, []))
+      ),
+    ],
+    ["__ic_not", fn(([v]) => make("BooleanValue", !v!.value))],
+    ["__ic_method_items", view("items", "dict_items", true)],
+    ["__ic_method_keys", view("keys", "dict_keys", true)],
+    ["__ic_method_values", view("values", "dict_values", false)],
+    [
+      "__ic_method_format",
+      method("format", (t, args, kw) => str(pyStrFormat(t, args, kw))),
+    ],
     ["true", make("BooleanValue", true)],
     ["false", make("BooleanValue", false)],
     ["none", make("NullValue", null)],
@@ -139,6 +269,7 @@ export function globalsFor(options: GlobalsOptions): Map<string, Value> {
     ["False", make("BooleanValue", false)],
     ["None", make("NullValue", null)],
     ["range", fn(range)],
+    ["dict", fn(dict)],
     [
       "raise_exception",
       fn(([m]) => options.raise(m === undefined ? "" : pyStr(m))),
@@ -164,13 +295,5 @@ export function globalsFor(options: GlobalsOptions): Map<string, Value> {
     ],
     ["__ic_method_title", method("title", text(pyTitleMethod))],
     ["__ic_method_capitalize", method("capitalize", text(pyCapitalize))],
-    ["__ic_filter_tojson", fn(tojson)],
-    ["__ic_filter_trim", filterOnText(strip(true, true))],
-    ["__ic_filter_title", filterOnText(text(pyTitleFilter))],
-    ["__ic_filter_capitalize", filterOnText(text(pyCapitalize))],
-    ["__ic_filter_length", fn(length)],
-    ["__ic_filter_count", fn(length)],
-    ["__ic_filter_string", fn(([v]) => str(pyStr(v!)))],
-    ["__ic_filter_join", fn(join)],
   ]);
 }

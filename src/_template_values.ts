@@ -107,6 +107,10 @@ export function pyStr(value: Value): string {
       return value.value as string;
     case "UndefinedValue":
       return "";
+    case "IteratorValue":
+    case "FunctionValue":
+      // Python prints these with a memory address: no stable text to match.
+      throw new TypeError(`cannot print a ${value.type}`);
     default:
       return pyRepr(value);
   }
@@ -131,6 +135,14 @@ export function pyRepr(value: Value): string {
       const items = (value.value as Value[]).map(pyRepr);
       return items.length === 1 ? `(${items[0]},)` : `(${items.join(", ")})`;
     }
+  }
+  if (value.type.startsWith("dict_")) {
+    return `${value.type}([${
+      (value.value as Value[]).map(pyRepr).join(", ")
+    }])`;
+  }
+  if (value.type === "IteratorValue" || value.type === "FunctionValue") {
+    throw new TypeError(`cannot print a ${value.type}`);
   }
   if (Array.isArray(value.value)) {
     return `[${(value.value as Value[]).map(pyRepr).join(", ")}]`;
@@ -180,6 +192,9 @@ export function pyJsonDumps(value: Value, options: DumpOptions): string {
     let parts: string[];
     let open: string;
     let close: string;
+    if (v.type === "IteratorValue" || v.type.startsWith("dict_")) {
+      throw new TypeError(`Object of type ${v.type} is not JSON serializable`);
+    }
     if (Array.isArray(v.value)) {
       parts = (v.value as Value[]).map((x) => dump(x, depth + 1));
       [open, close] = ["[", "]"];

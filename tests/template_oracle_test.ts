@@ -1,10 +1,11 @@
 // Renders a corpus of templates x contexts with compileChatTemplate and with
 // Python jinja2 (tools/jinja2_oracle.py) and requires byte-identical output.
-import { deepStrictEqual } from "node:assert/strict";
+import { deepStrictEqual, ok as assert } from "node:assert/strict";
 import {
   compileChatTemplate,
   parseJsonLossless,
   TemplateRaisedError,
+  TemplateUndefinedError,
 } from "../src/_template.ts";
 
 const NOW = "2026-03-07T15:04:05";
@@ -74,6 +75,7 @@ async function corpus(): Promise<
   const templates = new Map<string, string>();
   const contexts = new Map<string, string>();
   for await (const entry of Deno.readDir(dir)) {
+    if (!entry.isFile) continue;
     const text = await Deno.readTextFile(new URL(entry.name, dir));
     if (entry.name.endsWith(".jinja")) templates.set(entry.name, text);
     if (entry.name.endsWith(".json")) {
@@ -114,4 +116,57 @@ Deno.test("compileChatTemplate() renders byte-identical to Python jinja2", async
   for (const [family, [ok, all]] of perFamily) {
     console.log(`jinja2 oracle: ${family}: ${ok}/${all} identical`);
   }
+});
+
+// One-line templates, each exercising a filter, test, method or undefined
+// use: where jinja2 renders, the text must match; where it raises, we must
+// raise too (an UndefinedError as TemplateUndefinedError, which the local
+// backend reports as a rejected request rather than estimating).
+Deno.test("filters, tests, str methods and undefined values match jinja2", async (t) => {
+  const file = new URL("cases/filters.json", dir);
+  const text = await Deno.readTextFile(file);
+  // "unsupported" lists what jinja2 renders and we refuse: the count fails
+  // (never a TemplateRaisedError, which would report a rejected request).
+  const { cases, unsupported } = JSON.parse(text) as {
+    cases: string[];
+    unsupported: string[];
+  };
+  const context = Object.fromEntries(
+    (parseJsonLossless(text) as Map<string, Map<string, unknown>>)
+      .get("context")!,
+  );
+  const expected = await oracle(cases.map((template) => ({
+    template,
+    context_json: text,
+    context_key: "context",
+    now: NOW,
+  })));
+  let raised = 0;
+  for (const [i, template] of cases.entries()) {
+    await t.step(template, () => {
+      const want = expected[i]!;
+      let got: Outcome;
+      try {
+        got = { text: compileChatTemplate(template).render(context) };
+      } catch (error) {
+        // Python prints iterators and methods with a memory address: no
+        // stable text to match, so raising is the right answer.
+        if ("text" in want && / at 0x[0-9a-f]+>/.test(want.text)) {
+          return;
+        }
+        if ("text" in want && unsupported.includes(template)) {
+          assert(!(error instanceof TemplateRaisedError), String(error));
+          return;
+        }
+        if ("text" in want) throw error;
+        got = want;
+        raised++;
+        if (want.error.type === "UndefinedError") {
+          assert(error instanceof TemplateUndefinedError, String(error));
+        }
+      }
+      deepStrictEqual(got, want);
+    });
+  }
+  assert(raised > 10 && raised < cases.length / 4, `${raised} raised`);
 });

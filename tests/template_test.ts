@@ -4,6 +4,7 @@ import {
   parseJsonLossless,
   PyFloat,
   TemplateRaisedError,
+  TemplateUndefinedError,
 } from "../src/_template.ts";
 
 // Expected strings are jinja2 3.1 outputs (transformers' environment); the
@@ -108,5 +109,56 @@ Deno.test("compileChatTemplate() throws TemplateRaisedError for raise_exception"
     () => render("{{ raise_exception('Roles must alternate') }}"),
     (e: unknown) =>
       e instanceof TemplateRaisedError && e.message === "Roles must alternate",
+  );
+});
+
+Deno.test("compileChatTemplate() raises where jinja2's Undefined raises", async (t) => {
+  const messages = [{ role: "user", content: "hi" }];
+  await t.step("a missing item is undefined, not an error", () => {
+    strictEqual(
+      render(
+        "[{{ messages[5] }}]{{ messages[5] is defined }}{{ messages[0].x is defined }}{% for m in nope %}x{% endfor %}",
+        { messages },
+      ),
+      "[]FalseFalse",
+    );
+  });
+  for (
+    const source of [
+      "{{ messages[5].role }}",
+      "{{ messages[0].x.y }}",
+      "{{ nope['k'] }}",
+      "{{ nope() }}",
+      "{{ nope + 1 }}",
+      "{{ nope < 1 }}",
+    ]
+  ) {
+    await t.step(`${source} raises TemplateUndefinedError`, () => {
+      throws(() => render(source, { messages }), TemplateUndefinedError);
+      // The local backend reports every TemplateRaisedError as a request the
+      // server would reject.
+      throws(() => render(source, { messages }), TemplateRaisedError);
+    });
+  }
+});
+
+Deno.test("compileChatTemplate() prints Python tuples and refuses iterators", () => {
+  strictEqual(
+    render("{{ d | dictsort }}{{ (d | dictsort)[0] }}{{ d.items() }}", {
+      d: { b: 2, a: 1 },
+    }),
+    "[('a', 1), ('b', 2)]('a', 1)dict_items([('b', 2), ('a', 1)])",
+  );
+  // jinja2 prints `<generator object ... at 0x...>`: no stable text to match.
+  throws(() => render("{{ [1] | select }}"), TypeError);
+  strictEqual(render("{{ 'y' if [] | select else 'n' }}"), "y");
+});
+
+Deno.test("compileChatTemplate() formats with % and str.format like Python", () => {
+  strictEqual(
+    render(
+      "{{ '%s-%03d|%.2f' | format('a', 7, 2.345) }}|{{ '{0}{x:>3}{0}'.format(1, x='b') }}",
+    ),
+    "a-007|2.35|1  b1",
   );
 });
