@@ -8,7 +8,7 @@ import { Environment, parse, tokenize } from "@huggingface/jinja";
 import { rewrite } from "./_template_ast.ts";
 import { globalsFor } from "./_template_globals.ts";
 import { runProgram } from "./_template_interpreter.ts";
-import { UndefinedUseError } from "./_template_filters.ts";
+import { UndefinedUseError } from "./_template_objects.ts";
 import { toValue } from "./_template_values.ts";
 
 export { PyFloat } from "./_template_values.ts";

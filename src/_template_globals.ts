@@ -9,14 +9,14 @@ import {
   TEST,
   UNPACK,
 } from "./_template_ast.ts";
+import { filterTable } from "./_template_filters.ts";
 import {
-  filterTable,
   itemsOf,
   pyEq,
-  testNamed,
   tuple,
   UndefinedUseError,
-} from "./_template_filters.ts";
+} from "./_template_objects.ts";
+import { testNamed } from "./_template_tests.ts";
 import { pyStrFormat } from "./_template_format.ts";
 import { STRING_METHODS } from "./_template_str.ts";
 import {

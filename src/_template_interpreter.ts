@@ -2,7 +2,7 @@
 // an attribute or item of an undefined value raises instead of giving
 // another undefined value.
 import { Interpreter } from "@huggingface/jinja";
-import { UndefinedUseError } from "./_template_filters.ts";
+import { UndefinedUseError } from "./_template_objects.ts";
 import { make, type Value } from "./_template_values.ts";
 
 type Node = { type: string } & Record<string, unknown>;

@@ -1,5 +1,6 @@
 // Python `str` methods that @huggingface/jinja lacks, on code points.
-import { itemsOf, pySplitlines, tuple } from "./_template_filters.ts";
+import { pySplitlines } from "./_template_filters.ts";
+import { itemsOf, tuple } from "./_template_objects.ts";
 import { isPySpace, pySplit } from "./_template_py.ts";
 import { make, type Value } from "./_template_values.ts";
 
