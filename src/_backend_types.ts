@@ -4,18 +4,7 @@
  *
  * @module
  */
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
+export type * from "./_contract_types.ts";
 export type {
   CountCache,
   CountCacheKind,

@@ -17,27 +17,27 @@ export function detectKind(request: JsonObject): RequestKind | undefined {
 }
 
 /**
- * Why `request` cannot be budgeted as `kind` (or as its detected kind when
- * none is given), or undefined when it can.
+ * The kind `request` is budgeted as (`kind` when given, else its detected
+ * kind), or why it cannot be budgeted. `detect` reads the shape once.
  */
-export function shapeProblem(
+export function requestShape(
   request: unknown,
   kind: RequestKind | undefined,
   detect: (request: JsonObject) => RequestKind | undefined = detectKind,
-): string | undefined {
-  if (!isJsonObject(request)) return "not a JSON object";
+): { readonly kind: RequestKind } | { readonly problem: string } {
+  if (!isJsonObject(request)) return { problem: "not a JSON object" };
   const extra = request.extra_body;
   if (extra !== undefined && extra !== null && !isJsonObject(extra)) {
-    return "extra_body is not an object";
+    return { problem: "extra_body is not an object" };
   }
   const detected = detect(request);
   if (detected === undefined) {
-    return "no messages array, prompt string or input to count";
+    return { problem: "no messages array, prompt string or input to count" };
   }
   if (kind !== undefined && detected !== kind) {
-    return `a ${kind} request needs ${SHAPE[kind]}`;
+    return { problem: `a ${kind} request needs ${SHAPE[kind]}` };
   }
-  return undefined;
+  return { kind: detected };
 }
 
 const SHAPE: Record<RequestKind, string> = {

@@ -70,19 +70,7 @@ export type {
   ConversationKeys,
 } from "./_anchors.ts";
 export type { Usage } from "./_usage.ts";
-// The types AnchoredBackend's API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
+export type * from "./_contract_types.ts";
 export type { Estimator } from "./estimate.ts";
 export type { Config } from "./config.ts";
 

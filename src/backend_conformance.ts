@@ -14,6 +14,7 @@ import type {
 } from "./backend.ts";
 import { budget } from "./budget.ts";
 import { CountError } from "./errors.ts";
+import { errorTexts } from "./_error_texts.ts";
 
 /** Options for {@linkcode backendConformanceCases}. */
 export interface BackendConformanceOptions {
@@ -242,20 +243,6 @@ function tokensOf(value: number | CountResult): CountResult {
     "estimatedTokens is not an integer between 0 and tokens",
   );
   return counted;
-}
-
-/** Every message and stack along an error's cause chain. */
-function errorTexts(error: unknown): string[] {
-  const texts: string[] = [];
-  for (let e = error, depth = 0; e !== undefined && depth < 16; depth++) {
-    if (!(e instanceof Error)) {
-      texts.push(String(e));
-      break;
-    }
-    texts.push(e.message, e.stack ?? "");
-    e = e.cause;
-  }
-  return texts;
 }
 
 function deepFreeze<T>(value: T): T {

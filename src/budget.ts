@@ -13,7 +13,7 @@ import type {
   JsonObject,
   RequestKind,
 } from "./backend.ts";
-import { shapeProblem } from "./_kind.ts";
+import { requestShape } from "./_kind.ts";
 import { type Estimator, roughEstimate } from "./estimate.ts";
 import { minDefined } from "./_caps.ts";
 import { requireInteger } from "./compute.ts";
@@ -153,19 +153,20 @@ export async function budget(
   const settings = validateBudgetOptions(options);
   const { backend } = options;
   const source = readSource(backend);
-  let detected: RequestKind | undefined;
-  let unsupported: string | undefined;
+  let shape;
   try {
-    const detect = (body: JsonObject) => backend.requestKind(body);
-    unsupported = shapeProblem(request, options.kind, detect);
-    if (unsupported === undefined) detected = detect(request);
+    shape = requestShape(
+      request,
+      options.kind,
+      (body) => backend.requestKind(body),
+    );
   } catch (error) {
     return hookFailed(request, source, error);
   }
-  if (unsupported !== undefined) {
-    return unchanged(request, source, `unsupported request: ${unsupported}`);
+  if ("problem" in shape) {
+    return unchanged(request, source, `unsupported request: ${shape.problem}`);
   }
-  const kind = options.kind ?? detected ?? "chat";
+  const { kind } = shape;
   const outside = options.route &&
     routeMismatch(request, options.route, options.target);
   if (outside) {

@@ -32,34 +32,9 @@ import { AnchorStore } from "./_anchors.ts";
 import { anchorEstimate, anchorKeys } from "./_proxy_anchor.ts";
 import { tapUsage } from "./_usage.ts";
 
-export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
-// The types BridgeOptions names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
-export type {
-  BudgetOptions,
-  BudgetResult,
-  BudgetRoute,
-  BudgetTarget,
-} from "./budget.ts";
-export type { Estimator } from "./estimate.ts";
-export type {
-  AnchorMatch,
-  AnchorStore,
-  AnchorStoreOptions,
-  ConversationKeys,
-} from "./_anchors.ts";
-export type { Usage } from "./_usage.ts";
+// The types this entry's API names, so that it stands on its own.
+export type * from "./_bridge_types.ts";
+export type * from "./_anchor_types.ts";
 
 /** Options for {@linkcode budgetedFetch}: the bridge options, and a usage anchor store. */
 export interface BudgetedFetchOptions extends BridgeOptions {

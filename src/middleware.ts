@@ -29,27 +29,8 @@ import {
 } from "./_bridge.ts";
 import type { BridgeOptions } from "./bridge_options.ts";
 
-export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
-// The types BridgeOptions names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
-export type {
-  BudgetOptions,
-  BudgetResult,
-  BudgetRoute,
-  BudgetTarget,
-} from "./budget.ts";
-export type { Estimator } from "./estimate.ts";
+// The types this entry's API names, so that it stands on its own.
+export type * from "./_bridge_types.ts";
 
 /** The next handler: forwards a request and returns the upstream's response. */
 export type Next = (request: Request) => Promise<Response>;

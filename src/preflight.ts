@@ -27,19 +27,7 @@ import { budget } from "./budget.ts";
 import type { Estimator } from "./estimate.ts";
 import { compressionPressure, requireInteger } from "./compute.ts";
 
-// The types PreflightOptions names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
+export type * from "./_contract_types.ts";
 export type { Estimator } from "./estimate.ts";
 
 /** The conversation a host is about to send. */

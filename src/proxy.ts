@@ -65,34 +65,9 @@ import { requireInteger } from "./compute.ts";
 import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
 
-export type { BridgeOptions, ExhaustedPolicy } from "./bridge_options.ts";
-// The types ProxyOptions names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "./backend.ts";
-export type {
-  BudgetOptions,
-  BudgetResult,
-  BudgetRoute,
-  BudgetTarget,
-} from "./budget.ts";
-export type { Estimator } from "./estimate.ts";
-export type {
-  AnchorMatch,
-  AnchorStore,
-  AnchorStoreOptions,
-  ConversationKeys,
-} from "./_anchors.ts";
-export type { Usage } from "./_usage.ts";
+// The types this entry's API names, so that it stands on its own.
+export type * from "./_bridge_types.ts";
+export type * from "./_anchor_types.ts";
 export type {
   CountCache,
   CountCacheKind,

@@ -16,6 +16,9 @@ import { budget } from "../src/budget.ts";
 import { ConfigError } from "../src/config_error.ts";
 import { CountError, TemplateRejectedError } from "../src/errors.ts";
 import { VERSION } from "../src/version.ts";
+import { errorTexts } from "../src/_error_texts.ts";
+
+export { errorTexts };
 
 /** A request a fake recorded, as the tests read it. */
 export interface RecordedRequest {
@@ -110,20 +113,6 @@ export async function countError(
     return error instanceof CountError;
   });
   return caught as CountError;
-}
-
-/** Every name, message and stack along an error's cause chain. */
-export function errorTexts(error: unknown): string[] {
-  const texts: string[] = [];
-  for (let e = error, depth = 0; e !== undefined && depth < 16; depth++) {
-    if (!(e instanceof Error)) {
-      texts.push(String(e));
-      break;
-    }
-    texts.push(e.name, e.message, e.stack ?? "");
-    e = e.cause;
-  }
-  return texts;
 }
 
 /** Asserts that no text holds any of `secrets`. */
