@@ -46,6 +46,8 @@ export interface Loaded {
    * counting them one by one (incrementally) is exact.
    */
   readonly incremental: boolean;
+  /** Whether pieces may be cut further into line chunks (`isLineChunkSafe`). */
+  readonly lineChunks: boolean;
   /** The files' SHA-256. */
   readonly files: FilesSha256;
   /** Named templates (`"default"`, `"tool_use"`, ...), compiled on first use. */
@@ -67,16 +69,19 @@ export type Engine =
   & typeof import("./_template.ts")
   & typeof import("./_tokenizer.ts")
   & typeof import("./_local_preprocess.ts")
-  & typeof import("./_segments.ts");
+  & typeof import("./_segments.ts")
+  & typeof import("./_line_chunks.ts");
 
 async function importEngine(): Promise<Engine> {
-  const [template, tokenizer, preprocess, segments] = await Promise.all([
-    import("./_template.ts"),
-    import("./_tokenizer.ts"),
-    import("./_local_preprocess.ts"),
-    import("./_segments.ts"),
-  ]);
-  return { ...template, ...tokenizer, ...preprocess, ...segments };
+  const [template, tokenizer, preprocess, segments, lines] = await Promise
+    .all([
+      import("./_template.ts"),
+      import("./_tokenizer.ts"),
+      import("./_local_preprocess.ts"),
+      import("./_segments.ts"),
+      import("./_line_chunks.ts"),
+    ]);
+  return { ...template, ...tokenizer, ...preprocess, ...segments, ...lines };
 }
 
 /**
@@ -235,6 +240,7 @@ export async function loadFolder(
   // Parsed once: the segmentation check reads it before the tokenizer takes it.
   const parsed: unknown = JSON.parse(folder.tokenizerJson);
   const incremental = engine.isSegmentationSafe(parsed);
+  const lineChunks = incremental && engine.isLineChunkSafe(parsed);
   const tokenizer = engine.loadTokenizer({
     tokenizerJson: parsed,
     ...(folder.tokenizerConfig === undefined
@@ -250,17 +256,19 @@ export async function loadFolder(
     template: sha256([...sources].flat().join("\0")),
   };
   logger.info(
-    "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, tokenizer_config.json sha256={tokenizerConfigSha256}, chat template sha256={templateSha256}; incremental counting: {incremental}",
+    "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, tokenizer_config.json sha256={tokenizerConfigSha256}, chat template sha256={templateSha256}; incremental counting: {incremental}, line chunks: {lineChunks}",
     {
       tokenizerSha256: files.tokenizer,
       tokenizerConfigSha256: files.tokenizerConfig,
       templateSha256: files.template,
       incremental,
+      lineChunks,
     },
   );
   return {
     tokenizer,
     incremental,
+    lineChunks,
     files,
     sources,
     compiled: new Map(),

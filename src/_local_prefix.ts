@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 import type { LocalTokenizer } from "./_tokenizer.ts";
 import { splitterFor } from "./_segments.ts";
+import { lineChunkEnds } from "./_line_chunks.ts";
 
 /** Where piece counts are kept, by key. */
 export interface PieceStore {
@@ -59,19 +60,24 @@ export class PrefixCounter {
   readonly #splitter: RegExp | null;
   /** An added-token match starting this far before a change may differ after it. */
   readonly #longestAdded: number;
+  readonly #lineChunks: boolean;
   #recent: Render[] = [];
 
   /**
    * @param tokenizer The tokenizer: its added tokens and its count.
    * @param tokenizerSha256 Joins every piece's key, so tokenizers never share counts.
    * @param store Where piece counts are kept.
+   * @param options `lineChunks`: cut pieces into line chunks too (only for
+   * tokenizers `isLineChunkSafe` accepts).
    */
   constructor(
     tokenizer: Pick<LocalTokenizer, "addedTokens" | "count">,
     tokenizerSha256: string,
     store: PieceStore,
+    options: { readonly lineChunks?: boolean } = {},
   ) {
     this.#tokenizer = tokenizer;
+    this.#lineChunks = options.lineChunks === true;
     this.#keyPrefix = `${tokenizerSha256}\0`;
     this.#store = store;
     this.#splitter = splitterFor(tokenizer.addedTokens);
@@ -165,6 +171,17 @@ export class PrefixCounter {
   }
 
   #pieceCount(piece: string): number {
+    if (!this.#lineChunks) return this.#chunkCount(piece);
+    let total = 0;
+    let start = 0;
+    for (const end of lineChunkEnds(piece)) {
+      total += this.#chunkCount(piece.slice(start, end));
+      start = end;
+    }
+    return total + this.#chunkCount(piece.slice(start));
+  }
+
+  #chunkCount(piece: string): number {
     const key = createHash("sha256").update(this.#keyPrefix).update(piece)
       .digest("base64");
     let count = this.#store.get(key);

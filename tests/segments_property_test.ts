@@ -10,6 +10,7 @@ import {
   splitAtAddedTokens,
 } from "../src/_segments.ts";
 import { PrefixCounter } from "../src/_local_prefix.ts";
+import { isLineChunkSafe } from "../src/_line_chunks.ts";
 import { compileChatTemplate, TemplateRaisedError } from "../src/_template.ts";
 import {
   detectContentFormat,
@@ -129,6 +130,7 @@ Deno.test("countIncrementally() equals a full count of every render, per safe fa
   for (const model of MODEL_FILES) {
     const tokenizerJson = await Deno.readTextFile(model.tokenizerPath);
     const safe = isSegmentationSafe(JSON.parse(tokenizerJson));
+    const lineChunks = isLineChunkSafe(JSON.parse(tokenizerJson));
     const source = model.config["chat_template"];
     if (!safe || typeof source !== "string") {
       console.log(`segments property: ${model.family}: not safe, skipped`);
@@ -146,6 +148,10 @@ Deno.test("countIncrementally() equals a full count of every render, per safe fa
       const cache = new SegmentCache();
       // Reuses the previous renders' prefixes, as the count worker does.
       const prefix = new PrefixCounter(tokenizer, "sha", new Map());
+      // And cutting pieces into line chunks, where the tokenizer allows it.
+      const lines = new PrefixCounter(tokenizer, "sha", new Map(), {
+        lineChunks,
+      });
       const random = prng(SEED);
       let renders = 0;
       for (let c = 0; c < CONVERSATIONS; c++) {
@@ -186,12 +192,17 @@ Deno.test("countIncrementally() equals a full count of every render, per safe fa
             full,
             `${model.family}, conversation ${c}, turn ${turn}, prefix reuse`,
           );
+          strictEqual(
+            lines.count(rendered),
+            full,
+            `${model.family}, conversation ${c}, turn ${turn}, line chunks`,
+          );
           renders++;
         }
       }
       const { hits, misses } = cache.stats;
       console.log(
-        `segments property: ${model.family}: ${renders} renders equal; ${hits} segments reused from the cache, ${misses} tokenized`,
+        `segments property: ${model.family}: ${renders} renders equal (line chunks: ${lineChunks}); ${hits} segments reused from the cache, ${misses} tokenized`,
       );
       ok(renders >= CONVERSATIONS * TURNS / 2);
       ok(hits > misses);
