@@ -95,9 +95,9 @@ export class LocalModels {
   }
 
   /**
-   * Counts one request: a whole-request lookup first (key: the files'
-   * SHA-256, the kind and the payload's JSON), then the render counted
-   * incrementally.
+   * Counts one request: the render counted incrementally when the
+   * tokenizer allows it; otherwise a whole-request lookup first (key: the
+   * files' SHA-256, the kind and the payload's JSON), then the render.
    *
    * @throws {TemplateRejectedError} If the template rejects the request.
    * @throws {CountError} On any other failure; its message holds no prompt text.
@@ -106,7 +106,13 @@ export class LocalModels {
     try {
       const model = await this.#model(job.spec);
       const { lookup } = this.#store;
-      if (lookup === undefined) {
+      // With pieces, a repeated chat costs a render and no tokenization,
+      // about what the whole request's key would cost (JSON text and SHA-256
+      // of up to 500 KB) on every count: such chats keep no whole counts.
+      if (
+        lookup === undefined ||
+        model.pieces !== null && job.kind !== "completion"
+      ) {
         return countPayload(model, job.payload, job.kind);
       }
       // A Responses request counts as the chat payload it becomes.
@@ -156,6 +162,7 @@ export class LocalModels {
           loaded.tokenizer,
           loaded.files.tokenizer,
           this.#store.pieces,
+          { lineChunks: loaded.lineChunks },
         )
         : null,
     };

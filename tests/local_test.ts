@@ -230,16 +230,24 @@ Deno.test("LocalBackend.count() counts each request kind", async (t) => {
     );
   });
   await t.step(
-    "counts are cached; the same payload shares one entry",
+    "a repeated chat tokenizes nothing; completions keep whole counts",
     async () => {
-      // The Responses request rendered the same /tokenize payload as `chat`:
-      // one hit, no new entry; so is counting `chat` again.
+      // The Responses request rendered the chat's payload again, and so
+      // does counting `chat` again: no piece is tokenized or stored, and
+      // (pieces make a repeat cheap) no whole count is kept for a chat.
       const before = await cache.stats();
-      strictEqual(before.hits, 1);
+      strictEqual(before.hits, 0);
       await backend.count(chat, C);
       const after = await cache.stats();
+      strictEqual(after.segmentMisses, before.segmentMisses);
       strictEqual(after.entries, before.entries);
-      strictEqual(after.hits, 2);
+      strictEqual(after.misses, before.misses);
+      // A completion tokenizes its whole prompt: its count is kept.
+      await backend.count({ prompt: "hello world" }, {
+        ...C,
+        kind: "completion",
+      });
+      strictEqual((await cache.stats()).hits, 1);
     },
   );
   await t.step("media parts fail the count with a CountError", async () => {
