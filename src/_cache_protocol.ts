@@ -7,7 +7,8 @@
  * Every request that expects an answer carries an id chosen by the client;
  * the answer carries the same id. Cache keys and counts cross the channel;
  * a local count also sends its `/tokenize` payload (structured clone: about
- * half the caller's cost of JSON text at 500 KB), and its errors come back
+ * half the caller's cost of JSON text at 500 KB; a grown conversation sends
+ * only its new messages, see `_message_delta.ts`), and its errors come back
  * as name and message only.
  *
  * @module
@@ -18,6 +19,7 @@ import { CountCore } from "./_lru.ts";
 import { CountError, TemplateRejectedError } from "./errors.ts";
 import type { LocalCountJob, ModelSpec } from "./_local_count.ts";
 import type { FilesSha256 } from "./_chat_render.ts";
+import type { DeltaBase } from "./_message_delta.ts";
 
 /** An error as data: what survives a structured clone and rebuilds its class. */
 export interface ErrorData {
@@ -56,8 +58,18 @@ export type CacheRequest =
   | { readonly type: "cancel"; readonly id: number }
   | { readonly type: "clear"; readonly id: number }
   | { readonly type: "stats"; readonly id: number }
-  /** Counts a request in the core: answered with `value` or `error`. */
-  | { readonly type: "count"; readonly id: number; readonly job: LocalCountJob }
+  /**
+   * Counts a request in the core: answered with `value`, `error`, or
+   * `rebase` when `base` names messages the core does not remember (the
+   * client then sends the whole job under the same id). With `base`, the
+   * payload's messages are those after the base's first `keep`.
+   */
+  | {
+    readonly type: "count";
+    readonly id: number;
+    readonly job: LocalCountJob;
+    readonly base?: DeltaBase;
+  }
   /** Loads a model folder in the core: answered with `loaded` or `error`. */
   | { readonly type: "load"; readonly id: number; readonly spec: ModelSpec };
 
@@ -67,6 +79,8 @@ export type CacheResponse =
   | { readonly type: "value"; readonly id: number; readonly count: number }
   /** Nobody is counting this key: the client must compute and then fill or fail. */
   | { readonly type: "lead"; readonly id: number }
+  /** A delta's base is unknown here: send the whole job. */
+  | { readonly type: "rebase"; readonly id: number }
   | { readonly type: "error"; readonly id: number; readonly error: ErrorData }
   | { readonly type: "cleared"; readonly id: number }
   | { readonly type: "stats"; readonly id: number; readonly stats: StatsData }

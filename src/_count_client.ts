@@ -19,6 +19,7 @@ import { CountError } from "./errors.ts";
 import { errorType } from "./_error_type.ts";
 import type { LocalCountJob, ModelSpec } from "./_local_count.ts";
 import type { FilesSha256 } from "./_chat_render.ts";
+import { SentMessages } from "./_message_delta.ts";
 
 /** Counting inside a cache's core: its worker, or in process as the fallback. */
 export interface LocalCountChannel {
@@ -89,6 +90,8 @@ export class CountCacheClient implements CountCache {
   /** Callers whose own compute runs; released on dispose. */
   readonly #leading = new Set<(error: Error) => void>();
   readonly #closing = new Set<Promise<void>>();
+  /** The message lists sent to the current core, for deltas. */
+  readonly #sent = new SentMessages();
 
   constructor(
     settings: CoreSettings,
@@ -162,10 +165,26 @@ export class CountCacheClient implements CountCache {
 
   countLocal(job: LocalCountJob, signal?: AbortSignal): Promise<number> {
     return this.#call(
-      (id) => ({ type: "count", id, job }),
+      (id) => this.#countRequest(id, job),
       (response) => response.type === "value" ? response.count : undefined,
       signal,
+      (id) => ({ type: "count", id, job }),
     );
+  }
+
+  /** A count request: only the new messages when the core has seen the rest. */
+  #countRequest(id: number, job: LocalCountJob): CacheRequest {
+    const messages = job.payload.messages;
+    if (!Array.isArray(messages)) return { type: "count", id, job };
+    const base = this.#sent.record(id, messages);
+    if (base === undefined) return { type: "count", id, job };
+    const tail = messages.slice(base.keep);
+    return {
+      type: "count",
+      id,
+      job: { ...job, payload: { ...job.payload, messages: tail } },
+      base,
+    };
   }
 
   loadLocal(spec: ModelSpec): Promise<FilesSha256> {
@@ -230,11 +249,15 @@ export class CountCacheClient implements CountCache {
     if (this.#link === link) link.post(message);
   }
 
-  /** A request the core answers itself: a value, or an error rebuilt by name. */
+  /**
+   * A request the core answers itself: a value, or an error rebuilt by name.
+   * `whole` is what to send instead when the core asks for a `rebase`.
+   */
   #call<T>(
     make: (id: number) => CacheRequest,
     read: (response: CacheResponse) => T | undefined,
     signal?: AbortSignal,
+    whole?: (id: number) => CacheRequest,
   ): Promise<T> {
     if (this.#disposing !== undefined) return Promise.reject(disposedError());
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -246,26 +269,29 @@ export class CountCacheClient implements CountCache {
       };
       const release = (): void => signal?.removeEventListener("abort", onAbort);
       signal?.addEventListener("abort", onAbort, { once: true });
-      this.#ask({
-        request: make(id),
-        answer: (response) => {
-          release();
-          if (response.type === "error") {
-            reject(fromErrorData(response.error));
-            return;
-          }
-          const value = read(response);
-          if (value === undefined) {
-            reject(
-              new CountError("The count worker answered out of protocol"),
-            );
-          } else resolve(value);
-        },
-        lost: (error) => {
-          release();
-          reject(error);
-        },
-      });
+      const answer = (response: CacheResponse): void => {
+        if (response.type === "rebase" && whole !== undefined) {
+          // Still awaited under the same id: the core counts the whole job.
+          this.#ask({ request: whole(id), answer, lost });
+          return;
+        }
+        release();
+        if (response.type === "error") {
+          reject(fromErrorData(response.error));
+          return;
+        }
+        const value = read(response);
+        if (value === undefined) {
+          reject(
+            new CountError("The count worker answered out of protocol"),
+          );
+        } else resolve(value);
+      };
+      const lost = (error: Error): void => {
+        release();
+        reject(error);
+      };
+      this.#ask({ request: make(id), answer, lost });
     });
   }
 
@@ -351,6 +377,8 @@ export class CountCacheClient implements CountCache {
   }
 
   #retire(link: Link): void {
+    // The next core remembers none of the messages sent to this one.
+    this.#sent.clear();
     const closing = link.close().finally(() => this.#closing.delete(closing));
     this.#closing.add(closing);
   }

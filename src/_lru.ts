@@ -15,7 +15,8 @@ import type {
   ErrorData,
   StatsData,
 } from "./_cache_protocol.ts";
-import type { HostStore, LocalModels } from "./_local_count.ts";
+import type { HostStore, LocalCountJob, LocalModels } from "./_local_count.ts";
+import { ReceivedMessages } from "./_message_delta.ts";
 
 /** One caller of a flight: told either to compute, or the flight's outcome. */
 interface Waiter {
@@ -189,6 +190,7 @@ export class CountCore {
    */
   connect(send: (response: CacheResponse) => void): CoreSession {
     const joined = new Map<number, { flight: Flight; waiter: Waiter }>();
+    const received = new ReceivedMessages();
     const receive = (request: CacheRequest): void => {
       const { id } = request;
       switch (request.type) {
@@ -235,7 +237,12 @@ export class CountCore {
         case "stats":
           send({ type: "stats", id, stats: this.#stats() });
           return;
-        case "count":
+        case "count": {
+          const job = wholeJob(received, request);
+          if (job === undefined) send({ type: "rebase", id });
+          else this.#runLocal({ type: "count", id, job }, send);
+          return;
+        }
         case "load":
           this.#runLocal(request, send);
       }
@@ -322,4 +329,21 @@ export class CountCore {
       segmentMisses: this.#pieceMisses,
     };
   }
+}
+
+/**
+ * A count request's job with its messages whole again, or `undefined` when
+ * its delta names a base this session does not remember.
+ */
+function wholeJob(
+  received: ReceivedMessages,
+  request: Extract<CacheRequest, { type: "count" }>,
+): LocalCountJob | undefined {
+  const { job, base } = request;
+  const messages = job.payload.messages;
+  if (!Array.isArray(messages)) return job;
+  const whole = received.resolve(request.id, messages, base);
+  return whole === undefined
+    ? undefined
+    : { ...job, payload: { ...job.payload, messages: whole } };
 }
