@@ -131,9 +131,22 @@ export function loadTokenizer(files: TokenizerFiles): LocalTokenizer {
       add_special_tokens: options?.addSpecialTokens ?? true,
     }).ids;
   }
+  // The tokens before they become ids: one id per token, so counting
+  // them skips the id lookups and the attention mask encode() builds.
+  const helper = (tokenizer as unknown as {
+    tokenize_helper?: (
+      text: string,
+      options: { add_special_tokens: boolean },
+    ) => { tokens?: unknown };
+  }).tokenize_helper?.bind(tokenizer);
+  function count(text: string, options?: EncodeOptions): number {
+    const add_special_tokens = options?.addSpecialTokens ?? true;
+    const tokens = helper?.(text, { add_special_tokens }).tokens;
+    return Array.isArray(tokens) ? tokens.length : encode(text, options).length;
+  }
   return {
     encode,
-    count: (text, options) => encode(text, options).length,
+    count,
     decode: (ids) => tokenizer.decode([...ids], { skip_special_tokens: false }),
     tokenStrings: (ids) => ids.map((id) => tokenizer.id_to_token(id) ?? ""),
     isTokenId: (id) =>

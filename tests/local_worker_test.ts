@@ -307,7 +307,7 @@ Deno.test("LocalBackend keeps piece counts in the shared cache's LRU", async () 
   ok((await fallback.stats()).segmentMisses > 0);
 });
 
-Deno.test("loadTokenizer()'s BPE speed-ups change no ids", async (t) => {
+Deno.test("loadTokenizer()'s speed-ups change no ids and no counts", async (t) => {
   const { Tokenizer } = await import("@huggingface/tokenizers");
   const { loadTokenizer } = await import("../src/_tokenizer.ts");
   const { PLAIN_TEXTS, textsWithTokens } = await import(
@@ -337,6 +337,14 @@ Deno.test("loadTokenizer()'s BPE speed-ups change no ids", async (t) => {
           fast.encode(text, { addSpecialTokens: false }),
           stock.encode(text, { add_special_tokens: false }).ids,
         );
+        // count() skips the ids: the same length, special tokens or not.
+        for (const addSpecialTokens of [false, true]) {
+          strictEqual(
+            fast.count(text, { addSpecialTokens }),
+            stock.encode(text, { add_special_tokens: addSpecialTokens }).ids
+              .length,
+          );
+        }
       }
     });
   }
