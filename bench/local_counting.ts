@@ -8,7 +8,9 @@
  * and with the library as shipped) and the native `tokenizers` binding (timed inside
  * its Node process) on the same renders, in the same run; then first-load
  * time and heap per model family, and pure-JS vs native tokens per second
- * on ~100 KB of fresh prose-like text.
+ * on ~100 KB of fresh prose-like text. The full re-counts run after the
+ * conversation has grown, on the renders of the turns near each checkpoint,
+ * so that their garbage does not pause the timed per-turn counts.
  *
  *     npx --yes deno@2.9.6 run --v8-flags=--expose-gc --allow-read --allow-env --allow-run=node bench/local_counting.ts
  *
@@ -103,9 +105,10 @@ interface TurnSample {
   readonly splitMs: number;
   readonly incrementalMs: number;
   readonly tokenizeMs: number;
-  readonly fullMs: number;
+  /** Filled after the growth: the full pure-JS re-count of this turn's render. */
+  fullMs: number;
   /** The full re-count by the library as shipped, without loadTokenizer()'s speed-ups. */
-  readonly stockMs: number;
+  stockMs: number;
   readonly render: string;
 }
 
@@ -175,22 +178,6 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     const near = CHECKPOINTS.some((c) =>
       Math.abs(incremental - c) < HALF_WINDOW
     );
-    let fullMs = NaN;
-    let stockMs = NaN;
-    if (near) {
-      start = performance.now();
-      const full = tokenizer.count(render, { addSpecialTokens: false });
-      fullMs = performance.now() - start;
-      start = performance.now();
-      const stockFull = stock.encode(render, { add_special_tokens: false })
-        .ids.length;
-      stockMs = performance.now() - start;
-      if (full !== incremental || stockFull !== incremental) {
-        throw new Error(
-          `incremental ${incremental} != full ${full} or stock ${stockFull}`,
-        );
-      }
-    }
     if (samples.length === 0) {
       charsPerToken = render.length / incremental;
     }
@@ -206,11 +193,31 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
       splitMs,
       incrementalMs,
       tokenizeMs,
-      fullMs,
-      stockMs,
+      fullMs: NaN,
+      stockMs: NaN,
       render: near ? render : "",
     });
     tokens = incremental;
+  }
+  // The full re-counts of the checkpoint turns' renders, after the growth:
+  // their half-second allocation storms (the stock library's) would
+  // otherwise land in the next turn's timed counts as GC pauses. The word
+  // cache (bounded, so a whole 128k conversation never fits) holds what the
+  // previous counts left in it, as it did turn by turn.
+  for (const sample of samples) {
+    if (sample.render === "") continue;
+    let start = performance.now();
+    const full = tokenizer.count(sample.render, { addSpecialTokens: false });
+    sample.fullMs = performance.now() - start;
+    start = performance.now();
+    const stockFull = stock.encode(sample.render, { add_special_tokens: false })
+      .ids.length;
+    sample.stockMs = performance.now() - start;
+    if (full !== sample.tokens || stockFull !== sample.tokens) {
+      throw new Error(
+        `incremental ${sample.tokens} != full ${full} or stock ${stockFull}`,
+      );
+    }
   }
   await backend[Symbol.asyncDispose]();
   await inWorker[Symbol.asyncDispose]();
