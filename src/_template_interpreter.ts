@@ -1,7 +1,7 @@
 // @huggingface/jinja's interpreter with jinja2's default Undefined: reading
 // an attribute or item of an undefined value raises instead of giving
 // another undefined value.
-import { Interpreter } from "@huggingface/jinja";
+import { Environment, Interpreter } from "@huggingface/jinja";
 import { UndefinedUseError } from "./_template_objects.ts";
 import { make, type Value } from "./_template_values.ts";
 
@@ -19,6 +19,59 @@ interface Evaluator {
 
 const Base = Interpreter as unknown as new (env: unknown) => Evaluator;
 const ObjectClass = make("ObjectValue", new Map()).constructor;
+const ArrayClass = make("ArrayValue", []).constructor;
+type ValueOf = new (value: unknown) => Value;
+const IntegerClass = make("IntegerValue", 0).constructor as ValueOf;
+const BooleanClass = make("BooleanValue", true).constructor as ValueOf;
+const UndefinedClass = make("UndefinedValue", undefined).constructor as ValueOf;
+const StringClass = make("StringValue", "").constructor as ValueOf;
+type EnvironmentOf = new (parent?: unknown) => {
+  setVariable(name: string, value: Value): Value;
+};
+const Scope = Environment as unknown as EnvironmentOf;
+
+/** The classes `{% break %}` and `{% continue %}` throw (the package does not export them). */
+function controlClass(type: "Break" | "Continue"): unknown {
+  try {
+    new Base(new Environment()).evaluate({ type }, new Environment());
+  } catch (error) {
+    return (error as object).constructor;
+  }
+  throw new Error(`@huggingface/jinja no longer throws on ${type}`);
+}
+const BreakClass = controlClass("Break");
+const ContinueClass = controlClass("Continue");
+
+/** Binds a loop variable, or unpacks a tuple of them, in a scope. */
+function binder(
+  loopvar: Node,
+): (scope: InstanceType<EnvironmentOf>, item: Value) => void {
+  if (loopvar.type === "Identifier") {
+    const name = loopvar["value"] as string;
+    return (scope, item) => scope.setVariable(name, item);
+  }
+  if (loopvar.type !== "TupleLiteral") {
+    throw new Error(`Invalid loop variable(s): ${loopvar.type}`);
+  }
+  const names = loopvar["value"] as Node[];
+  return (scope, item) => {
+    if (item.type !== "ArrayValue") {
+      throw new Error(`Cannot unpack non-iterable type: ${item.type}`);
+    }
+    const values = item.value as Value[];
+    if (names.length !== values.length) {
+      throw new Error(
+        `Too ${names.length > values.length ? "few" : "many"} items to unpack`,
+      );
+    }
+    names.forEach((name, j) => {
+      if (name.type !== "Identifier") {
+        throw new Error(`Cannot unpack non-identifier type: ${name.type}`);
+      }
+      scope.setVariable(name["value"] as string, values[j]!);
+    });
+  };
+}
 
 // The package's member lookup, but given the evaluated object first so that
 // an undefined one raises (overriding `evaluate` instead costs every node).
@@ -65,6 +118,84 @@ class PyInterpreter extends Base {
     return value ?? make("UndefinedValue", undefined);
   }
 }
+
+/**
+ * The package's `for`, without its per-item costs: a scope per item only
+ * for a loop with a test (`for x in xs if ...`), and one `loop` object per
+ * loop whose entries change from item to item, as jinja2's single
+ * LoopContext does (the package builds a new Map of nine values and a new
+ * scope per item: most of a long conversation's render).
+ */
+function evaluateFor(
+  this: Evaluator & { evaluateBlock(body: Node[], scope: unknown): Value },
+  node: Node,
+  environment: unknown,
+): Value {
+  const scope = new Scope(environment);
+  const source = node["iterable"] as Node;
+  const select = source.type === "SelectExpression";
+  let iterable = this.evaluate(select ? source["lhs"] as Node : source, scope);
+  if (!(iterable instanceof ArrayClass || iterable instanceof ObjectClass)) {
+    throw new Error(
+      `Expected iterable or object type in for loop: got ${iterable.type}`,
+    );
+  }
+  if (iterable instanceof ObjectClass) {
+    iterable = (iterable as unknown as { keys(): Value }).keys();
+  }
+  const bind = binder(node["loopvar"] as Node);
+  let items = iterable.value as Value[];
+  if (select) {
+    const test = source["test"] as Node;
+    items = items.filter((item) => {
+      const itemScope = new Scope(scope);
+      bind(itemScope, item);
+      return (this.evaluate(test, itemScope) as unknown as {
+        __bool__(): Value;
+      }).__bool__().value;
+    });
+  }
+  const length = items.length;
+  const loop = new Map<string, Value>();
+  const loopValue = make("ObjectValue", loop);
+  const lengthValue = new IntegerClass(length);
+  const body = node["body"] as Node[];
+  let result = "";
+  // As in jinja2, `else` runs unless an item's body ran to its end.
+  let completed = false;
+  for (let i = 0; i < length; ++i) {
+    loop.set("index", new IntegerClass(i + 1));
+    loop.set("index0", new IntegerClass(i));
+    loop.set("revindex", new IntegerClass(length - i));
+    loop.set("revindex0", new IntegerClass(length - i - 1));
+    loop.set("first", new BooleanClass(i === 0));
+    loop.set("last", new BooleanClass(i === length - 1));
+    loop.set("length", lengthValue);
+    loop.set("previtem", i > 0 ? items[i - 1]! : new UndefinedClass(undefined));
+    loop.set(
+      "nextitem",
+      i < length - 1 ? items[i + 1]! : new UndefinedClass(undefined),
+    );
+    scope.setVariable("loop", loopValue);
+    bind(scope, items[i]!);
+    try {
+      result += this.evaluateBlock(body, scope).value;
+    } catch (error) {
+      const kind = (error as object | null)?.constructor;
+      if (kind === ContinueClass) continue;
+      if (kind === BreakClass) break;
+      throw error;
+    }
+    completed = true;
+  }
+  if (!completed) {
+    result += this.evaluateBlock(node["defaultBlock"] as Node[], scope).value;
+  }
+  return new StringClass(result);
+}
+
+(PyInterpreter.prototype as unknown as { evaluateFor: unknown }).evaluateFor =
+  evaluateFor;
 
 /** Runs a parsed program in an environment. */
 export function runProgram(program: unknown, environment: unknown): Value {
