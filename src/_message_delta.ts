@@ -105,6 +105,9 @@ export class SentMessages {
   record(id: number, messages: readonly unknown[]): DeltaBase | undefined {
     let best: DeltaBase | undefined;
     for (const sent of this.#recent) {
+      // Newest first: a growing conversation matches the newest list whole,
+      // and no shorter list can share more.
+      if (sent.messages.length <= (best?.keep ?? 0)) continue;
       const limit = Math.min(sent.messages.length, messages.length);
       let keep = 0;
       while (
