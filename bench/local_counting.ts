@@ -2,8 +2,11 @@
  * Local exact counting: a conversation grown by about 1,000 tokens a turn
  * to 128k tokens, counted each turn by LocalBackend (render, then
  * incremental counting over pieces between added tokens, reusing the
- * previous render's prefix) inside the count cache's worker (the default)
- * and on the calling thread (`cache: null`), side by side, against a full
+ * previous render's prefix, a grown conversation sent to the worker as a
+ * delta) inside the count cache's worker (the default), again in a second
+ * worker with each turn's request parsed from JSON text (fresh objects, as
+ * the proxy and the fetch wrapper pass them), and on the calling thread
+ * (`cache: null`), side by side, against a full
  * pure-JS re-tokenization (with loadTokenizer()'s BPE and ByteLevel speed-ups,
  * and with the library as shipped) and the native `tokenizers` binding (timed inside
  * its Node process) on the same renders, in the same run; then first-load
@@ -23,11 +26,7 @@ import { LocalBackend } from "../src/local.ts";
 import { createCountCache } from "../src/count_cache.ts";
 import { compileChatTemplate } from "../src/_template.ts";
 import { loadTokenizer, readModelFolder } from "../src/_tokenizer.ts";
-import {
-  countIncrementally,
-  SegmentCache,
-  splitAtAddedTokens,
-} from "../src/_segments.ts";
+import { countIncrementally, SegmentCache } from "../src/_segments.ts";
 import { MODEL_FILES, type ModelFiles } from "../tests/_model_files.ts";
 import { ProseGenerator } from "./_local_bench_text.ts";
 import { nativeEncodeTimes } from "./_local_bench_native.ts";
@@ -101,9 +100,9 @@ interface TurnSample {
   readonly tokens: number;
   readonly backendMs: number;
   readonly workerMs: number;
+  /** The same in another worker, the request parsed from JSON text each turn (as the proxy and the fetch wrapper see it). */
+  readonly parsedMs: number;
   readonly renderMs: number;
-  readonly splitMs: number;
-  readonly incrementalMs: number;
   readonly tokenizeMs: number;
   /** Filled after the growth: the full pure-JS re-count of this turn's render. */
   fullMs: number;
@@ -129,6 +128,13 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     cache,
   });
   await inWorker.load();
+  // Its own worker: sharing the first one's renders would make every count a repeat.
+  await using parsedCache = createCountCache({ maxEntries: 16384 });
+  const parsedWorker = new LocalBackend({
+    dir: dirname(files.tokenizerPath),
+    cache: parsedCache,
+  });
+  await parsedWorker.load();
   const segments = new SegmentCache();
   let tokenizeMs = 0;
   const timedTokenizer = {
@@ -158,6 +164,13 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     start = performance.now();
     const counted2 = await inWorker.count(request, { contextLength });
     const workerMs = performance.now() - start;
+    const parsed = JSON.parse(JSON.stringify(request));
+    start = performance.now();
+    const counted3 = await parsedWorker.count(parsed, { contextLength });
+    const parsedMs = performance.now() - start;
+    if (counted3 !== counted) {
+      throw new Error(`parsed ${counted3} != calling thread ${counted}`);
+    }
     if (counted2 !== counted) {
       throw new Error(`worker ${counted2} != calling thread ${counted}`);
     }
@@ -168,13 +181,9 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
       ...tokenizer.specialTokens,
     });
     const renderMs = performance.now() - start;
-    start = performance.now();
-    splitAtAddedTokens(render, tokenizer.addedTokens);
-    const splitMs = performance.now() - start;
+    // How long tokenizing the turn's new pieces takes, alone.
     tokenizeMs = 0;
-    start = performance.now();
     const incremental = countIncrementally(render, timedTokenizer, segments);
-    const incrementalMs = performance.now() - start;
     const near = CHECKPOINTS.some((c) =>
       Math.abs(incremental - c) < HALF_WINDOW
     );
@@ -189,9 +198,8 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
       tokens: incremental,
       backendMs,
       workerMs,
+      parsedMs,
       renderMs,
-      splitMs,
-      incrementalMs,
       tokenizeMs,
       fullMs: NaN,
       stockMs: NaN,
@@ -221,6 +229,7 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
   }
   await backend[Symbol.asyncDispose]();
   await inWorker[Symbol.asyncDispose]();
+  await parsedWorker[Symbol.asyncDispose]();
   const { segmentHits, segmentMisses, entries } = await cache.stats();
 
   const rows: string[] = [
@@ -230,7 +239,7 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
       JSON.stringify(segments.stats)
     }; worker cache ${JSON.stringify({ segmentHits, segmentMisses, entries })}`,
     "",
-    "| near | turns | LocalBackend.count in the worker p50 / p99 | LocalBackend.count on the calling thread p50 / p99 | render p50 | split p50 | countIncrementally p50 / p99 (of which tokenizing new pieces p50) | full pure-JS re-count p50 / p99 | same, stock library p50 | native binding p50 / p99 | full / worker | full / calling thread | full / countIncrementally | stock full / worker | native / worker |",
+    "| near | turns | worker p50 / p99 | worker, request parsed from JSON p50 / p99 | calling thread p50 / p99 | render p50 | tokenizing new pieces p50 | full pure-JS re-count p50 / p99 | same, stock library p50 | native binding p50 / p99 | full / worker | full / worker (parsed) | full / calling thread | stock full / worker | native / worker |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const checkpoint of CHECKPOINTS) {
@@ -250,27 +259,25 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
       percentile(window.map(pick), q);
     const backend50 = p((s) => s.backendMs, 0.5);
     const worker50 = p((s) => s.workerMs, 0.5);
+    const parsed50 = p((s) => s.parsedMs, 0.5);
     const full50 = p((s) => s.fullMs, 0.5);
     const stock50 = p((s) => s.stockMs, 0.5);
     const native50 = percentile(native.ms, 0.5);
+    const both = (pick: (s: TurnSample) => number) =>
+      `${ms(p(pick, 0.5))} / ${ms(p(pick, 0.99))}`;
+    const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}x`;
     rows.push(
-      `| ${checkpoint / 1024}k | ${window.length} | ${ms(worker50)} / ${
-        ms(p((s) => s.workerMs, 0.99))
-      } | ${ms(backend50)} / ${ms(p((s) => s.backendMs, 0.99))} | ${
+      `| ${checkpoint / 1024}k | ${window.length} | ${
+        both((s) => s.workerMs)
+      } | ${both((s) => s.parsedMs)} | ${both((s) => s.backendMs)} | ${
         ms(p((s) => s.renderMs, 0.5))
-      } | ${ms(p((s) => s.splitMs, 0.5))} | ${
-        ms(p((s) => s.incrementalMs, 0.5))
-      } / ${ms(p((s) => s.incrementalMs, 0.99))} (${
-        ms(p((s) => s.tokenizeMs, 0.5))
-      }) | ${ms(full50)} / ${ms(p((s) => s.fullMs, 0.99))} | ${ms(stock50)} | ${
-        ms(native50)
-      } / ${ms(percentile(native.ms, 0.99))} | ${
-        (full50 / worker50).toFixed(1)
-      }x | ${(full50 / backend50).toFixed(1)}x | ${
-        (full50 / p((s) => s.incrementalMs, 0.5)).toFixed(1)
-      }x | ${(stock50 / worker50).toFixed(1)}x | ${
-        (native50 / worker50).toFixed(1)
-      }x |`,
+      } | ${ms(p((s) => s.tokenizeMs, 0.5))} | ${both((s) => s.fullMs)} | ${
+        ms(stock50)
+      } | ${ms(native50)} / ${ms(percentile(native.ms, 0.99))} | ${
+        ratio(full50, worker50)
+      } | ${ratio(full50, parsed50)} | ${ratio(full50, backend50)} | ${
+        ratio(stock50, worker50)
+      } | ${ratio(native50, worker50)} |`,
     );
   }
   return rows;
