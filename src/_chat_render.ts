@@ -14,7 +14,7 @@ import { errorType, safeCause } from "./_error_type.ts";
 import { vllmTokenizeBody } from "./_vllm_count.ts";
 import type { ChatTemplate } from "./_template.ts";
 import type { LocalTokenizer } from "./_tokenizer.ts";
-import type { ContentFormat } from "./_local_preprocess.ts";
+import type { ContentFormat, Reuse } from "./_local_preprocess.ts";
 
 /** Where a model folder's files come from. */
 export interface ChatFolderOptions {
@@ -101,16 +101,56 @@ export function tokenizePayload(
   return payload;
 }
 
-/** Renders a chat payload after vLLM's preprocessing. */
+/** A template's converted messages and tools, by the payload object they came from. */
+interface Converted {
+  readonly message: WeakMap<object, unknown>;
+  readonly tool: WeakMap<object, unknown>;
+}
+
+const convertedByTemplate = new WeakMap<object, Converted>();
+
+/**
+ * Remembers each message and tool object's template value, per template
+ * (the content format differs): a grown conversation converts only its new
+ * messages. Template values are never changed by a render (only namespace
+ * attributes can be assigned), so they are shared across renders.
+ */
+function reuseFor(loaded: Loaded, entry: [ChatTemplate, ContentFormat]): Reuse {
+  let converted = convertedByTemplate.get(entry);
+  if (converted === undefined) {
+    converted = { message: new WeakMap(), tool: new WeakMap() };
+    convertedByTemplate.set(entry, converted);
+  }
+  const memo = converted;
+  return (kind, raw, make) => {
+    if (typeof raw !== "object" || raw === null) return make();
+    let value = memo[kind].get(raw);
+    if (value === undefined) {
+      value = loaded.engine.toValue(make());
+      memo[kind].set(raw, value);
+    }
+    return value;
+  };
+}
+
+/**
+ * Renders a chat payload after vLLM's preprocessing. With `reuse`, message
+ * and tool objects seen in an earlier render keep their converted values:
+ * only for payloads nobody changes between renders (the count core's own
+ * copies), never a caller's objects.
+ */
 export function renderChat(
   loaded: Loaded,
   payload: Record<string, unknown>,
-  [template, contentFormat]: [ChatTemplate, ContentFormat],
+  entry: [ChatTemplate, ContentFormat],
+  options: { readonly reuse?: boolean } = {},
 ): string {
+  const [template, contentFormat] = entry;
   const engine = loaded.engine;
   const input = engine.templateContext(payload, {
     specialTokens: loaded.tokenizer.specialTokens,
     contentFormat,
+    ...(options.reuse === true ? { reuse: reuseFor(loaded, entry) } : {}),
   });
   let text: string;
   try {

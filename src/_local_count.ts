@@ -72,10 +72,19 @@ function specKey(spec: ModelSpec): string {
 export class LocalModels {
   readonly #store: HostStore;
   readonly #models = new Map<string, Promise<Model>>();
+  readonly #ownsPayloads: boolean;
   #loads = 0;
 
-  constructor(store: HostStore) {
+  /**
+   * @param store Where counts are kept.
+   * @param options `ownsPayloads`: the payloads are this host's own copies
+   * (the count core's structured clones), never changed after a count, so
+   * their message objects keep their converted template values from render
+   * to render.
+   */
+  constructor(store: HostStore, options: { ownsPayloads?: boolean } = {}) {
     this.#store = store;
+    this.#ownsPayloads = options.ownsPayloads === true;
   }
 
   /** How many folder loads this host started. */
@@ -113,7 +122,7 @@ export class LocalModels {
         lookup === undefined ||
         model.pieces !== null && job.kind !== "completion"
       ) {
-        return countPayload(model, job.payload, job.kind);
+        return countPayload(model, job, this.#ownsPayloads);
       }
       // A Responses request counts as the chat payload it becomes.
       const form = job.kind === "completion" ? "text" : "chat";
@@ -124,7 +133,7 @@ export class LocalModels {
       const cached = lookup(key);
       if (cached !== undefined) return cached;
       const epoch = this.#store.epoch();
-      const count = countPayload(model, job.payload, job.kind);
+      const count = countPayload(model, job, this.#ownsPayloads);
       this.#store.store(key, count, epoch);
       return count;
     } catch (error) {
@@ -171,8 +180,8 @@ export class LocalModels {
 
 function countPayload(
   model: Model,
-  payload: Record<string, unknown>,
-  kind: RequestKind,
+  { payload, kind }: LocalCountJob,
+  reuse: boolean,
 ): number {
   const { loaded } = model;
   if (kind === "completion") {
@@ -180,7 +189,9 @@ function countPayload(
       addSpecialTokens: payload.add_special_tokens !== false,
     });
   }
-  const text = renderChat(loaded, payload, templateFor(loaded, payload.tools));
+  const text = renderChat(loaded, payload, templateFor(loaded, payload.tools), {
+    reuse,
+  });
   const addSpecialTokens = payload.add_special_tokens === true;
   // A grown conversation re-tokenizes only its new pieces.
   return model.pieces !== null && !addSpecialTokens

@@ -60,7 +60,20 @@ export interface ContextOptions {
   readonly specialTokens: Readonly<Record<string, string>>;
   /** The template's content format. */
   readonly contentFormat: ContentFormat;
+  /**
+   * Where a message or tool object seen before gives its converted form
+   * again instead of preprocessing it: `make` preprocesses. Only for
+   * objects nobody changes between renders (the count core's own copies).
+   */
+  readonly reuse?: Reuse;
 }
+
+/** Gives the converted form of a message or tool: remembered, or from `make`. */
+export type Reuse = (
+  kind: "message" | "tool",
+  raw: unknown,
+  make: () => unknown,
+) => unknown;
 
 /** The template variables of a payload, and what continue_final_message trims to. */
 export interface TemplateInput {
@@ -92,15 +105,19 @@ export function templateContext(
       "Cannot count the request as 'chat_template_kwargs' is not an object",
     );
   }
-  const messages = (payload.messages as unknown[]).map((message) =>
-    preprocessMessage(message, options.contentFormat)
+  const { contentFormat: format, reuse } = options;
+  const raw = payload.messages as unknown[];
+  const messages = raw.map((message) =>
+    reuse === undefined
+      ? preprocessMessage(message, format)
+      : reuse("message", message, () => preprocessMessage(message, format))
   );
   const addGenerationPrompt = payload.add_generation_prompt;
   const context: Record<string, unknown> = {
     ...options.specialTokens,
     ...kwargs,
     messages,
-    tools: reshapeTools(payload.tools),
+    tools: reshapeTools(payload.tools, reuse),
     documents: kwargs.documents ?? null,
     add_generation_prompt: addGenerationPrompt,
   };
@@ -110,7 +127,9 @@ export function templateContext(
       "Cannot count the request as 'continue_final_message' and 'add_generation_prompt' are both set",
     );
   }
-  const last = messages.at(-1);
+  const last = raw.length === 0
+    ? undefined
+    : preprocessMessage(raw[raw.length - 1], format);
   return { context, continueFrom: last?.content };
 }
 
@@ -188,29 +207,35 @@ function parseToolCall(call: unknown): unknown {
   return { ...call, function: { ...call.function, arguments: parsed } };
 }
 
-function reshapeTools(tools: unknown): unknown {
+function reshapeTools(tools: unknown, reuse: Reuse | undefined): unknown {
   if (tools === undefined || tools === null) return null;
   if (!Array.isArray(tools)) {
     throw new CountError("Cannot count the request as 'tools' is not an array");
   }
-  return tools.map((tool: unknown) => {
-    if (
-      !isJsonObject(tool) || !isJsonObject(tool.function) ||
-      typeof tool.function.name !== "string"
-    ) {
-      throw new CountError("Cannot count the request as a tool is malformed");
-    }
-    const { name, description, parameters, ...rest } = tool.function;
-    return {
-      type: tool.type ?? "function",
-      function: {
-        name,
-        description: description ?? null,
-        parameters: parameters ?? null,
-        ...rest,
-      },
-    };
-  });
+  return tools.map((tool: unknown) =>
+    reuse === undefined
+      ? reshapeTool(tool)
+      : reuse("tool", tool, () => reshapeTool(tool))
+  );
+}
+
+function reshapeTool(tool: unknown): unknown {
+  if (
+    !isJsonObject(tool) || !isJsonObject(tool.function) ||
+    typeof tool.function.name !== "string"
+  ) {
+    throw new CountError("Cannot count the request as a tool is malformed");
+  }
+  const { name, description, parameters, ...rest } = tool.function;
+  return {
+    type: tool.type ?? "function",
+    function: {
+      name,
+      description: description ?? null,
+      parameters: parameters ?? null,
+      ...rest,
+    },
+  };
 }
 
 /**

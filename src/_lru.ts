@@ -152,7 +152,9 @@ export class CountCore {
           set: (key, count) => this.#lru.set(key, count),
         },
       };
-      return this.#models = new LocalModels(store);
+      // The core's payloads are its own clones: their messages can keep
+      // their template values from render to render.
+      return this.#models = new LocalModels(store, { ownsPayloads: true });
     });
     return this.#local;
   }

@@ -11,6 +11,9 @@ import { runProgram } from "./_template_interpreter.ts";
 import { UndefinedUseError } from "./_template_objects.ts";
 import { toValue } from "./_template_values.ts";
 
+/** Converts a JavaScript value to a template value (a converted one stays as it is). */
+export { toValue };
+
 export { PyFloat } from "./_template_values.ts";
 export { parseJsonLossless } from "./_template_json.ts";
 

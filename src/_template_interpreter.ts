@@ -158,24 +158,26 @@ function evaluateFor(
   const length = items.length;
   const loop = new Map<string, Value>();
   const loopValue = make("ObjectValue", loop);
-  const lengthValue = new IntegerClass(length);
+  // Values never change once made: one of each number and flag per loop.
+  const numbers: Value[] = [];
+  for (let n = 0; n <= length; n++) numbers.push(new IntegerClass(n));
+  const yes = new BooleanClass(true);
+  const no = new BooleanClass(false);
+  const none = new UndefinedClass(undefined);
   const body = node["body"] as Node[];
   let result = "";
   // As in jinja2, `else` runs unless an item's body ran to its end.
   let completed = false;
   for (let i = 0; i < length; ++i) {
-    loop.set("index", new IntegerClass(i + 1));
-    loop.set("index0", new IntegerClass(i));
-    loop.set("revindex", new IntegerClass(length - i));
-    loop.set("revindex0", new IntegerClass(length - i - 1));
-    loop.set("first", new BooleanClass(i === 0));
-    loop.set("last", new BooleanClass(i === length - 1));
-    loop.set("length", lengthValue);
-    loop.set("previtem", i > 0 ? items[i - 1]! : new UndefinedClass(undefined));
-    loop.set(
-      "nextitem",
-      i < length - 1 ? items[i + 1]! : new UndefinedClass(undefined),
-    );
+    loop.set("index", numbers[i + 1]!);
+    loop.set("index0", numbers[i]!);
+    loop.set("revindex", numbers[length - i]!);
+    loop.set("revindex0", numbers[length - i - 1]!);
+    loop.set("first", i === 0 ? yes : no);
+    loop.set("last", i === length - 1 ? yes : no);
+    loop.set("length", numbers[length]!);
+    loop.set("previtem", i > 0 ? items[i - 1]! : none);
+    loop.set("nextitem", i < length - 1 ? items[i + 1]! : none);
     scope.setVariable("loop", loopValue);
     bind(scope, items[i]!);
     try {

@@ -47,6 +47,8 @@ function probeClasses(): Record<string, ValueClass> {
 }
 
 const classes = probeClasses();
+/** The base class of every runtime value. */
+const RuntimeValue: ValueClass = Object.getPrototypeOf(classes["IntegerValue"]);
 
 /** Builds a runtime value of the named class. */
 export function make(type: string, value: unknown): Value {
@@ -62,9 +64,12 @@ export function fn(body: (args: Value[]) => Value): Value {
 
 /**
  * Converts a JavaScript value: a `Map` keeps its key order, a `PyFloat` stays a
- * float; plain objects keep JavaScript's key order.
+ * float; plain objects keep JavaScript's key order; a runtime value is
+ * returned as it is.
  */
 export function toValue(input: unknown): Value {
+  // Already converted (a message remembered from an earlier render).
+  if (input instanceof RuntimeValue) return input as Value;
   if (input instanceof PyFloat) return make("FloatValue", input.value);
   if (input instanceof Map) {
     const entries = new Map<string, Value>();
