@@ -326,10 +326,22 @@ Deno.test("loadTokenizer()'s speed-ups change no ids and no counts", async (t) =
       const stock = new Tokenizer(JSON.parse(tokenizerJson), model.config);
       const prose = new ProseGenerator(42);
       // Fresh words past the word cache's 10,000 entries, and repeats.
+      // Words either side of the length where merging by scan hands over
+      // to the library's queue (48 code points), repeated symbols, long runs.
+      const letters = "etaoinshrdlucmfwyp";
+      const longWords = Array.from({ length: 60 }, (_, i) => {
+        let word = "";
+        for (let j = 0; j < 20 + i; j++) {
+          word += letters[(i * 7 + j * j) % letters.length];
+        }
+        return ` ${word} ${"ab".repeat(i)} ${"x".repeat(i)}`;
+      });
       const texts = [
         ...PLAIN_TEXTS,
         ...textsWithTokens(fast.addedTokens.slice(0, 8)),
         ...Array.from({ length: 8 }, () => prose.text(40_000)),
+        ...longWords,
+        "=".repeat(300) + " ".repeat(70) + "\u00e9".repeat(60),
         ...PLAIN_TEXTS,
       ];
       for (const text of texts) {
