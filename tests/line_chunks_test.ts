@@ -7,20 +7,10 @@ import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { isLineChunkSafe, lineChunkEnds } from "../src/_line_chunks.ts";
 import { loadTokenizer } from "../src/_tokenizer.ts";
 import { MODEL_FILES } from "./_model_files.ts";
+import { mulberry32 } from "./_prng.ts";
 
 const SEED = 20261130;
 const TEXTS = 2500;
-
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = [
   "\n",
@@ -153,7 +143,7 @@ Deno.test("line chunks count as the whole text, per safe family", async (t) => {
       const tokenizer = loadTokenizer({ tokenizerJson });
       const count = (text: string) =>
         tokenizer.count(text, { addSpecialTokens: false });
-      const random = prng(SEED);
+      const random = mulberry32(SEED);
       const sum = (parts: string[]) =>
         parts.reduce((total, part) => total + count(part), 0);
       let cut = 0;
@@ -188,7 +178,7 @@ Deno.test("lineChunkEnds() cuts after the head, then where the line's own text s
   // "abc\n" (4) is cut after, "ab\n" (3) is not.
   deepStrictEqual(lineChunkEnds("h\nabc\nab\nz"), [2, 6]);
   // The same body after another head is cut at the same places in it.
-  const random = prng(SEED);
+  const random = mulberry32(SEED);
   for (let i = 0; i < 200; i++) {
     const body = randomText(random).replace(/^\s+/, "") + "\nx";
     const a = lineChunkEnds(`assistant\n${body}`).slice(1).map((e) => e - 10);

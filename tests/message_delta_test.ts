@@ -18,22 +18,12 @@ import { createCountCache } from "../src/count_cache.ts";
 import { localChannelOf } from "../src/_count_client.ts";
 import { tokenizePayload } from "../src/_chat_render.ts";
 import { MODEL_FILES } from "./_model_files.ts";
+import { mulberry32 } from "./_prng.ts";
 
 const C = { contextLength: 131072 };
 const DIR = dirname(
   MODEL_FILES.find((files) => files.family === "qwen3")!.tokenizerPath,
 );
-
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const user = (content: string) => ({ role: "user", content });
 
@@ -90,7 +80,7 @@ Deno.test("SentMessages compares values, key order included, and never trusts a 
 });
 
 Deno.test("ReceivedMessages rebuilds what the client sent, through structured clones, on random edits", () => {
-  const random = prng(20261130);
+  const random = mulberry32(20261130);
   const sent = new SentMessages();
   const received = new ReceivedMessages();
   const conversations: Record<string, unknown>[][] = [[], [], []];
@@ -149,7 +139,7 @@ Deno.test("LocalBackend through the worker counts as the calling thread while it
   await using cache = createCountCache();
   await using worker = new LocalBackend({ dir: DIR, cache });
   await using local = new LocalBackend({ dir: DIR, cache: null });
-  const random = prng(7);
+  const random = mulberry32(7);
   const conversations: Record<string, unknown>[][] = [[], []];
   for (let turn = 0; turn < 40; turn++) {
     const list = conversations[turn % 2]!;

@@ -19,22 +19,11 @@ import {
 import { loadTokenizer } from "../src/_tokenizer.ts";
 import { buildTokenizePayload } from "../src/_vllm_payload.ts";
 import { MODEL_FILES } from "./_model_files.ts";
+import { mulberry32 } from "./_prng.ts";
 
 const SEED = 20261130;
 const CONVERSATIONS = 8;
 const TURNS = 12;
-
-/** mulberry32: a small seeded PRNG, so that a failure replays. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PIECES = [
   "Hello",
@@ -152,7 +141,7 @@ Deno.test("countIncrementally() equals a full count of every render, per safe fa
       const lines = new PrefixCounter(tokenizer, "sha", new Map(), {
         lineChunks,
       });
-      const random = prng(SEED);
+      const random = mulberry32(SEED);
       let renders = 0;
       for (let c = 0; c < CONVERSATIONS; c++) {
         let tools = random() < 0.7;
@@ -225,7 +214,7 @@ Deno.test("PrefixCounter splits an edited text as a fresh split does, wherever t
       (sum, piece) => sum + (piece.added ? 1 : tokenizer.count(piece.text)),
       0,
     );
-  const random = prng(SEED);
+  const random = mulberry32(SEED);
   const counter = new PrefixCounter(tokenizer, "sha", new Map());
   const texts: string[] = [""];
   for (let i = 0; i < 3000; i++) {
