@@ -1,3 +1,5 @@
+import { clearQueuedTimeout, setQueuedTimeout } from "./_timeouts.ts";
+
 /** A time limit on one operation, tied to the caller's own abort signal. */
 export interface Deadline {
   /** Aborts when the time is up or the caller's signal aborts. */
@@ -19,7 +21,7 @@ export function startDeadline(ms: number, parent?: AbortSignal): Deadline {
   const onAbort = (): void => controller.abort(parent?.reason);
   if (parent?.aborted) onAbort();
   else parent?.addEventListener("abort", onAbort, { once: true });
-  const timer = setTimeout(() => {
+  const timer = setQueuedTimeout(() => {
     expired = true;
     controller.abort(
       new DOMException("The operation timed out", "TimeoutError"),
@@ -31,7 +33,7 @@ export function startDeadline(ms: number, parent?: AbortSignal): Deadline {
       return expired;
     },
     clear() {
-      clearTimeout(timer);
+      clearQueuedTimeout(timer);
       parent?.removeEventListener("abort", onAbort);
     },
   };
