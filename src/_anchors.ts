@@ -9,7 +9,10 @@
  */
 
 import { createHash } from "node:crypto";
+import { canonicalMessage } from "./_canonical.ts";
 import type { Usage } from "./_usage.ts";
+
+export { canonicalMessage } from "./_canonical.ts";
 
 /** Options of {@linkcode AnchorStore}. */
 export interface AnchorStoreOptions {
@@ -135,17 +138,21 @@ export class AnchorStore {
    */
   keys(model: string, messages: readonly unknown[]): ConversationKeys {
     checkRequest("hash", model, messages);
-    const hash = createHash("sha256").update(model).update("\u0000");
+    const hash = createHash("sha256");
+    // The text not hashed yet: one update per digest taken, not per message.
+    let pending = `${model}\u0000`;
     const prefixes: [number, string][] = [];
     for (let i = 0; i < messages.length; i++) {
       // Canonical JSON escapes NUL, so the separator keeps messages apart.
-      hash.update(canonicalMessage(messages[i])).update("\u0000");
+      pending += `${canonicalMessage(messages[i])}\u0000`;
       const length = i + 1;
       if (length < messages.length && this.#lengths.has(length)) {
+        hash.update(pending);
+        pending = "";
         prefixes.push([length, hash.copy().digest("hex")]);
       }
     }
-    const full = hash.digest("hex");
+    const full = hash.update(pending).digest("hex");
     if (this.#lengths.has(messages.length)) {
       prefixes.push([messages.length, full]);
     }
@@ -255,127 +262,4 @@ function checkUsage(usage: Usage): void {
       "Cannot record the anchor as 'usage.promptTokens' and 'usage.completionTokens' must be non-negative integers",
     );
   }
-}
-
-/**
- * The canonical JSON of a message, equal for two messages a server renders
- * alike, so that an SDK that re-serialises an echoed message still matches:
- *
- * - object keys are sorted, at every depth;
- * - properties whose value is `null` or `undefined` are dropped, at every
- *   depth (`refusal: null`, `audio: null`, `content: null` next to tool calls);
- * - an empty `tool_calls` array is dropped;
- * - a tool call's `function.arguments` (also a legacy `function_call` and a
- *   Responses `function_call` item) that parses as JSON is replaced by the
- *   parsed value, so `{"a":1}` and `{"a": 1}` match; inside it only keys are
- *   sorted, since a `null` argument is the model's output; a value that
- *   parses to a string keeps its text, so `"\"x\""` and `"x"` stay apart;
- * - `content` made of a single `{type: "text", text}` part equals the string
- *   `text`;
- * - every other value is kept as it is.
- *
- * @param message A message (or Responses input item) as parsed from JSON.
- * @returns Its canonical JSON text.
- */
-export function canonicalMessage(message: unknown): string {
-  return serialize(normalize(message), true);
-}
-
-/** A parsed JSON value whose nulls are data, not serialisation noise. */
-class Parsed {
-  readonly value: unknown;
-  constructor(value: unknown) {
-    this.value = value;
-  }
-}
-
-/** Applies the message-level rules to a shallow copy; each property is read once. */
-function normalize(message: unknown): unknown {
-  if (!isObject(message)) return message;
-  // No prototype, so that a parsed "__proto__" key stays an own property of
-  // the copy (it would set the copy's prototype on a plain object, hiding the
-  // key from the canonical form and lending its fields to the message).
-  const copy: Record<string, unknown> = Object.create(null);
-  for (const key of Object.keys(message)) copy[key] = message[key];
-  const calls = copy.tool_calls;
-  if (Array.isArray(calls)) {
-    if (calls.length === 0) delete copy.tool_calls;
-    else copy.tool_calls = calls.map(withParsedFunction);
-  }
-  if (isObject(copy.function_call)) {
-    copy.function_call = withParsedArguments(copy.function_call);
-  }
-  if (copy.type === "function_call") return withParsedArguments(copy);
-  const text = singleText(copy.content);
-  if (text !== undefined) copy.content = text;
-  return copy;
-}
-
-function withParsedFunction(call: unknown): unknown {
-  if (!isObject(call) || !isObject(call.function)) return call;
-  return { ...call, function: withParsedArguments(call.function) };
-}
-
-function withParsedArguments(
-  holder: Record<string, unknown>,
-): Record<string, unknown> {
-  const text = holder.arguments;
-  if (typeof text !== "string") return holder;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    // Arguments a model cut short or garbled are compared as text.
-    return holder;
-  }
-  return typeof value === "string"
-    ? holder
-    : { ...holder, arguments: new Parsed(value) };
-}
-
-/** The text of content made of one text part, else `undefined`. */
-function singleText(content: unknown): string | undefined {
-  if (!Array.isArray(content) || content.length !== 1) return undefined;
-  const part: unknown = content[0];
-  if (!isObject(part) || part.type !== "text") return undefined;
-  if (typeof part.text !== "string") return undefined;
-  for (const key of Object.keys(part)) {
-    if (key !== "type" && key !== "text" && part[key] != null) return undefined;
-  }
-  return part.text;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** JSON text with sorted keys; `dropNulls` drops null-valued properties. */
-function serialize(value: unknown, dropNulls: boolean): string {
-  if (value instanceof Parsed) return serialize(value.value, false);
-  if (Array.isArray(value)) {
-    return `[${value.map((item) => serialize(item, dropNulls)).join(",")}]`;
-  }
-  if (isObject(value)) return serializeObject(value, dropNulls);
-  if (
-    typeof value === "string" || typeof value === "number" ||
-    typeof value === "boolean"
-  ) {
-    return JSON.stringify(value);
-  }
-  // null, and what JSON cannot hold, which JSON.stringify also writes as null in arrays.
-  return "null";
-}
-
-function serializeObject(
-  value: Record<string, unknown>,
-  dropNulls: boolean,
-): string {
-  const fields: string[] = [];
-  for (const key of Object.keys(value).sort()) {
-    const item = value[key];
-    if (item === undefined || typeof item === "function") continue;
-    if (item === null && dropNulls) continue;
-    fields.push(`${JSON.stringify(key)}:${serialize(item, dropNulls)}`);
-  }
-  return `{${fields.join(",")}}`;
 }

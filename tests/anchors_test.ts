@@ -5,6 +5,7 @@ import {
   throws,
 } from "node:assert/strict";
 import { AnchorStore, canonicalMessage } from "../src/_anchors.ts";
+import { canonicalMessageGeneral } from "../src/_canonical.ts";
 
 const MODEL = "qwen3-8b";
 
@@ -369,4 +370,109 @@ Deno.test("AnchorStore keeps its per-length index right through eviction and cle
     store.keys("m", [...b, { role: "user", content: "x" }]).prefixes,
     [],
   );
+});
+
+Deno.test("canonicalMessage() writes what its general path writes", async (t) => {
+  // A small deterministic generator of message-like JSON values.
+  let seed = 7;
+  const next = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  const KEYS = [
+    "role",
+    "content",
+    "name",
+    "type",
+    "text",
+    "b",
+    "a",
+    "10",
+    "9",
+    "Z",
+    "é",
+    "",
+  ];
+  const value = (depth: number): unknown => {
+    switch (next(depth > 2 ? 5 : 8)) {
+      case 0:
+        return null;
+      case 1:
+        return next(2) === 0 ? -0 : next(1000) / 7;
+      case 2:
+        return ["x", "", '\u0000\n"\\', "caf\u00e9 \ud83d\ude00"][next(4)];
+      case 3:
+        return next(2) === 0;
+      case 4:
+        return 2 ** 60;
+      case 5:
+        return Array.from({ length: next(4) }, () => value(depth + 1));
+      default: {
+        const object: Record<string, unknown> = {};
+        for (let i = next(5); i > 0; i--) {
+          object[KEYS[next(KEYS.length)]!] = value(depth + 1);
+        }
+        return object;
+      }
+    }
+  };
+  const message = (): unknown => {
+    const drawn = value(0);
+    const base = typeof drawn === "object" && drawn !== null &&
+        !Array.isArray(drawn)
+      ? drawn
+      : { content: drawn };
+    const extra: Record<string, unknown> = { role: "assistant" };
+    switch (next(5)) {
+      case 0:
+        extra.tool_calls = next(2) === 0 ? [] : [{
+          id: "c",
+          type: "function",
+          function: { name: "f", arguments: JSON.stringify(value(1)) },
+        }];
+        break;
+      case 1:
+        extra.content = [{ type: "text", text: "hi", cache_control: null }];
+        break;
+      case 2:
+        Object.assign(extra, {
+          type: "function_call",
+          arguments: '{"b":null,"a":1}',
+        });
+        break;
+      case 3:
+        extra.function_call = {
+          name: "f",
+          arguments: '[1, {"z": 2, "y": null}]',
+        };
+        break;
+    }
+    return { ...base, ...extra };
+  };
+  await t.step("on generated messages", () => {
+    for (let i = 0; i < 2000; i++) {
+      const sample = message();
+      // Through JSON, as a parsed body holds it (a "__proto__" key included).
+      const parsed = JSON.parse(JSON.stringify(sample) ?? "null");
+      strictEqual(
+        canonicalMessage(parsed),
+        canonicalMessageGeneral(parsed),
+        JSON.stringify(parsed),
+      );
+    }
+  });
+  await t.step("on values only the general path takes", () => {
+    const odd = [
+      JSON.parse('{"role":"user","__proto__":{"x":null},"content":"a"}'),
+      { role: "user", content: "a", 1: "index key" },
+      { role: "user", content: [1n as unknown] },
+      { role: "user", content: { toString: () => "x" }, date: new Date(0) },
+      { role: "user", content: [undefined, () => 1], skipped: undefined },
+      undefined,
+      () => 1,
+    ];
+    for (const sample of odd) {
+      strictEqual(canonicalMessage(sample), canonicalMessageGeneral(sample));
+    }
+  });
 });
