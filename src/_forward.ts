@@ -1,7 +1,7 @@
 /** Forwarding for the proxy: upstream URLs, hop-by-hop headers, bounded body reads. */
 
 // RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
-const HOP_BY_HOP = [
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   "connection",
   "keep-alive",
   "proxy-authenticate",
@@ -11,7 +11,14 @@ const HOP_BY_HOP = [
   "trailer",
   "transfer-encoding",
   "upgrade",
-];
+]);
+
+/**
+ * Header name-value pairs as `Headers` iterates them (lower-case names,
+ * repeated values joined, `set-cookie` kept apart): what `fetch` and
+ * `Response` take without the cost of another `Headers` object.
+ */
+export type HeaderPairs = [name: string, value: string][];
 
 /** The upstream URL for an incoming URL: the upstream root + the incoming path and query. */
 export function upstreamUrl(upstream: URL, incoming: URL): string {
@@ -23,28 +30,47 @@ export function upstreamUrl(upstream: URL, incoming: URL): string {
 export function forwardHeaders(
   headers: Headers,
   bodyChanged: boolean,
-): Headers {
-  const out = withoutHopByHop(headers);
-  out.delete("host");
+): HeaderPairs {
+  const out = withoutHopByHop(headers, bodyChanged ? FORWARD_CHANGED : FORWARD);
   // The proxy reads bodies as they are; compression stays between proxy and client.
-  out.set("accept-encoding", "identity");
-  if (bodyChanged) out.delete("content-length");
+  out.push(["accept-encoding", "identity"]);
   return out;
 }
+
+/** What the proxy drops from a request besides the hop-by-hop headers (fetch sets them anew). */
+const FORWARD: ReadonlySet<string> = new Set(["host", "accept-encoding"]);
+const FORWARD_CHANGED: ReadonlySet<string> = new Set([
+  ...FORWARD,
+  "content-length",
+]);
+const NONE: ReadonlySet<string> = new Set();
 
 /** Response headers to give back: end-to-end headers only. */
-export function responseHeaders(headers: Headers): Headers {
-  return withoutHopByHop(headers);
+export function responseHeaders(headers: Headers): HeaderPairs {
+  return withoutHopByHop(headers, NONE);
 }
 
-function withoutHopByHop(headers: Headers): Headers {
-  const out = new Headers(headers);
-  const named = headers.get("connection")?.split(",") ?? [];
-  for (const name of [...HOP_BY_HOP, ...named]) {
-    const trimmed = name.trim();
-    if (trimmed !== "") out.delete(trimmed);
+/**
+ * The headers without the hop-by-hop ones, those the `Connection` header
+ * names, and `drop`. One pass over the headers: copying a `Headers` object
+ * and deleting names from it costs several times more.
+ */
+function withoutHopByHop(
+  headers: Headers,
+  drop: ReadonlySet<string>,
+): HeaderPairs {
+  const out: HeaderPairs = [];
+  let connection: string | undefined;
+  for (const pair of headers) {
+    const name = pair[0];
+    if (name === "connection") connection = pair[1];
+    if (!HOP_BY_HOP.has(name) && !drop.has(name)) out.push(pair);
   }
-  return out;
+  if (connection === undefined) return out;
+  const named = new Set(
+    connection.split(",").map((name) => name.trim().toLowerCase()),
+  );
+  return out.filter(([name]) => !named.has(name));
 }
 
 /**

@@ -7,7 +7,8 @@
 type Labels = Readonly<Record<string, string>>;
 
 interface Series {
-  readonly labels: Labels;
+  /** The rendered label set, such as `{route="chat"}`. */
+  readonly text: string;
   value: number;
 }
 
@@ -43,15 +44,15 @@ export class Counter {
 
   /** Adds `value` (default 1) to the series with these labels. */
   inc(labels: Labels = {}, value = 1): void {
-    const key = labelText(labels);
+    const key = seriesKey(labels);
     const series = this.#series.get(key);
     if (series) series.value += value;
-    else this.#series.set(key, { labels, value });
+    else this.#series.set(key, { text: labelText(labels), value });
   }
 
   /** The current value of one series (0 when absent). */
   value(labels: Labels = {}): number {
-    return this.#series.get(labelText(labels))?.value ?? 0;
+    return this.#series.get(seriesKey(labels))?.value ?? 0;
   }
 
   /** The exposition lines of this family. */
@@ -60,8 +61,8 @@ export class Counter {
       `# HELP ${this.name} ${this.help}`,
       `# TYPE ${this.name} counter`,
     ];
-    for (const [key, series] of this.#series) {
-      lines.push(`${this.name}${key} ${series.value}`);
+    for (const series of this.#series.values()) {
+      lines.push(`${this.name}${series.text} ${series.value}`);
     }
     return lines;
   }
@@ -79,15 +80,17 @@ export class Histogram {
 
   /** Records one observation in the series with these labels. */
   observe(value: number, labels: Labels = {}): void {
-    const key = labelText(labels);
+    const key = seriesKey(labels);
     let series = this.#series.get(key);
     if (series === undefined) {
       series = { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
       this.#series.set(key, series);
     }
-    this.buckets.forEach((bound, i) => {
-      if (value <= bound) series.counts[i]! += 1;
-    });
+    const { buckets } = this;
+    const { counts } = series;
+    for (let i = 0; i < buckets.length; i++) {
+      if (value <= buckets[i]!) counts[i]! += 1;
+    }
     series.sum += value;
     series.count += 1;
   }
@@ -120,6 +123,19 @@ export class Histogram {
 /** A value read at scrape time, such as a cache's size. */
 export function gauge(name: string, help: string, value: number): string[] {
   return [`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`];
+}
+
+/**
+ * Identifies a label set without rendering it (no escaping, no sorting): the
+ * lengths keep any two sets apart, so rendering happens once per series.
+ */
+function seriesKey(labels: Labels): string {
+  let key = "";
+  for (const name in labels) {
+    const value = labels[name]!;
+    key += `${name.length}:${name}${value.length}:${value}`;
+  }
+  return key;
 }
 
 function labelText(labels: Labels): string {

@@ -8,8 +8,13 @@
 import { getLogger } from "@logtape/logtape";
 import { errorResponse, isJsonContentType } from "./_bridge.ts";
 import { errorType } from "./_error_type.ts";
-import { forwardHeaders, responseHeaders } from "./_forward.ts";
+import {
+  forwardHeaders,
+  type HeaderPairs,
+  responseHeaders,
+} from "./_forward.ts";
 import type { ProxyContext } from "./_proxy_state.ts";
+import { clearQueuedTimeout, setQueuedTimeout } from "./_timeouts.ts";
 
 const logger = getLogger(["incontext", "proxy"]);
 
@@ -23,14 +28,16 @@ class UpstreamTimeout extends Error {
 
 /**
  * The upstream's answer before the client's Response exists: status, the
- * end-to-end headers (a fresh object the caller may add to), and the body,
+ * end-to-end headers (a fresh list the caller may add to), and the body,
  * read whole for a small JSON answer (`bytes`) or streamed under the idle
  * timeout. The client's Response is built once, by whoever finishes it.
  */
 export interface UpstreamAnswer {
   readonly status: number;
   readonly statusText: string;
-  readonly headers: Headers;
+  readonly headers: HeaderPairs;
+  /** The upstream's `content-type`, or null. */
+  readonly contentType: string | null;
   /** The whole body of a small JSON answer. */
   readonly bytes?: Uint8Array<ArrayBuffer>;
   /** The streamed body of any other answer, or null without one. */
@@ -88,7 +95,7 @@ export async function sendUpstream(
     init.body = request.body;
     init.duplex = "half";
   }
-  const timer = setTimeout(
+  const timer = setQueuedTimeout(
     () => abort.abort(new UpstreamTimeout("headers")),
     settings.upstreamTimeoutMs,
   );
@@ -98,18 +105,20 @@ export async function sendUpstream(
   } catch (error) {
     return failed(error, request, abort.signal, context);
   } finally {
-    clearTimeout(timer);
+    clearQueuedTimeout(timer);
   }
   state.upstream.inc({ status: String(response.status) });
+  const contentType = response.headers.get("content-type");
   const answer = {
     status: response.status,
     statusText: response.statusText,
     headers: responseHeaders(response.headers),
+    contentType,
   };
-  if (response.body !== null && isSmallJson(response.headers)) {
+  if (response.body !== null && isSmallJson(response.headers, contentType)) {
     // A short JSON answer is read whole under one idle timer: cheaper than a
     // guarded stream, and the proxy reads its usage from the bytes anyway.
-    const timer = setTimeout(
+    const timer = setQueuedTimeout(
       () => abort.abort(new UpstreamTimeout("body")),
       settings.upstreamIdleTimeoutMs,
     );
@@ -118,7 +127,7 @@ export async function sendUpstream(
     } catch (error) {
       return failed(error, request, abort.signal, context);
     } finally {
-      clearTimeout(timer);
+      clearQueuedTimeout(timer);
     }
   }
   return {
@@ -131,11 +140,11 @@ export async function sendUpstream(
 /** The largest JSON answer the forwarder reads whole. */
 const SMALL_JSON_BYTES = 8 * 1024 * 1024;
 
-/** A JSON answer with a declared length the proxy may hold whole. */
-export function isSmallJson(headers: Headers): boolean {
+/** A JSON answer (of content type `type`) with a declared length the proxy may hold whole. */
+function isSmallJson(headers: Headers, type: string | null): boolean {
+  if (!isJsonContentType(type)) return false;
   const length = Number(headers.get("content-length") ?? NaN);
-  return isJsonContentType(headers.get("content-type")) &&
-    Number.isSafeInteger(length) && length <= SMALL_JSON_BYTES;
+  return Number.isSafeInteger(length) && length <= SMALL_JSON_BYTES;
 }
 
 function failed(
@@ -197,7 +206,7 @@ function guardIdle(
   const reader = body.getReader();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const timer = setTimeout(() => {
+      const timer = setQueuedTimeout(() => {
         context.state.timeouts.inc({ phase: "body" });
         logger.warn("upstream body idle for {seconds} s: stream ended", {
           seconds: idleMs / 1000,
@@ -211,7 +220,7 @@ function guardIdle(
       } catch (error) {
         controller.error(error);
       } finally {
-        clearTimeout(timer);
+        clearQueuedTimeout(timer);
       }
     },
     cancel(reason) {

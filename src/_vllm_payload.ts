@@ -110,13 +110,15 @@ export function buildCompletionPayload(
   return payload;
 }
 
-/** Renames the deprecated `reasoning_content` of each message to `reasoning`. */
+/**
+ * Renames the deprecated `reasoning_content` of each message to `reasoning`;
+ * the array itself when no message has one (the payload is only serialised).
+ */
 function withReasoning(messages: unknown): unknown {
   if (!Array.isArray(messages)) return messages;
+  if (!messages.some(hasReasoningContent)) return messages;
   return messages.map((message: unknown) => {
-    if (!isJsonObject(message) || message.reasoning_content === undefined) {
-      return message;
-    }
+    if (!hasReasoningContent(message)) return message;
     const keep = message.reasoning !== undefined && message.reasoning !== null;
     const reasoning = keep ? message.reasoning : message.reasoning_content;
     const entries: [string, unknown][] = [];
@@ -133,6 +135,10 @@ function withReasoning(messages: unknown): unknown {
     // fromEntries defines own properties, so even a "__proto__" key stays data.
     return Object.fromEntries(entries);
   });
+}
+
+function hasReasoningContent(message: unknown): message is JsonObject {
+  return isJsonObject(message) && message.reasoning_content !== undefined;
 }
 
 /**

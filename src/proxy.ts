@@ -32,13 +32,13 @@ import {
   decide,
   type Decision,
   decisionHeaders,
-  endpointKind,
   errorResponse,
   isJsonContentType,
+  pathKind,
   withDecisionHeaders,
 } from "./_bridge.ts";
 import { checkHttpUrl } from "./_url.ts";
-import { readLimited, upstreamUrl } from "./_forward.ts";
+import { type HeaderPairs, readLimited, upstreamUrl } from "./_forward.ts";
 import {
   forward,
   sendUpstream,
@@ -188,7 +188,11 @@ export function createProxyHandler(options: ProxyOptions): ProxyHandler {
   const backend = new TimedBackend(options.backend, (seconds, ok) => {
     state.tokenizer.observe(seconds, { outcome: ok ? "ok" : "error" });
   });
-  const bridge: BridgeOptions = { ...options, backend };
+  const bridge: BridgeOptions = {
+    ...options,
+    backend,
+    anchor: (parsed) => anchorEstimate(state.anchors, parsed),
+  };
   const context = { options, settings, state, backend };
   return async function incontextProxy(request) {
     const url = new URL(request.url);
@@ -196,9 +200,7 @@ export function createProxyHandler(options: ProxyOptions): ProxyHandler {
       return await ownEndpoint(request, url, context);
     }
     const target = upstreamUrl(settings.upstream, url);
-    const kind = request.method === "POST"
-      ? endpointKind(request.url)
-      : undefined;
+    const kind = request.method === "POST" ? pathKind(url.pathname) : undefined;
     if (
       kind === undefined ||
       !isJsonContentType(request.headers.get("content-type"))
@@ -300,10 +302,7 @@ async function budgeted(
       `Cannot budget the request as its body exceeds ${settings.maxRequestBytes} bytes; reduce the length of the messages or the size of attached media`,
     );
   }
-  const decision = await decide(bytes, kind, {
-    ...bridge,
-    anchor: (parsed) => anchorEstimate(state.anchors, parsed),
-  }, request.signal);
+  const decision = await decide(bytes, kind, bridge, request.signal);
   if (decision.malformed !== undefined) {
     state.requests.inc({ route, action: "malformed" });
     return errorResponse(
@@ -345,10 +344,18 @@ async function readBody(
   request: Request,
   limit: number,
 ): Promise<Uint8Array<ArrayBuffer> | undefined | "unreadable"> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
+  const length = request.headers.get("content-length");
+  const declared = Number(length ?? "0");
   if (declared > limit) return undefined;
   try {
-    return await readLimited(request.body, limit);
+    // (Reading `request.body` would build a stream the fast path does not need.)
+    if (length === null) return await readLimited(request.body, limit);
+    // A declared length within the limit: the server's framing holds the
+    // body to it, so it is read whole at once, which costs a fraction of
+    // reading chunk by chunk. A body longer than it declared (a Request
+    // built in process) still gets the limit, once read.
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    return bytes.byteLength > limit ? undefined : bytes;
   } catch {
     return "unreadable";
   }
@@ -412,10 +419,8 @@ function finish(
 ): Response {
   // An error the proxy wrote itself (502, 503, 504): only the headers to add.
   if (answer instanceof Response) return withDecisionHeaders(answer, decision);
-  const { status, statusText, headers, bytes, stream = null } = answer;
-  for (const [name, value] of decisionHeaders(decision)) {
-    headers.set(name, value);
-  }
+  const { status, statusText, bytes, stream = null } = answer;
+  const headers = withHeaders(answer.headers, decisionHeaders(decision));
   const init = { status, statusText, headers };
   const keys = conversation?.keys;
   const ok = status >= 200 && status < 300;
@@ -426,8 +431,22 @@ function finish(
     learnFromJson(bytes, record);
     return new Response(bytes, init);
   }
-  const type = headers.get("content-type");
-  return new Response(stream && tapUsage(stream, type, record), init);
+  return new Response(
+    stream && tapUsage(stream, answer.contentType, record),
+    init,
+  );
+}
+
+/** `headers` with `added` set in place of any same-named ones. */
+function withHeaders(
+  headers: HeaderPairs,
+  added: readonly [string, string][],
+): HeaderPairs {
+  if (added.length === 0) return headers;
+  const names = new Set(added.map(([name]) => name));
+  const kept = headers.filter(([name]) => !names.has(name));
+  kept.push(...added);
+  return kept;
 }
 
 const decoder = new TextDecoder();

@@ -302,6 +302,37 @@ Deno.test("the proxy refuses what it cannot read, and nothing reaches the upstre
       await streamed.body?.cancel();
     },
   );
+  await t.step(
+    "413 for a body longer than its declared length",
+    async () => {
+      const { createProxyHandler } = await import("../src/proxy.ts");
+      let called = false;
+      const handler = createProxyHandler({
+        upstream: "http://upstream.test",
+        window: W,
+        contextLength: C,
+        backend: new FakeBackend({ count: 10 }),
+        maxRequestBytes: 2048,
+        fetch: () => {
+          called = true;
+          return Promise.resolve(Response.json({}));
+        },
+      });
+      const response = await handler(
+        new Request("http://proxy.test/v1/chat/completions", {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "content-length": "100",
+          },
+          body: JSON.stringify(chat("x".repeat(4096))),
+        }),
+      );
+      strictEqual(response.status, 413);
+      strictEqual((await response.json()).error.code, "request_too_large");
+      strictEqual(called, false);
+    },
+  );
   await t.step("400 for malformed JSON", async () => {
     const response = await postJson(
       `${proxy.baseUrl}/chat/completions`,
