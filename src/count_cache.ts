@@ -232,8 +232,11 @@ function hashKey(
     );
   }
   // The JSON array frames source and length unambiguously; the payload follows the newline.
-  const text = `${JSON.stringify([source, contextLength])}\n${payload}`;
   // node:crypto (in Deno and Node alike) hashes a string synchronously, about
-  // 5x faster than crypto.subtle at 40 KB (25 us vs 130 us, both measured here).
-  return createHash("sha256").update(text).digest("hex");
+  // 5x faster than crypto.subtle at 40 KB (25 us vs 130 us, both measured
+  // here); two updates hash the same bytes as one joined string, unjoined.
+  return createHash("sha256")
+    .update(`${JSON.stringify([source, contextLength])}\n`)
+    .update(payload)
+    .digest("hex");
 }
