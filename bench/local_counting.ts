@@ -26,7 +26,8 @@ import { LocalBackend } from "../src/local.ts";
 import { createCountCache } from "../src/count_cache.ts";
 import { compileChatTemplate } from "../src/_template.ts";
 import { loadTokenizer, readModelFolder } from "../src/_tokenizer.ts";
-import { countIncrementally, SegmentCache } from "../src/_segments.ts";
+import { PrefixCounter } from "../src/_local_prefix.ts";
+import { isLineChunkSafe } from "../src/_line_chunks.ts";
 import { MODEL_FILES, type ModelFiles } from "../tests/_model_files.ts";
 import { ProseGenerator } from "./_local_bench_text.ts";
 import { nativeEncodeTimes } from "./_local_bench_native.ts";
@@ -135,17 +136,25 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     cache: parsedCache,
   });
   await parsedWorker.load();
-  const segments = new SegmentCache();
   let tokenizeMs = 0;
+  let tokenizedChars = 0;
   const timedTokenizer = {
     addedTokens: tokenizer.addedTokens,
     count: (text: string, options?: { addSpecialTokens?: boolean }) => {
       const start = performance.now();
       const n = tokenizer.count(text, options);
       tokenizeMs += performance.now() - start;
+      tokenizedChars += text.length;
       return n;
     },
   };
+  // Counts as the backend does (prefix reuse, line chunks where exact),
+  // timing only the tokenizer's calls.
+  const pieces = new PrefixCounter(timedTokenizer, "bench", new Map(), {
+    lineChunks: isLineChunkSafe(
+      JSON.parse(await Deno.readTextFile(files.tokenizerPath)),
+    ),
+  });
   const prose = new ProseGenerator(7);
   const messages: { role: string; content: string }[] = [
     { role: "system", content: prose.text(400) },
@@ -183,7 +192,8 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     const renderMs = performance.now() - start;
     // How long tokenizing the turn's new pieces takes, alone.
     tokenizeMs = 0;
-    const incremental = countIncrementally(render, timedTokenizer, segments);
+    tokenizedChars = 0;
+    const incremental = pieces.count(render);
     const near = CHECKPOINTS.some((c) =>
       Math.abs(incremental - c) < HALF_WINDOW
     );
@@ -235,9 +245,9 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
   const rows: string[] = [
     `#### ${files.family}: ${samples.length} turns, ~${
       Math.round(samples.at(-1)!.tokens / samples.length)
-    } tokens a turn; segment cache ${
-      JSON.stringify(segments.stats)
-    }; worker cache ${JSON.stringify({ segmentHits, segmentMisses, entries })}`,
+    } tokens a turn; text tokenized at the last turn: ${tokenizedChars} characters; worker cache ${
+      JSON.stringify({ segmentHits, segmentMisses, entries })
+    }`,
     "",
     "| near | turns | worker p50 / p99 | worker, request parsed from JSON p50 / p99 | calling thread p50 / p99 | render p50 | tokenizing new pieces p50 | full pure-JS re-count p50 / p99 | same, stock library p50 | native binding p50 / p99 | full / worker | full / worker (parsed) | full / calling thread | stock full / worker | native / worker |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",

@@ -1,6 +1,6 @@
 /**
- * Incremental counting: a rendered prompt split at the tokenizer's added
- * tokens, each piece between them counted once and cached by hash. HF
+ * Incremental counting's split: a rendered prompt cut at the tokenizer's
+ * added tokens (`_local_prefix.ts` counts and caches the pieces). HF
  * tokenizers (the Rust crate and `@huggingface/tokenizers` alike) split added
  * tokens out before normalisation and pre-tokenisation, and then treat every
  * piece on its own, so for the tokenizers {@linkcode isSegmentationSafe}
@@ -8,8 +8,6 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
-import type { LocalTokenizer } from "./_tokenizer.ts";
 
 /** One piece of a text split at added tokens. */
 export interface Segment {
@@ -208,119 +206,4 @@ function safeStep(step: unknown, safe: Set<string>, list: string): boolean {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Options of {@linkcode SegmentCache}. */
-export interface SegmentCacheOptions {
-  /**
-   * How many piece counts the cache keeps.
-   *
-   * @default {16384}
-   */
-  readonly maxEntries?: number;
-}
-
-/** Pieces shorter than this are their own key: hashing them costs more. */
-const DIRECT_KEY_LENGTH = 64;
-
-/**
- * A bounded, in-memory LRU of piece counts, keyed by a SHA-256 of the piece
- * (short pieces by their text), owned by one tokenizer.
- */
-export class SegmentCache {
-  readonly #maxEntries: number;
-  readonly #counts = new Map<string, number>();
-  #hits = 0;
-  #misses = 0;
-
-  /**
-   * Creates an empty cache.
-   *
-   * @param options The bound.
-   * @throws {RangeError} If `maxEntries` is not a positive integer.
-   */
-  constructor(options: SegmentCacheOptions = {}) {
-    const maxEntries = options.maxEntries ?? 16384;
-    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
-      throw new RangeError(
-        `Cannot create the segment cache as 'maxEntries' must be a positive integer: current value is ${maxEntries}`,
-      );
-    }
-    this.#maxEntries = maxEntries;
-  }
-
-  /** Counts served from the cache, counts computed, and entries kept. */
-  get stats(): { hits: number; misses: number; entries: number } {
-    return {
-      hits: this.#hits,
-      misses: this.#misses,
-      entries: this.#counts.size,
-    };
-  }
-
-  /**
-   * The cached count of `text`, or `count(text)` stored.
-   *
-   * @param text A piece.
-   * @param count Counts the piece on a miss.
-   * @returns The count.
-   */
-  getOrCount(text: string, count: (text: string) => number): number {
-    const key = text.length < DIRECT_KEY_LENGTH
-      ? `=${text}`
-      : createHash("sha256").update(text).digest("base64");
-    const cached = this.#counts.get(key);
-    if (cached !== undefined) {
-      this.#hits++;
-      this.#counts.delete(key);
-      this.#counts.set(key, cached);
-      return cached;
-    }
-    this.#misses++;
-    const counted = count(text);
-    this.#counts.set(key, counted);
-    if (this.#counts.size > this.#maxEntries) {
-      this.#counts.delete(this.#counts.keys().next().value!);
-    }
-    return counted;
-  }
-}
-
-/**
- * Counts a text without special tokens, piece by piece: an added token
- * counts one, and every other piece is counted once and then read from the
- * cache. Use it only for a tokenizer {@linkcode isSegmentationSafe} accepts.
- *
- * @example A conversation that grows reuses its earlier pieces
- * ```ts
- * import { countIncrementally, SegmentCache } from "./_segments.ts";
- * import { strictEqual } from "node:assert/strict";
- *
- * const tokenizer = {
- *   addedTokens: Object.freeze(["<s>"]),
- *   count: (text: string) => text.split(" ").length,
- * };
- * const cache = new SegmentCache();
- * strictEqual(countIncrementally("<s>a b<s>c", tokenizer, cache), 5);
- * strictEqual(countIncrementally("<s>a b<s>c<s>d", tokenizer, cache), 7);
- * strictEqual(cache.stats.hits, 2);
- * ```
- *
- * @param text The text.
- * @param tokenizer The tokenizer: its added tokens and its count.
- * @param segmentCache The cache of piece counts.
- * @returns The count of `text` with `addSpecialTokens: false`.
- */
-export function countIncrementally(
-  text: string,
-  tokenizer: Pick<LocalTokenizer, "addedTokens" | "count">,
-  segmentCache: SegmentCache,
-): number {
-  const count = (piece: string) =>
-    tokenizer.count(piece, { addSpecialTokens: false });
-  let total = 0;
-  for (const segment of splitAtAddedTokens(text, tokenizer.addedTokens)) {
-    total += segment.added ? 1 : segmentCache.getOrCount(segment.text, count);
-  }
-  return total;
 }

@@ -2,14 +2,9 @@ import {
   deepStrictEqual,
   notStrictEqual,
   strictEqual,
-  throws,
 } from "node:assert/strict";
-import {
-  countIncrementally,
-  isSegmentationSafe,
-  SegmentCache,
-  splitAtAddedTokens,
-} from "../src/_segments.ts";
+import { isSegmentationSafe, splitAtAddedTokens } from "../src/_segments.ts";
+import { PrefixCounter } from "../src/_local_prefix.ts";
 import { loadTokenizer } from "../src/_tokenizer.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 
@@ -166,7 +161,7 @@ Deno.test("isSegmentationSafe() refuses what does not count piece by piece", asy
   });
 });
 
-Deno.test("countIncrementally() would miscount the tokenizers it refuses", () => {
+Deno.test("counting by pieces would miscount the tokenizers isSegmentationSafe refuses", () => {
   // Metaspace "first" prefixes only the first piece with "▁": counted alone,
   // every piece gets one, so refusing is what keeps counts exact.
   const json = {
@@ -188,41 +183,7 @@ Deno.test("countIncrementally() would miscount the tokenizers it refuses", () =>
   const full = tokenizer.count("a<s>a", { addSpecialTokens: false });
   strictEqual(full, 4);
   notStrictEqual(
-    countIncrementally("a<s>a", tokenizer, new SegmentCache()),
+    new PrefixCounter(tokenizer, "sha", new Map()).count("a<s>a"),
     full,
   );
-});
-
-Deno.test("SegmentCache.getOrCount() keeps a bounded LRU of piece counts", async (t2) => {
-  await t2.step("counts each piece once, short or long", () => {
-    const cache = new SegmentCache();
-    let calls = 0;
-    const count = (text: string) => (calls++, text.length);
-    const long = "x".repeat(1000);
-    strictEqual(cache.getOrCount("ab", count), 2);
-    strictEqual(cache.getOrCount(long, count), 1000);
-    strictEqual(cache.getOrCount("ab", count), 2);
-    strictEqual(cache.getOrCount(long, count), 1000);
-    strictEqual(cache.getOrCount(`${long}y`, count), 1001);
-    strictEqual(calls, 3);
-    deepStrictEqual(cache.stats, { hits: 2, misses: 3, entries: 3 });
-  });
-  await t2.step("evicts the least recently used", () => {
-    const cache = new SegmentCache({ maxEntries: 2 });
-    const seen: string[] = [];
-    const count = (text: string) => (seen.push(text), 1);
-    cache.getOrCount("a", count);
-    cache.getOrCount("b", count);
-    cache.getOrCount("a", count);
-    cache.getOrCount("c", count);
-    cache.getOrCount("a", count);
-    cache.getOrCount("b", count);
-    deepStrictEqual(seen, ["a", "b", "c", "b"]);
-    strictEqual(cache.stats.entries, 2);
-  });
-  await t2.step("rejects a bad bound", () => {
-    for (const maxEntries of [0, -1, 1.5, NaN]) {
-      throws(() => new SegmentCache({ maxEntries }), RangeError);
-    }
-  });
 });
