@@ -70,6 +70,17 @@ export type CacheRequest =
     readonly job: LocalCountJob;
     readonly base?: DeltaBase;
   }
+  /**
+   * Renders a chat request's prompt in the core (for servers whose
+   * `/tokenize` takes text): answered with `rendered`, `error` or `rebase`,
+   * with `base` as for `count`.
+   */
+  | {
+    readonly type: "render";
+    readonly id: number;
+    readonly job: LocalCountJob;
+    readonly base?: DeltaBase;
+  }
   /** Loads a model folder in the core: answered with `loaded` or `error`. */
   | { readonly type: "load"; readonly id: number; readonly spec: ModelSpec };
 
@@ -88,7 +99,8 @@ export type CacheResponse =
     readonly type: "loaded";
     readonly id: number;
     readonly files: FilesSha256;
-  };
+  }
+  | { readonly type: "rendered"; readonly id: number; readonly text: string };
 
 /** What `count_worker.ts` receives as `workerData`. */
 export interface CountWorkerData extends CoreSettings {
@@ -191,7 +203,7 @@ export function openLocalLink(
   return {
     post: (request) => {
       let sent = request;
-      if (request.type === "count") {
+      if (request.type === "count" || request.type === "render") {
         // Cloned as a worker's port would: the same failures, and a
         // caller's later change to its request cannot reach the count.
         try {

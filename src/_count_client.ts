@@ -25,6 +25,8 @@ import { SentMessages } from "./_message_delta.ts";
 export interface LocalCountChannel {
   /** Counts a request in the core; `signal` rejects this caller only. */
   countLocal(job: LocalCountJob, signal?: AbortSignal): Promise<number>;
+  /** Renders a chat request's prompt in the core; `signal` rejects this caller only. */
+  renderLocal(job: LocalCountJob, signal?: AbortSignal): Promise<string>;
   /** Loads a model folder in the core. */
   loadLocal(spec: ModelSpec): Promise<FilesSha256>;
 }
@@ -165,22 +167,35 @@ export class CountCacheClient implements CountCache {
 
   countLocal(job: LocalCountJob, signal?: AbortSignal): Promise<number> {
     return this.#call(
-      (id) => this.#countRequest(id, job),
+      (id) => this.#jobRequest("count", id, job),
       (response) => response.type === "value" ? response.count : undefined,
       signal,
       (id) => ({ type: "count", id, job }),
     );
   }
 
-  /** A count request: only the new messages when the core has seen the rest. */
-  #countRequest(id: number, job: LocalCountJob): CacheRequest {
+  renderLocal(job: LocalCountJob, signal?: AbortSignal): Promise<string> {
+    return this.#call(
+      (id) => this.#jobRequest("render", id, job),
+      (response) => response.type === "rendered" ? response.text : undefined,
+      signal,
+      (id) => ({ type: "render", id, job }),
+    );
+  }
+
+  /** A count or render request: only the new messages when the core has seen the rest. */
+  #jobRequest(
+    type: "count" | "render",
+    id: number,
+    job: LocalCountJob,
+  ): CacheRequest {
     const messages = job.payload.messages;
-    if (!Array.isArray(messages)) return { type: "count", id, job };
+    if (!Array.isArray(messages)) return { type, id, job };
     const base = this.#sent.record(id, messages);
-    if (base === undefined) return { type: "count", id, job };
+    if (base === undefined) return { type, id, job };
     const tail = messages.slice(base.keep);
     return {
-      type: "count",
+      type,
       id,
       job: { ...job, payload: { ...job.payload, messages: tail } },
       base,

@@ -149,6 +149,11 @@ export class HttpCounter {
     return endpointUrl(this.url, path);
   }
 
+  /** The count cache counts go through (the process-wide one by default), or `null`. */
+  countCache(): CountCache | null {
+    return resolveCountCache(this.#cache);
+  }
+
   /** Clears the count cache (with the default, the process-wide one). */
   clearCache(): Promise<void> {
     return resolveCountCache(this.#cache)?.clear() ?? Promise.resolve();

@@ -144,6 +144,28 @@ export class LocalModels {
     }
   }
 
+  /**
+   * Renders a chat request's prompt (`kind` chat or responses) as vLLM
+   * would, for a server whose `/tokenize` takes text (SGLang).
+   *
+   * @throws {TemplateRejectedError} If the template rejects the request.
+   * @throws {CountError} On any other failure; its message holds no prompt text.
+   */
+  async render(job: LocalCountJob): Promise<string> {
+    try {
+      const { loaded } = await this.#model(job.spec);
+      const { payload } = job;
+      return renderChat(loaded, payload, templateFor(loaded, payload.tools), {
+        reuse: this.#ownsPayloads,
+      });
+    } catch (error) {
+      throw error instanceof CountError ? error : new CountError(
+        `The local render failed: ${errorType(error)}`,
+        { cause: safeCause(error) },
+      );
+    }
+  }
+
   #model(spec: ModelSpec): Promise<Model> {
     const key = specKey(spec);
     let model = this.#models.get(key);

@@ -159,25 +159,37 @@ export class CountCore {
     return this.#local;
   }
 
-  /** Runs a local count or load; the answer is a value, the files' hashes, or the error's name and message. */
+  /**
+   * Runs a local count, render or load; the answer is a value, a text, the
+   * files' hashes, or the error's name and message.
+   */
   #runLocal(
-    request: Extract<CacheRequest, { type: "count" | "load" }>,
+    request: Extract<CacheRequest, { type: "count" | "render" | "load" }>,
     send: (response: CacheResponse) => void,
   ): void {
     const { id } = request;
-    this.#host().then((host) =>
-      request.type === "count"
-        ? host.count(request.job).then((count): CacheResponse => ({
-          type: "value",
-          id,
-          count,
-        }))
-        : host.load(request.spec).then((files): CacheResponse => ({
-          type: "loaded",
-          id,
-          files,
-        }))
-    ).then(send, (error: unknown) => {
+    this.#host().then((host): Promise<CacheResponse> => {
+      switch (request.type) {
+        case "count":
+          return host.count(request.job).then((count) => ({
+            type: "value",
+            id,
+            count,
+          }));
+        case "render":
+          return host.render(request.job).then((text) => ({
+            type: "rendered",
+            id,
+            text,
+          }));
+        case "load":
+          return host.load(request.spec).then((files) => ({
+            type: "loaded",
+            id,
+            files,
+          }));
+      }
+    }).then(send, (error: unknown) => {
       // LocalModels throws only CountErrors, whose messages hold no prompt text.
       const { name, message } = error instanceof Error
         ? error
@@ -239,10 +251,11 @@ export class CountCore {
         case "stats":
           send({ type: "stats", id, stats: this.#stats() });
           return;
-        case "count": {
+        case "count":
+        case "render": {
           const job = wholeJob(received, request);
           if (job === undefined) send({ type: "rebase", id });
-          else this.#runLocal({ type: "count", id, job }, send);
+          else this.#runLocal({ type: request.type, id, job }, send);
           return;
         }
         case "load":
@@ -339,7 +352,7 @@ export class CountCore {
  */
 function wholeJob(
   received: ReceivedMessages,
-  request: Extract<CacheRequest, { type: "count" }>,
+  request: Extract<CacheRequest, { type: "count" | "render" }>,
 ): LocalCountJob | undefined {
   const { job, base } = request;
   const messages = job.payload.messages;

@@ -39,6 +39,8 @@ import { laxPositiveInteger } from "./_vllm_caps.ts";
 import { maxTokenizeResponseBytes, vllmOutputField } from "./_vllm_payload.ts";
 import { answerInteger, payloadJson } from "./_http_count.ts";
 import { HttpCounter } from "./_http_backend.ts";
+import { localChannelOf, type LocalCountChannel } from "./_count_client.ts";
+import type { ModelSpec } from "./_local_count.ts";
 import { countGuard } from "./_count_guard.ts";
 import { httpOptionsFromConfig, requireConfig } from "./_backend_config.ts";
 import {
@@ -142,6 +144,10 @@ export class SglangBackend extends Backend implements AsyncDisposable {
   override readonly source: string = "sglang-tokenize";
   readonly #http: HttpCounter;
   readonly #folder: FolderLoader;
+  readonly #spec: ModelSpec;
+  /** The files' hashes, once the count worker has loaded them. */
+  #files: Promise<FilesSha256> | undefined;
+  #disposed = false;
 
   /**
    * Creates an SGLang backend. Nothing is read or sent until the first count.
@@ -157,6 +163,13 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
     checkFolderOptions(WHAT, options);
     this.#folder = createFolderLoader(WHAT, { ...options }, logger);
+    const { dir, chatTemplate, expectedSha256, now } = options;
+    this.#spec = {
+      dir,
+      ...(chatTemplate === undefined ? {} : { chatTemplate }),
+      ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
+      ...(now === undefined ? {} : { now }),
+    };
   }
 
   /**
@@ -260,9 +273,10 @@ export class SglangBackend extends Backend implements AsyncDisposable {
   }
 
   /**
-   * Loads the model folder (on this thread, where chat requests are
-   * rendered), if not loaded yet, and tells its files' SHA-256: call it at
-   * start-up to fail early on the wrong files and to log which are used.
+   * Loads the model folder where chat requests are rendered (the count
+   * cache's worker, or this thread with `cache: null` or a clock), if not
+   * loaded yet, and tells its files' SHA-256: call it at start-up to fail
+   * early on the wrong files and to log which are used.
    *
    * @returns The SHA-256 of `tokenizer.json`, `tokenizer_config.json` and the chat template.
    * @throws {CountError} If the files cannot be read or built, or
@@ -281,7 +295,10 @@ export class SglangBackend extends Backend implements AsyncDisposable {
    */
   async load(): Promise<FilesSha256> {
     try {
-      return (await this.#folder.load()).files;
+      const channel = this.#channel();
+      return channel !== undefined
+        ? await this.#workerFiles(channel)
+        : (await this.#folder.load()).files;
     } catch (error) {
       throw error instanceof CountError ? error : new CountError(
         `Cannot load the model folder: ${errorType(error)}`,
@@ -296,6 +313,8 @@ export class SglangBackend extends Backend implements AsyncDisposable {
    * @returns A promise that settles at once.
    */
   [Symbol.asyncDispose](): Promise<void> {
+    this.#disposed = true;
+    this.#files = undefined;
     this.#folder.dispose();
     return Promise.resolve();
   }
@@ -323,22 +342,54 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     }
     const payload = tokenizePayload(request, kind);
     const json = payloadJson(payload);
-    const loaded = await this.#folder.load();
+    const channel = this.#channel();
+    // The files load, and the chat renders, in the count cache's worker when
+    // there is one: neither blocks this thread's event loop.
+    const files = channel !== undefined
+      ? await this.#workerFiles(channel)
+      : (await this.#folder.load()).files;
     deadline.signal.throwIfAborted();
+    const render = async (): Promise<string> => {
+      if (channel !== undefined) {
+        return await channel.renderLocal(
+          { spec: this.#spec, kind, payload },
+          deadline.signal,
+        );
+      }
+      const loaded = await this.#folder.load();
+      return renderChat(loaded, payload, templateFor(loaded, payload.tools));
+    };
     // The key holds the files' identity: another template renders another prompt.
+    const identity =
+      `${files.tokenizer} ${files.tokenizerConfig} ${files.template}`;
     return await this.#http.cached(
-      { key: `${key} ${loaded.identity}`, contextLength, json, deadline },
-      async () => {
-        const text = renderChat(
-          loaded,
-          payload,
-          templateFor(loaded, payload.tools),
-        );
-        return await post(
-          payloadJson({ prompt: text, add_special_tokens: false }),
-        );
-      },
+      { key: `${key} ${identity}`, contextLength, json, deadline },
+      async () =>
+        await post(
+          payloadJson({ prompt: await render(), add_special_tokens: false }),
+        ),
     );
+  }
+
+  /** The count cache's worker channel, unless a clock must stay on this thread. */
+  #channel(): LocalCountChannel | undefined {
+    return this.#spec.now === undefined
+      ? localChannelOf(this.#http.countCache())
+      : undefined;
+  }
+
+  /** The files' hashes, loaded once in the worker (a failed load is tried again). */
+  #workerFiles(channel: LocalCountChannel): Promise<FilesSha256> {
+    if (this.#disposed) {
+      return Promise.reject(
+        new CountError(`Cannot count as ${WHAT} is disposed`),
+      );
+    }
+    this.#files ??= channel.loadLocal(this.#spec).catch((error) => {
+      this.#files = undefined;
+      throw error;
+    });
+    return this.#files;
   }
 
   async #post(

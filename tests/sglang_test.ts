@@ -661,3 +661,67 @@ Deno.test("conformance: SglangBackend against the protocol server", async (t) =>
   });
   for (const backend of made) await backend[Symbol.asyncDispose]();
 });
+
+Deno.test("SglangBackend loads and renders in the count cache's worker", async (t) => {
+  await using local = new LocalBackend({ dir: QWEN3, cache: null });
+  await using server = await serve({
+    tokenize: (text, addSpecialTokens) =>
+      local.tokenize({ prompt: text, add_special_tokens: addSpecialTokens }),
+  });
+  await using cache = createCountCache();
+  await using inWorker = new SglangBackend({
+    url: server.url,
+    dir: QWEN3,
+    cache,
+  });
+  await using here = new SglangBackend({
+    url: server.url,
+    dir: QWEN3,
+    cache: null,
+  });
+  await t.step("the same counts, the same text sent, one load", async () => {
+    for (const request of QWEN3_REQUESTS) {
+      const before = server.requests.length;
+      strictEqual(
+        await inWorker.count(request, C),
+        await here.count(request, C),
+      );
+      const [sent, sentHere] = server.requests.slice(before);
+      deepStrictEqual(sent, sentHere);
+    }
+    strictEqual(cache.kind, "worker_threads");
+    strictEqual((await cache.stats()).modelLoads, 1);
+    strictEqual(
+      (await inWorker.load()).tokenizer,
+      (await here.load()).tokenizer,
+    );
+  });
+  await t.step(
+    "this thread's event loop turns while the worker loads",
+    async () => {
+      await using gemma = new SglangBackend({
+        url: server.url,
+        dir: dirname(
+          MODEL_FILES.find((m) => m.family === "gemma3")!.tokenizerPath,
+        ),
+        cache,
+      });
+      let ticks = 0;
+      let settled = false;
+      const tick = (): void => {
+        ticks++;
+        if (!settled) setTimeout(tick, 0);
+      };
+      setTimeout(tick, 0);
+      await gemma.load();
+      settled = true;
+      ok(ticks >= 3, `the timer chain ran ${ticks} times during the load`);
+    },
+  );
+  await t.step("a disposed backend fails its chat counts", async () => {
+    const backend = new SglangBackend({ url: server.url, dir: QWEN3, cache });
+    await backend.count(HELLO, C);
+    await backend[Symbol.asyncDispose]();
+    await kit.countError(backend.count(HELLO, C));
+  });
+});
