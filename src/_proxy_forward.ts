@@ -15,6 +15,7 @@ import {
 } from "./_forward.ts";
 import type { ProxyContext } from "./_proxy_state.ts";
 import { clearQueuedTimeout, setQueuedTimeout } from "./_timeouts.ts";
+import type { UsageTap } from "./_usage.ts";
 
 const logger = getLogger(["incontext", "proxy"]);
 
@@ -42,6 +43,17 @@ export interface UpstreamAnswer {
   readonly bytes?: Uint8Array<ArrayBuffer>;
   /** The streamed body of any other answer, or null without one. */
   readonly stream?: ReadableStream<Uint8Array> | null;
+  /**
+   * Makes the streamed body read its usage as it passes (call it before the
+   * client reads): one stream for the idle guard and the usage tap.
+   */
+  readonly tap?: (tap: UsageTap) => void;
+}
+
+/** A guarded body and where to attach a usage tap. */
+interface GuardedBody {
+  readonly stream: ReadableStream<Uint8Array>;
+  readonly tap: (tap: UsageTap) => void;
 }
 
 /**
@@ -130,11 +142,14 @@ export async function sendUpstream(
       clearQueuedTimeout(timer);
     }
   }
-  return {
-    ...answer,
-    stream: response.body &&
-      guardIdle(response.body, settings.upstreamIdleTimeoutMs, abort, context),
-  };
+  if (response.body === null) return { ...answer, stream: null };
+  const guarded = guardIdle(
+    response.body,
+    settings.upstreamIdleTimeoutMs,
+    abort,
+    context,
+  );
+  return { ...answer, stream: guarded.stream, tap: guarded.tap };
 }
 
 /** The largest JSON answer the forwarder reads whole. */
@@ -202,9 +217,9 @@ function guardIdle(
   idleMs: number,
   abort: AbortController,
   context: ProxyContext,
-): ReadableStream<Uint8Array> {
+): GuardedBody {
   const reader = body.getReader();
-  return new ReadableStream<Uint8Array>({
+  const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const timer = setQueuedTimeout(() => {
         context.state.timeouts.inc({ phase: "body" });
@@ -213,18 +228,33 @@ function guardIdle(
         });
         abort.abort(new UpstreamTimeout("body"));
       }, idleMs);
+      let result: ReadableStreamReadResult<Uint8Array>;
       try {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
+        result = await reader.read();
       } catch (error) {
         controller.error(error);
+        return;
       } finally {
         clearQueuedTimeout(timer);
+      }
+      if (result.done) {
+        // Usage is recorded before the client sees the end.
+        tap?.end();
+        controller.close();
+      } else {
+        controller.enqueue(result.value);
+        tap?.push(result.value);
       }
     },
     cancel(reason) {
       return reader.cancel(reason);
     },
   }, { highWaterMark: 0 });
+  let tap: UsageTap | undefined;
+  return {
+    stream,
+    tap: (added) => {
+      tap = added;
+    },
+  };
 }

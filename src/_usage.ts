@@ -63,25 +63,58 @@ export function tapUsage(
       `Cannot read usage as 'maxJsonBytes' must be a positive integer: current value is ${maxBytes}`,
     );
   }
-  const kind = bodyKind(contentType);
+  const tap = tapFor(contentType, onUsage, maxBytes);
   // Nothing to read, so nothing to interpose: the client gets the body itself.
-  if (kind === "other") return body;
-  const reader = kind === "json"
-    ? new JsonUsageReader(maxBytes)
-    : new SseUsageReader(maxBytes);
+  if (tap === undefined) return body;
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         // The client gets the chunk first; reading it must never delay it.
         controller.enqueue(chunk);
-        reader.push(chunk);
+        tap.push(chunk);
       },
       flush() {
-        const usage = reader.end();
-        if (usage !== undefined) report(onUsage, usage);
+        tap.end();
       },
     }),
   );
+}
+
+/** What reads a body's usage chunk by chunk, for a stream that already passes them on. */
+export interface UsageTap {
+  /** Reads one chunk (after the client got it). */
+  push(chunk: Uint8Array): void;
+  /** The body ended: tells `onUsage` the last usage seen, if any. */
+  end(): void;
+}
+
+/**
+ * {@linkcode tapUsage}'s reading without a stream of its own: for a caller
+ * that already pipes the body through a stream (the proxy's idle guard), so
+ * that each chunk takes one hop fewer. `undefined` for a body not read.
+ *
+ * @param contentType The upstream `content-type` header.
+ * @param onUsage Told the usage; what it throws is logged.
+ * @param maxJsonBytes The largest JSON body or event parsed.
+ * @returns The tap, or `undefined` for a content type that carries no usage.
+ */
+export function tapFor(
+  contentType: string | null,
+  onUsage: (usage: Usage) => void,
+  maxJsonBytes: number = DEFAULT_MAX_JSON_BYTES,
+): UsageTap | undefined {
+  const kind = bodyKind(contentType);
+  if (kind === "other") return undefined;
+  const reader = kind === "json"
+    ? new JsonUsageReader(maxJsonBytes)
+    : new SseUsageReader(maxJsonBytes);
+  return {
+    push: (chunk) => reader.push(chunk),
+    end: () => {
+      const usage = reader.end();
+      if (usage !== undefined) report(onUsage, usage);
+    },
+  };
 }
 
 /**

@@ -59,7 +59,7 @@ import {
 } from "./_proxy_anchor.ts";
 import { ownEndpoint } from "./_proxy_endpoints.ts";
 import { AnchorStore } from "./_anchors.ts";
-import { readUsage, tapUsage, type Usage } from "./_usage.ts";
+import { readUsage, tapFor, tapUsage, type Usage } from "./_usage.ts";
 import { effectiveField } from "./_request.ts";
 import { requireInteger } from "./compute.ts";
 import { getLogger } from "@logtape/logtape";
@@ -431,10 +431,16 @@ function finish(
     learnFromJson(bytes, record);
     return new Response(bytes, init);
   }
-  return new Response(
-    stream && tapUsage(stream, answer.contentType, record),
-    init,
-  );
+  if (stream === null || answer.tap === undefined) {
+    return new Response(
+      stream && tapUsage(stream, answer.contentType, record),
+      init,
+    );
+  }
+  // The idle guard's stream reads the usage too: one stream, one hop a chunk.
+  const tap = tapFor(answer.contentType, record);
+  if (tap !== undefined) answer.tap(tap);
+  return new Response(stream, init);
 }
 
 /** `headers` with `added` set in place of any same-named ones. */
