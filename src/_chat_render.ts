@@ -28,6 +28,17 @@ export interface ChatFolderOptions {
   readonly now?: () => Date;
 }
 
+/** Only the folder fields of a backend's options: what crosses to the count worker. */
+export function folderSpec(options: ChatFolderOptions): ChatFolderOptions {
+  const { dir, chatTemplate, expectedSha256, now } = options;
+  return {
+    dir,
+    ...(chatTemplate === undefined ? {} : { chatTemplate }),
+    ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
+    ...(now === undefined ? {} : { now }),
+  };
+}
+
 /** The SHA-256 (lower-case hex) of the files a model folder loaded. */
 export interface FilesSha256 {
   /** Of `tokenizer.json`'s bytes. */

@@ -46,6 +46,7 @@ import {
   createFolderLoader,
   type FilesSha256,
   type FolderLoader,
+  folderSpec,
   type Loaded,
   renderChat,
   templateFor,
@@ -150,13 +151,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     super();
     checkFolderOptions(WHAT, options);
     this.#cache = options.cache;
-    const { dir, chatTemplate, expectedSha256, now } = options;
-    this.#spec = {
-      dir,
-      ...(chatTemplate === undefined ? {} : { chatTemplate }),
-      ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
-      ...(now === undefined ? {} : { now }),
-    };
+    this.#spec = folderSpec(options);
     this.#folder = createFolderLoader(WHAT, { ...options }, logger);
   }
 

@@ -48,6 +48,7 @@ import {
   createFolderLoader,
   type FilesSha256,
   type FolderLoader,
+  folderSpec,
   renderChat,
   templateFor,
   tokenizePayload,
@@ -163,13 +164,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
     checkFolderOptions(WHAT, options);
     this.#folder = createFolderLoader(WHAT, { ...options }, logger);
-    const { dir, chatTemplate, expectedSha256, now } = options;
-    this.#spec = {
-      dir,
-      ...(chatTemplate === undefined ? {} : { chatTemplate }),
-      ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
-      ...(now === undefined ? {} : { now }),
-    };
+    this.#spec = folderSpec(options);
   }
 
   /**

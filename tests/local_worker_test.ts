@@ -22,6 +22,7 @@ import {
   terminateCountWorkerForTesting,
 } from "../src/count_cache_testing.ts";
 import { MODEL_FILES, type ModelFiles } from "./_model_files.ts";
+import { timerTicksDuring } from "./_timer_ticks.ts";
 import { CONVERSATIONS } from "./_tokenizer_conversations.ts";
 
 const C = { contextLength: 131072 };
@@ -125,18 +126,10 @@ Deno.test("LocalBackend loads each model folder once per cache core", async () =
 Deno.test("LocalBackend keeps the caller's event loop running while the worker loads", async () => {
   await using cache = createCountCache();
   await using backend = new LocalBackend({ dir: dirOf("gemma3"), cache });
-  let ticks = 0;
-  let settled = false;
-  const tick = (): void => {
-    ticks++;
-    if (!settled) setTimeout(tick, 0);
-  };
-  setTimeout(tick, 0);
   const heapBefore = Deno.memoryUsage().heapUsed;
-  const count = await backend.count({
-    messages: [{ role: "user", content: "hello" }],
-  }, C);
-  settled = true;
+  const { ticks, result: count } = await timerTicksDuring(() =>
+    backend.count({ messages: [{ role: "user", content: "hello" }] }, C)
+  );
   ok(count > 0);
   // The worker parses 33 MB of tokenizer.json and builds the tokenizer
   // while this thread keeps turning its timers...

@@ -31,6 +31,7 @@ import {
 import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 import { MODEL_FILES } from "./_model_files.ts";
+import { timerTicksDuring } from "./_timer_ticks.ts";
 
 const DIR = new URL("./fixtures/model_folder/", import.meta.url).pathname;
 const QWEN3 = dirname(
@@ -706,15 +707,7 @@ Deno.test("SglangBackend loads and renders in the count cache's worker", async (
         ),
         cache,
       });
-      let ticks = 0;
-      let settled = false;
-      const tick = (): void => {
-        ticks++;
-        if (!settled) setTimeout(tick, 0);
-      };
-      setTimeout(tick, 0);
-      await gemma.load();
-      settled = true;
+      const { ticks } = await timerTicksDuring(() => gemma.load());
       ok(ticks >= 3, `the timer chain ran ${ticks} times during the load`);
     },
   );
