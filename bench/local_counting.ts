@@ -56,8 +56,11 @@ function ms(value: number): string {
 /** Load the files, build the tokenizer, compile the template. */
 async function firstLoad(files: ModelFiles) {
   const folder = await readModelFolder(dirname(files.tokenizerPath));
+  // Parsed once: the line-chunk check reads it before the tokenizer takes it.
+  const json = JSON.parse(folder.tokenizerJson);
+  const lineChunks = isLineChunkSafe(json);
   const tokenizer = loadTokenizer({
-    tokenizerJson: folder.tokenizerJson,
+    tokenizerJson: json,
     ...(folder.tokenizerConfig === undefined
       ? {}
       : { tokenizerConfig: folder.tokenizerConfig }),
@@ -67,7 +70,7 @@ async function firstLoad(files: ModelFiles) {
   const template = compileChatTemplate(
     typeof source === "string" ? source : source[0].template,
   );
-  return { tokenizer, template };
+  return { tokenizer, template, lineChunks };
 }
 
 /** Each family in a fresh Worker, so that its isolate holds only that load. */
@@ -113,7 +116,7 @@ interface TurnSample {
 }
 
 async function growConversation(files: ModelFiles): Promise<string[]> {
-  const { tokenizer, template } = await firstLoad(files);
+  const { tokenizer, template, lineChunks } = await firstLoad(files);
   const stock = new Tokenizer(
     JSON.parse(await Deno.readTextFile(files.tokenizerPath)),
     files.config,
@@ -151,9 +154,7 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
   // Counts as the backend does (prefix reuse, line chunks where exact),
   // timing only the tokenizer's calls.
   const pieces = new PrefixCounter(timedTokenizer, "bench", new Map(), {
-    lineChunks: isLineChunkSafe(
-      JSON.parse(await Deno.readTextFile(files.tokenizerPath)),
-    ),
+    lineChunks,
   });
   const prose = new ProseGenerator(7);
   const messages: { role: string; content: string }[] = [

@@ -49,6 +49,11 @@ export interface FilesSha256 {
   readonly template: string;
 }
 
+/** The files' SHA-256 in one string: joins cache keys, so another template counts apart. */
+export function filesIdentity(files: FilesSha256): string {
+  return `${files.tokenizer} ${files.tokenizerConfig} ${files.template}`;
+}
+
 /** What the first count loads. */
 export interface Loaded {
   readonly tokenizer: LocalTokenizer;
@@ -323,7 +328,7 @@ export async function loadFolder(
     files,
     sources,
     compiled: new Map(),
-    identity: `${files.tokenizer} ${files.tokenizerConfig} ${files.template}`,
+    identity: filesIdentity(files),
     now: options.now ?? (() => new Date()),
     engine,
   };

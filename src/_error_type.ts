@@ -1,3 +1,5 @@
+import { CountError } from "./errors.ts";
+
 /**
  * An error's type name: the only part of an error that is safe to log, since
  * messages can carry prompt text, URLs or provider error text.
@@ -16,4 +18,16 @@ export function safeCause(error: unknown): Error {
   const cause = new Error(`${errorType(error)} (details withheld)`);
   cause.name = errorType(error);
   return cause;
+}
+
+/**
+ * `error` itself when it is a CountError (its message holds no prompt text),
+ * else a CountError saying `what` failed, with the original's type only.
+ */
+export function asCountError(error: unknown, what: string): CountError {
+  return error instanceof CountError
+    ? error
+    : new CountError(`${what}: ${errorType(error)}`, {
+      cause: safeCause(error),
+    });
 }

@@ -156,7 +156,7 @@ export class HttpCounter {
 
   /** Clears the count cache (with the default, the process-wide one). */
   clearCache(): Promise<void> {
-    return resolveCountCache(this.#cache)?.clear() ?? Promise.resolve();
+    return this.countCache()?.clear() ?? Promise.resolve();
   }
 
   /**
@@ -182,7 +182,7 @@ export class HttpCounter {
   ): Promise<number> {
     const { key, contextLength, json, deadline } = options;
     return cachedCount(
-      resolveCountCache(this.#cache),
+      this.countCache(),
       key,
       contextLength,
       json,

@@ -11,7 +11,7 @@ import { getLogger } from "@logtape/logtape";
 import { createHash } from "node:crypto";
 import type { RequestKind } from "./backend.ts";
 import { CountError } from "./errors.ts";
-import { errorType, safeCause } from "./_error_type.ts";
+import { asCountError } from "./_error_type.ts";
 import {
   type FilesSha256,
   type Loaded,
@@ -137,10 +137,7 @@ export class LocalModels {
       this.#store.store(key, count, epoch);
       return count;
     } catch (error) {
-      throw error instanceof CountError ? error : new CountError(
-        `The local count failed: ${errorType(error)}`,
-        { cause: safeCause(error) },
-      );
+      throw asCountError(error, "The local count failed");
     }
   }
 
@@ -159,10 +156,7 @@ export class LocalModels {
         reuse: this.#ownsPayloads,
       });
     } catch (error) {
-      throw error instanceof CountError ? error : new CountError(
-        `The local render failed: ${errorType(error)}`,
-        { cause: safeCause(error) },
-      );
+      throw asCountError(error, "The local render failed");
     }
   }
 
@@ -174,10 +168,7 @@ export class LocalModels {
       model = this.#build(spec).catch((error) => {
         // A mismatch stays; a read error is retried by the next count.
         if (!(error instanceof CountError)) this.#models.delete(key);
-        throw error instanceof CountError ? error : new CountError(
-          `Cannot load the model folder: ${errorType(error)}`,
-          { cause: safeCause(error) },
-        );
+        throw asCountError(error, "Cannot load the model folder");
       });
       this.#models.set(key, model);
     }

@@ -35,7 +35,7 @@ import { localChannelOf, type LocalCountChannel } from "./_count_client.ts";
 import { LocalModels, type ModelSpec } from "./_local_count.ts";
 import { Lru } from "./_lru.ts";
 import { isJsonObject } from "./_request.ts";
-import { errorType, safeCause } from "./_error_type.ts";
+import { asCountError } from "./_error_type.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import { vllmOutputField, vllmOutputLimit } from "./_vllm_payload.ts";
 import { vllmPromptTokens } from "./_vllm_count.ts";
@@ -44,6 +44,7 @@ import {
   checkFolderOptions,
   compileTemplate,
   createFolderLoader,
+  filesIdentity,
   type FilesSha256,
   type FolderLoader,
   folderSpec,
@@ -185,10 +186,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
         ? await channel.loadLocal(this.#spec)
         : await this.#ownHost().load(this.#spec);
     } catch (error) {
-      throw error instanceof CountError ? error : new CountError(
-        `Cannot load the model folder: ${errorType(error)}`,
-        { cause: safeCause(error) },
-      );
+      throw asCountError(error, "Cannot load the model folder");
     }
   }
 
@@ -325,10 +323,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
       }
       return payloadIds(loaded, body);
     } catch (error) {
-      throw error instanceof CountError ? error : new CountError(
-        `The local tokenization failed: ${errorType(error)}`,
-        { cause: safeCause(error) },
-      );
+      throw asCountError(error, "The local tokenization failed");
     }
   }
 
@@ -449,7 +444,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     signal?.throwIfAborted();
     return await cachedCount(
       cache,
-      `${this.source} ${files.tokenizer} ${files.tokenizerConfig} ${files.template}`,
+      `${this.source} ${filesIdentity(files)}`,
       contextLength,
       payloadJson(payload),
       signal,

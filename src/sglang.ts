@@ -31,7 +31,7 @@ import {
   type RequestKind,
 } from "./backend.ts";
 import { CountError } from "./errors.ts";
-import { errorType, safeCause } from "./_error_type.ts";
+import { asCountError } from "./_error_type.ts";
 import type { Config } from "./config.ts";
 import { effectiveField } from "./_request.ts";
 import type { Deadline } from "./_deadline.ts";
@@ -46,6 +46,7 @@ import { httpOptionsFromConfig, requireConfig } from "./_backend_config.ts";
 import {
   checkFolderOptions,
   createFolderLoader,
+  filesIdentity,
   type FilesSha256,
   type FolderLoader,
   folderSpec,
@@ -295,10 +296,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
         ? await this.#workerFiles(channel)
         : (await this.#folder.load()).files;
     } catch (error) {
-      throw error instanceof CountError ? error : new CountError(
-        `Cannot load the model folder: ${errorType(error)}`,
-        { cause: safeCause(error) },
-      );
+      throw asCountError(error, "Cannot load the model folder");
     }
   }
 
@@ -355,10 +353,8 @@ export class SglangBackend extends Backend implements AsyncDisposable {
       return renderChat(loaded, payload, templateFor(loaded, payload.tools));
     };
     // The key holds the files' identity: another template renders another prompt.
-    const identity =
-      `${files.tokenizer} ${files.tokenizerConfig} ${files.template}`;
     return await this.#http.cached(
-      { key: `${key} ${identity}`, contextLength, json, deadline },
+      { key: `${key} ${filesIdentity(files)}`, contextLength, json, deadline },
       async () =>
         await post(
           payloadJson({ prompt: await render(), add_special_tokens: false }),
