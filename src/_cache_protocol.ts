@@ -189,6 +189,11 @@ export interface Link {
   hold(busy: boolean): void;
   /** Ends the channel; resolves once nothing of it is left running. */
   close(): Promise<void>;
+  /**
+   * A stored count at once, from a core in this thread; a worker's link
+   * has none (its answers take a round trip).
+   */
+  peek?(key: string): number | undefined;
 }
 
 /** A core in this thread. Answers arrive in a later microtask, as from a worker. */
@@ -216,6 +221,7 @@ export function openLocalLink(
       queueMicrotask(() => open && session.receive(sent));
     },
     hold: () => {},
+    peek: (key) => open ? session.peek(key) : undefined,
     close: () => {
       open = false;
       session.close();

@@ -38,6 +38,18 @@ export function localChannelOf(
   return cache instanceof CountCacheClient ? cache : undefined;
 }
 
+/**
+ * The count `cache` holds under `key()`, read at once: only a cache of this
+ * module whose core runs in this thread answers so (a hit in its stats);
+ * undefined otherwise, and `key` is not called.
+ */
+export function peekCount(
+  cache: CountCache | null,
+  key: () => string,
+): number | undefined {
+  return cache instanceof CountCacheClient ? cache.peek(key) : undefined;
+}
+
 const DEFAULT_SETTINGS: CoreSettings = {
   maxEntries: 4096,
   maxKeyBytes: 1_048_576,
@@ -163,6 +175,25 @@ export class CountCacheClient implements CountCache {
         },
       });
     });
+  }
+
+  /**
+   * A stored count at once, when the core runs in this thread (a hit in the
+   * stats); undefined on a miss, with a worker, or once disposed.
+   */
+  peek(key: () => string): number | undefined {
+    const link = this.#link;
+    if (this.#disposing !== undefined || link?.peek === undefined) {
+      return undefined;
+    }
+    let text: string;
+    try {
+      text = key();
+    } catch {
+      // The count itself reports a key that cannot be made.
+      return undefined;
+    }
+    return link.peek(text);
   }
 
   countLocal(job: LocalCountJob, signal?: AbortSignal): Promise<number> {

@@ -10,6 +10,8 @@
 import type { JsonObject } from "./backend.ts";
 import type { CountCache } from "./count_cache.ts";
 import type { Deadline } from "./_deadline.ts";
+import { peekCount } from "./_count_client.ts";
+import { hashCountKey } from "./_count_key.ts";
 import {
   cachedCount,
   checkBaseUrl,
@@ -213,6 +215,15 @@ export class HttpCounter {
     run: (deadline: Deadline) => Promise<number>,
   ): Promise<number> {
     const { key, contextLength, json, check } = options;
+    if (check === undefined && !options.signal?.aborted) {
+      // A count the in-process cache holds needs no deadline: starting and
+      // clearing one costs more than the lookup.
+      const stored = peekCount(
+        this.countCache(),
+        () => hashCountKey(key, contextLength, json),
+      );
+      if (stored !== undefined) return Promise.resolve(stored);
+    }
     return this.within(options.signal, async (deadline) => {
       await check?.(deadline.signal);
       return await this.cached(

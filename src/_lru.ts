@@ -35,6 +35,8 @@ interface Flight {
 /** A client's view of the core: feed it requests, close it when the client goes. */
 export interface CoreSession {
   receive(request: CacheRequest): void;
+  /** A stored count, at once (a hit), or undefined (nothing counted as a miss). */
+  peek(key: string): number | undefined;
   close(): void;
 }
 
@@ -268,7 +270,12 @@ export class CountCore {
       }
       joined.clear();
     };
-    return { receive, close };
+    const peek = (key: string): number | undefined => {
+      const count = this.#lru.get(key);
+      if (count !== undefined) this.#hits++;
+      return count;
+    };
+    return { receive, peek, close };
   }
 
   #get(key: string, waiter: Waiter): number | Flight {
