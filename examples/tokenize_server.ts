@@ -10,7 +10,7 @@
  * `--help` lists every flag. SIGTERM or SIGINT stop the server.
  */
 import { configure, getConsoleSink } from "@logtape/logtape";
-import { ConfigError } from "../mod.ts";
+import { ConfigError, createCountCache } from "../mod.ts";
 import { LocalBackend } from "../src/local.ts";
 import {
   resolveTokenizeServerSettings,
@@ -47,15 +47,18 @@ if (settings === "help") {
   Deno.exit(0);
 }
 
+// The model loads, renders and tokenizes in the cache's worker: a long
+// prompt never holds up this thread's other requests.
+await using cache = createCountCache();
 await using backend = new LocalBackend({
   dir: settings.modelDir,
-  cache: null,
+  cache,
   ...(settings.chatTemplate === undefined
     ? {}
     : { chatTemplate: settings.chatTemplate }),
 });
 // Load the files now: a bad folder fails start-up, not the first request.
-await backend.tokenize({ prompt: "" });
+await backend.load();
 
 const server = Deno.serve(
   {

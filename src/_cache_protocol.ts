@@ -20,6 +20,8 @@ import { CountError, TemplateRejectedError } from "./errors.ts";
 import type { LocalCountJob, ModelSpec } from "./_local_count.ts";
 import type { FilesSha256 } from "./_chat_render.ts";
 import type { DeltaBase } from "./_message_delta.ts";
+import type { JsonObject } from "./backend.ts";
+import type { DecodeForm } from "./_local_tokenize.ts";
 
 /** An error as data: what survives a structured clone and rebuilds its class. */
 export interface ErrorData {
@@ -82,7 +84,22 @@ export type CacheRequest =
     readonly base?: DeltaBase;
   }
   /** Loads a model folder in the core: answered with `loaded` or `error`. */
-  | { readonly type: "load"; readonly id: number; readonly spec: ModelSpec };
+  | { readonly type: "load"; readonly id: number; readonly spec: ModelSpec }
+  /** The ids of a `/tokenize` body: answered with `tokens` or `error`. */
+  | {
+    readonly type: "tokenize";
+    readonly id: number;
+    readonly spec: ModelSpec;
+    readonly body: JsonObject;
+  }
+  /** The text or token strings of ids: answered with `decoded` or `error`. */
+  | {
+    readonly type: "decode";
+    readonly id: number;
+    readonly spec: ModelSpec;
+    readonly ids: readonly number[];
+    readonly form: DecodeForm;
+  };
 
 /** What the core answers; `ready` comes first, unasked, once the core listens. */
 export type CacheResponse =
@@ -100,7 +117,13 @@ export type CacheResponse =
     readonly id: number;
     readonly files: FilesSha256;
   }
-  | { readonly type: "rendered"; readonly id: number; readonly text: string };
+  | { readonly type: "rendered"; readonly id: number; readonly text: string }
+  | { readonly type: "tokens"; readonly id: number; readonly ids: number[] }
+  | {
+    readonly type: "decoded";
+    readonly id: number;
+    readonly value: string | string[];
+  };
 
 /** What `count_worker.ts` receives as `workerData`. */
 export interface CountWorkerData extends CoreSettings {
@@ -208,15 +231,17 @@ export function openLocalLink(
   return {
     post: (request) => {
       let sent = request;
-      if (request.type === "count" || request.type === "render") {
-        // Cloned as a worker's port would: the same failures, and a
-        // caller's later change to its request cannot reach the count.
-        try {
+      // Cloned as a worker's port would: the same failures, and a caller's
+      // later change to its request cannot reach the count.
+      try {
+        if (request.type === "count" || request.type === "render") {
           sent = { ...request, job: structuredClone(request.job) };
-        } catch {
-          queueMicrotask(() => open && events.response(unsendable(request.id)));
-          return;
+        } else if (request.type === "tokenize") {
+          sent = { ...request, body: structuredClone(request.body) };
         }
+      } catch {
+        queueMicrotask(() => open && events.response(unsendable(request.id)));
+        return;
       }
       queueMicrotask(() => open && session.receive(sent));
     },

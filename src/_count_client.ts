@@ -20,6 +20,8 @@ import { errorType } from "./_error_type.ts";
 import type { LocalCountJob, ModelSpec } from "./_local_count.ts";
 import type { FilesSha256 } from "./_chat_render.ts";
 import { SentMessages } from "./_message_delta.ts";
+import type { JsonObject } from "./backend.ts";
+import type { DecodeForm } from "./_local_tokenize.ts";
 
 /** Counting inside a cache's core: its worker, or in process as the fallback. */
 export interface LocalCountChannel {
@@ -29,6 +31,14 @@ export interface LocalCountChannel {
   renderLocal(job: LocalCountJob, signal?: AbortSignal): Promise<string>;
   /** Loads a model folder in the core. */
   loadLocal(spec: ModelSpec): Promise<FilesSha256>;
+  /** The ids of a `/tokenize` body, computed in the core. */
+  tokenizeLocal(spec: ModelSpec, body: JsonObject): Promise<number[]>;
+  /** The text or token strings of ids, computed in the core. */
+  decodeLocal(
+    spec: ModelSpec,
+    ids: readonly number[],
+    form: DecodeForm,
+  ): Promise<string | string[]>;
 }
 
 /** The channel of a cache this module created, or `undefined` for any other cache. */
@@ -237,6 +247,24 @@ export class CountCacheClient implements CountCache {
     return this.#call(
       (id) => ({ type: "load", id, spec }),
       (response) => response.type === "loaded" ? response.files : undefined,
+    );
+  }
+
+  tokenizeLocal(spec: ModelSpec, body: JsonObject): Promise<number[]> {
+    return this.#call(
+      (id) => ({ type: "tokenize", id, spec, body }),
+      (response) => response.type === "tokens" ? response.ids : undefined,
+    );
+  }
+
+  decodeLocal(
+    spec: ModelSpec,
+    ids: readonly number[],
+    form: DecodeForm,
+  ): Promise<string | string[]> {
+    return this.#call(
+      (id) => ({ type: "decode", id, spec, ids, form }),
+      (response) => response.type === "decoded" ? response.value : undefined,
     );
   }
 

@@ -9,7 +9,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { createHash } from "node:crypto";
-import type { RequestKind } from "./backend.ts";
+import type { JsonObject, RequestKind } from "./backend.ts";
 import { CountError } from "./errors.ts";
 import { asCountError } from "./_error_type.ts";
 import {
@@ -20,6 +20,7 @@ import {
   templateFor,
 } from "./_chat_render.ts";
 import { type PieceStore, PrefixCounter } from "./_local_prefix.ts";
+import { type DecodeForm, decodeIds, payloadIds } from "./_local_tokenize.ts";
 
 const logger = getLogger(["incontext", "local"]);
 
@@ -157,6 +158,37 @@ export class LocalModels {
       });
     } catch (error) {
       throw asCountError(error, "The local render failed");
+    }
+  }
+
+  /**
+   * The ids of a vLLM `/tokenize` body (chat or text form).
+   *
+   * @throws {TemplateRejectedError} If the template rejects the conversation.
+   * @throws {CountError} On any other failure; its message holds no prompt text.
+   */
+  async tokenize(spec: ModelSpec, body: JsonObject): Promise<number[]> {
+    try {
+      return payloadIds((await this.#model(spec)).loaded, body);
+    } catch (error) {
+      throw asCountError(error, "The local tokenization failed");
+    }
+  }
+
+  /**
+   * The text of `ids`, or each id's vocabulary string.
+   *
+   * @throws {CountError} If an id is not in the vocabulary, or the files fail to load.
+   */
+  async decode(
+    spec: ModelSpec,
+    ids: unknown,
+    form: DecodeForm,
+  ): Promise<string | string[]> {
+    try {
+      return decodeIds((await this.#model(spec)).loaded, ids, form);
+    } catch (error) {
+      throw asCountError(error, "The local detokenization failed");
     }
   }
 

@@ -166,7 +166,10 @@ export class CountCore {
    * files' hashes, or the error's name and message.
    */
   #runLocal(
-    request: Extract<CacheRequest, { type: "count" | "render" | "load" }>,
+    request: Extract<
+      CacheRequest,
+      { type: "count" | "render" | "load" | "tokenize" | "decode" }
+    >,
     send: (response: CacheResponse) => void,
   ): void {
     const { id } = request;
@@ -190,6 +193,16 @@ export class CountCore {
             id,
             files,
           }));
+        case "tokenize":
+          return host.tokenize(request.spec, request.body).then((ids) => ({
+            type: "tokens",
+            id,
+            ids,
+          }));
+        case "decode":
+          return host.decode(request.spec, request.ids, request.form).then((
+            value,
+          ) => ({ type: "decoded", id, value }));
       }
     }).then(send, (error: unknown) => {
       // LocalModels throws only CountErrors, whose messages hold no prompt text.
@@ -261,6 +274,8 @@ export class CountCore {
           return;
         }
         case "load":
+        case "tokenize":
+        case "decode":
           this.#runLocal(request, send);
       }
     };

@@ -39,18 +39,12 @@ import { asCountError } from "./_error_type.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import { vllmOutputField, vllmOutputLimit } from "./_vllm_payload.ts";
 import { vllmPromptTokens } from "./_vllm_count.ts";
-import type { LocalTokenizer } from "./_tokenizer.ts";
+import type { DecodeForm } from "./_local_tokenize.ts";
 import {
   checkFolderOptions,
-  compileTemplate,
-  createFolderLoader,
   filesIdentity,
   type FilesSha256,
-  type FolderLoader,
   folderSpec,
-  type Loaded,
-  renderChat,
-  templateFor,
   tokenizePayload,
 } from "./_chat_render.ts";
 import { cachedCount, payloadJson, resolveCountCache } from "./_http_count.ts";
@@ -136,7 +130,6 @@ export class LocalBackend extends Backend implements AsyncDisposable {
   override readonly source: string = "local-tokenizer";
   readonly #cache: CountCache | null | undefined;
   readonly #spec: ModelSpec;
-  readonly #folder: FolderLoader;
   /** Counts on the calling thread (no cache, a clock, or a cache of another make). */
   #host: LocalModels | undefined;
   #disposed = false;
@@ -153,7 +146,6 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     checkFolderOptions(WHAT, options);
     this.#cache = options.cache;
     this.#spec = folderSpec(options);
-    this.#folder = createFolderLoader(WHAT, { ...options }, logger);
   }
 
   /**
@@ -314,17 +306,18 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * ```
    */
   async tokenize(body: JsonObject): Promise<number[]> {
-    const loaded = await this.#folder.load();
-    try {
-      if (!isJsonObject(body)) {
-        throw new CountError(
-          "Cannot tokenize the body as it is not a JSON object",
-        );
-      }
-      return payloadIds(loaded, body);
-    } catch (error) {
-      throw asCountError(error, "The local tokenization failed");
+    if (this.#disposed) throw disposedError();
+    if (!isJsonObject(body)) {
+      throw new CountError(
+        "Cannot tokenize the body as it is not a JSON object",
+      );
     }
+    // The cache's core loads, renders and tokenizes: nothing heavy runs here.
+    const channel = this.#channel(resolveCountCache(this.#cache));
+    if (channel !== undefined) {
+      return await channel.tokenizeLocal(this.#spec, body);
+    }
+    return await this.#ownHost().tokenize(this.#spec, body);
   }
 
   /**
@@ -348,8 +341,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * ```
    */
   async detokenize(ids: readonly number[]): Promise<string> {
-    const tokenizer = await this.#vocabularyFor(ids);
-    return tokenizer.decode(ids);
+    return await this.#decode(ids, "text") as string;
   }
 
   /**
@@ -373,8 +365,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * ```
    */
   async tokenStrings(ids: readonly number[]): Promise<string[]> {
-    const tokenizer = await this.#vocabularyFor(ids);
-    return tokenizer.tokenStrings(ids);
+    return await this.#decode(ids, "strings") as string[];
   }
 
   /**
@@ -385,7 +376,6 @@ export class LocalBackend extends Backend implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     this.#disposed = true;
     this.#host = undefined;
-    this.#folder.dispose();
     return Promise.resolve();
   }
 
@@ -408,14 +398,23 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     return this.#host;
   }
 
-  async #vocabularyFor(ids: readonly number[]): Promise<LocalTokenizer> {
-    const { tokenizer } = await this.#folder.load();
-    if (!Array.isArray(ids) || !ids.every(tokenizer.isTokenId)) {
+  /** Decodes where the model lives: the cache's core, or this thread. */
+  async #decode(
+    ids: readonly number[],
+    form: DecodeForm,
+  ): Promise<string | string[]> {
+    if (this.#disposed) throw disposedError();
+    // Only arrays of integers go on; the model's host checks the vocabulary.
+    if (!Array.isArray(ids) || !ids.every(Number.isSafeInteger)) {
       throw new CountError(
         "Cannot detokenize as 'tokens' must be an array of token ids in the vocabulary",
       );
     }
-    return tokenizer;
+    const channel = this.#channel(resolveCountCache(this.#cache));
+    if (channel !== undefined) {
+      return await channel.decodeLocal(this.#spec, [...ids], form);
+    }
+    return await this.#ownHost().decode(this.#spec, ids, form);
   }
 
   async #countTemplated(
@@ -455,31 +454,4 @@ export class LocalBackend extends Backend implements AsyncDisposable {
 
 function disposedError(): CountError {
   return new CountError(`Cannot count as ${WHAT} is disposed`);
-}
-
-/** The token ids of a `/tokenize` body, as vLLM's tokenize endpoint computes them. */
-function payloadIds(loaded: Loaded, payload: JsonObject): number[] {
-  if (typeof payload.prompt === "string" && payload.messages === undefined) {
-    return loaded.tokenizer.encode(payload.prompt, {
-      addSpecialTokens: payload.add_special_tokens !== false,
-    });
-  }
-  if (
-    !Array.isArray(payload.messages) || !payload.messages.every(isJsonObject)
-  ) {
-    throw new CountError(
-      "Cannot tokenize the body as it has neither a 'prompt' string nor a 'messages' array of objects",
-    );
-  }
-  const chat = {
-    ...payload,
-    add_generation_prompt: payload.add_generation_prompt ?? true,
-  };
-  const own = payload.chat_template;
-  const entry = typeof own === "string"
-    ? compileTemplate(loaded, own)
-    : templateFor(loaded, payload.tools);
-  return loaded.tokenizer.encode(renderChat(loaded, chat, entry), {
-    addSpecialTokens: payload.add_special_tokens === true,
-  });
 }
