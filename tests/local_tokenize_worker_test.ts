@@ -13,6 +13,7 @@ import {
 } from "../src/local.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { timerTicksDuring } from "./_timer_ticks.ts";
+import { CONVERSATIONS } from "./_tokenizer_conversations.ts";
 
 const folder = (family: string): string =>
   dirname(MODEL_FILES.find((model) => model.family === family)!.tokenizerPath);
@@ -23,36 +24,6 @@ const BODIES: readonly [string, Record<string, unknown>][] = [
   ["text form without special tokens", {
     prompt: "line one\r\n  line two\n\n\tend",
     add_special_tokens: false,
-  }],
-  ["chat form with tools and reasoning", {
-    messages: [
-      { role: "system", content: "You are terse." },
-      { role: "user", content: "Weather in Paris?" },
-      {
-        role: "assistant",
-        content: "",
-        reasoning_content: "Call the tool.",
-        tool_calls: [{
-          id: "c1",
-          type: "function",
-          function: {
-            name: "weather",
-            arguments: '{"city": "Paris", "n": 1.0}',
-          },
-        }],
-      },
-      { role: "tool", tool_call_id: "c1", content: "18 C" },
-    ],
-    tools: [{
-      type: "function",
-      function: {
-        name: "weather",
-        parameters: {
-          type: "object",
-          properties: { city: { type: "string" } },
-        },
-      },
-    }],
   }],
   ["chat form continuing the final message", {
     messages: [
@@ -77,7 +48,11 @@ Deno.test("LocalBackend tokenizes and decodes in the count worker exactly as on 
     await inWorker.tokenize({ prompt: "hi" });
     strictEqual((await cache.stats()).modelLoads, 1);
   });
-  for (const [name, body] of BODIES) {
+  const conversations = CONVERSATIONS.map((body, i): [string, typeof body] => [
+    `corpus conversation ${i + 1} (chat form)`,
+    body,
+  ]);
+  for (const [name, body] of [...BODIES, ...conversations]) {
     await t.step(name, async () => {
       const ids = await inWorker.tokenize(body);
       deepStrictEqual(ids, await here.tokenize(body));
