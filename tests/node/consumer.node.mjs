@@ -207,7 +207,7 @@ test("budget() with VllmBackend budgets against a node:http vLLM server", async 
   );
 });
 
-test("LocalBackend loads and counts inside the worker under Node", async () => {
+test("LocalBackend loads, counts and tokenizes inside the worker under Node", async () => {
   const dir = fileURLToPath(new URL("./model_folder/", import.meta.url));
   const countCache = root.createCountCache();
   const inWorker = new local.LocalBackend({ dir, cache: countCache });
@@ -218,6 +218,16 @@ test("LocalBackend loads and counts inside the worker under Node", async () => {
     strictEqual(await inWorker.count(request, { contextLength: 8192 }), 3);
     strictEqual(await here.count(request, { contextLength: 8192 }), 3);
     strictEqual(countCache.kind, "worker_threads");
+    strictEqual((await countCache.stats()).modelLoads, 1);
+    // The tokenize server's work crosses to the same worker and model.
+    const body = { prompt: "hello world", add_special_tokens: false };
+    const ids = await inWorker.tokenize(body);
+    deepStrictEqual(ids, await here.tokenize(body));
+    strictEqual(await inWorker.detokenize(ids), await here.detokenize(ids));
+    deepStrictEqual(
+      await inWorker.tokenStrings(ids),
+      await here.tokenStrings(ids),
+    );
     strictEqual((await countCache.stats()).modelLoads, 1);
   } finally {
     await inWorker[Symbol.asyncDispose]();
