@@ -17,6 +17,7 @@ import {
   checkBaseUrl,
   checkHeaderValue,
   checkTimeout,
+  countByKey,
   countWithin,
   endpointUrl,
   fetchJson,
@@ -215,19 +216,25 @@ export class HttpCounter {
     run: (deadline: Deadline) => Promise<number>,
   ): Promise<number> {
     const { key, contextLength, json, check } = options;
+    const cache = this.countCache();
+    // Hashed once, by whichever of the peek and the lookup comes first.
+    let hashed: string | undefined;
+    const cacheKey = (): string =>
+      hashed ??= hashCountKey(key, contextLength, json);
     if (check === undefined && !options.signal?.aborted) {
       // A count the in-process cache holds needs no deadline: starting and
       // clearing one costs more than the lookup.
-      const stored = peekCount(
-        this.countCache(),
-        () => hashCountKey(key, contextLength, json),
-      );
+      const stored = peekCount(cache, cacheKey);
       if (stored !== undefined) return Promise.resolve(stored);
     }
     return this.within(options.signal, async (deadline) => {
       await check?.(deadline.signal);
-      return await this.cached(
-        { key, contextLength, json, deadline },
+      // The wait on another caller's identical count runs under this
+      // caller's deadline.
+      return await countByKey(
+        cache,
+        cacheKey,
+        deadline.signal,
         () => run(deadline),
       );
     }, options.label);

@@ -6,11 +6,8 @@
  * can echo the prompt, so neither ever reaches an error or a log.
  */
 import type { JsonObject } from "./backend.ts";
-import {
-  type CountCache,
-  countCacheKey,
-  sharedCountCache,
-} from "./count_cache.ts";
+import { type CountCache, sharedCountCache } from "./count_cache.ts";
+import { hashCountKey } from "./_count_key.ts";
 import { type Deadline, startDeadline } from "./_deadline.ts";
 import { CountError } from "./errors.ts";
 import { errorType, safeCause } from "./_error_type.ts";
@@ -245,7 +242,7 @@ export function resolveCountCache(
  * payload; straight through when `cache` is null. `signal` stops the wait
  * on another caller's identical count.
  */
-export async function cachedCount(
+export function cachedCount(
   cache: CountCache | null,
   endpoint: string,
   contextLength: number,
@@ -253,9 +250,26 @@ export async function cachedCount(
   signal: AbortSignal | undefined,
   count: () => Promise<number>,
 ): Promise<number> {
+  return countByKey(
+    cache,
+    () => hashCountKey(endpoint, contextLength, payload),
+    signal,
+    count,
+  );
+}
+
+/**
+ * {@linkcode cachedCount} under the key `key()` makes (called only with a
+ * cache): for a caller that may have made it already.
+ */
+export async function countByKey(
+  cache: CountCache | null,
+  key: () => string,
+  signal: AbortSignal | undefined,
+  count: () => Promise<number>,
+): Promise<number> {
   if (cache === null) return await count();
-  const key = await countCacheKey(endpoint, contextLength, payload);
-  return await cache.getOrCount(key, count, signal);
+  return await cache.getOrCount(key(), count, signal);
 }
 
 /** JSON text of a payload, or a CountError when it cannot be serialised. */

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { JsonObject, RequestKind } from "./backend.ts";
+import type { CountOptions, JsonObject, RequestKind } from "./backend.ts";
+import type { GuardedCount } from "./_count_guard.ts";
 import { responsesToChat } from "./_responses.ts";
 import {
   assertMirrorable,
@@ -41,4 +42,34 @@ export async function vllmPromptTokens(
   return limit !== undefined && !isMultimodal(request)
     ? Math.min(counted, limit)
     : counted;
+}
+
+/** Counts a request's template render: what each vLLM-mirroring backend does its own way. */
+export type TemplatedCount = (
+  request: JsonObject,
+  kind: RequestKind,
+  contextLength: number,
+  signal: AbortSignal | undefined,
+) => Promise<number>;
+
+/**
+ * The count a vLLM-mirroring backend runs inside its count guard:
+ * {@linkcode vllmPromptTokens} over `countTemplated`, for the request kind
+ * and signal of `options`.
+ */
+export function vllmCount(
+  options: CountOptions,
+  countTemplated: TemplatedCount,
+): GuardedCount<number> {
+  return (request, contextLength) =>
+    vllmPromptTokens(
+      request,
+      () =>
+        countTemplated(
+          request,
+          options.kind ?? "chat",
+          contextLength,
+          options.signal,
+        ),
+    );
 }

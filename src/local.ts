@@ -38,7 +38,7 @@ import { isJsonObject } from "./_request.ts";
 import { asCountError } from "./_error_type.ts";
 import { laxPositiveInteger } from "./_vllm_caps.ts";
 import { vllmOutputField, vllmOutputLimit } from "./_vllm_payload.ts";
-import { vllmPromptTokens } from "./_vllm_count.ts";
+import { vllmCount } from "./_vllm_count.ts";
 import type { DecodeForm } from "./_local_tokenize.ts";
 import {
   checkFolderOptions,
@@ -217,17 +217,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
       this.source,
       request,
       options,
-      (request, contextLength) =>
-        vllmPromptTokens(
-          request,
-          () =>
-            this.#countTemplated(
-              request,
-              options.kind ?? "chat",
-              contextLength,
-              options.signal,
-            ),
-        ),
+      vllmCount(options, (...args) => this.#countTemplated(...args)),
     );
   }
 

@@ -35,7 +35,7 @@ import {
   vllmOutputField,
   vllmOutputLimit,
 } from "./_vllm_payload.ts";
-import { vllmPromptTokens, vllmTokenizeBody } from "./_vllm_count.ts";
+import { vllmCount, vllmTokenizeBody } from "./_vllm_count.ts";
 import {
   answerInteger,
   checkServedContext,
@@ -141,17 +141,7 @@ export class VllmBackend extends Backend {
       this.source,
       request,
       options,
-      (request, contextLength) =>
-        vllmPromptTokens(
-          request,
-          () =>
-            this.#countTemplated(
-              request,
-              options.kind ?? "chat",
-              contextLength,
-              options.signal,
-            ),
-        ),
+      vllmCount(options, (...args) => this.#countTemplated(...args)),
     );
   }
 
