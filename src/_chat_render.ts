@@ -170,7 +170,8 @@ export function renderChat(
   });
   let text: string;
   try {
-    text = template.render(input.context);
+    // Converted values kept between renders let loops reuse item outputs.
+    text = template.render(input.context, { memo: options.reuse === true });
   } catch (error) {
     if (error instanceof engine.TemplateRaisedError) {
       throw new TemplateRejectedError({ cause: safeCause(error) });

@@ -34,12 +34,19 @@ export interface ChatTemplate {
    *
    * @param context Template variables. `Map`s keep their key order and
    * `PyFloat`s print as floats, as Python's values would.
+   * @param options `memo`: `for` loops over mappings reuse each item's
+   * output from an earlier render when everything it read is alike again;
+   * only for contexts whose item values (already converted with
+   * {@linkcode toValue}) are kept from render to render and never changed.
    * @returns The rendered text.
    * @throws {TemplateRaisedError} If the template calls `raise_exception`,
    * or (as {@linkcode TemplateUndefinedError}) uses an undefined value where
    * jinja2 raises.
    */
-  render(context: Record<string, unknown>): string;
+  render(
+    context: Record<string, unknown>,
+    options?: { readonly memo?: boolean },
+  ): string;
 }
 
 /** The template called `raise_exception`: the server would reject this request. */
@@ -114,7 +121,10 @@ export function compileChatTemplate(
     },
   });
   return {
-    render(context: Record<string, unknown>): string {
+    render(
+      context: Record<string, unknown>,
+      renderOptions?: { readonly memo?: boolean },
+    ): string {
       const root = new Environment();
       for (const [name, value] of globals) {
         root.setVariable(name as never, value as never);
@@ -124,7 +134,11 @@ export function compileChatTemplate(
         scope.setVariable(name, toValue(value) as never);
       }
       try {
-        const result = runProgram(program, scope);
+        const result = runProgram(
+          program,
+          scope,
+          renderOptions?.memo === true,
+        );
         return result.value as string;
       } catch (error) {
         if (error instanceof UndefinedUseError || undefinedUse(error)) {

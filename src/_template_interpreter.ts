@@ -4,12 +4,31 @@
 import { Environment, Interpreter } from "@huggingface/jinja";
 import { UndefinedUseError } from "./_template_objects.ts";
 import { make, type Value } from "./_template_values.ts";
+import {
+  type Entry,
+  holds,
+  isMutable,
+  isNamespace,
+  isStatement,
+  markLoopObject,
+  markMacro,
+  memoOf,
+  memoStats,
+  type Node as MemoNode,
+  Recorder,
+  replay,
+  type Scope as MemoScope,
+} from "./_template_memo.ts";
 
 type Node = { type: string } & Record<string, unknown>;
 
 // The overridden and reused methods are private in the package's typings.
 interface Evaluator {
   evaluate(node: Node, environment: unknown): Value;
+  evaluateIdentifier(node: Node, environment: unknown): Value;
+  evaluateSet(node: Node, environment: unknown): Value;
+  evaluateMacro(node: Node, environment: unknown): Value;
+  evaluateBlock(body: Node[], environment: unknown): Value;
   evaluateSliceExpression(
     object: Value,
     node: Node,
@@ -29,6 +48,34 @@ type EnvironmentOf = new (parent?: unknown) => {
   setVariable(name: string, value: Value): Value;
 };
 const Scope = Environment as unknown as EnvironmentOf;
+
+/** The package's own `evaluate`. */
+const plainEvaluate = (Base.prototype as Evaluator).evaluate;
+
+/** `evaluate` while a body is recorded: each expression in a frame. */
+function recordingEvaluate(
+  this: PyInterpreter,
+  node: Node,
+  environment: unknown,
+): Value {
+  if (!node || isStatement(node as MemoNode)) {
+    return plainEvaluate.call(this, node, environment);
+  }
+  const rec = this.rec!;
+  rec.push();
+  const value = plainEvaluate.call(this, node, environment);
+  rec.pop(node as MemoNode, value);
+  return value;
+}
+
+/** A variable's value without recording the read. */
+function lookupQuiet(scope: MemoScope, name: string): Value | undefined {
+  let found: MemoScope | undefined = scope;
+  while (found !== undefined && !found.variables.has(name)) {
+    found = found.parent;
+  }
+  return found?.variables.get(name);
+}
 
 /** The classes `{% break %}` and `{% continue %}` throw (the package does not export them). */
 function controlClass(type: "Break" | "Continue"): unknown {
@@ -76,8 +123,96 @@ function binder(
 // The package's member lookup, but given the evaluated object first so that
 // an undefined one raises (overriding `evaluate` instead costs every node).
 class PyInterpreter extends Base {
+  /** The item body being recorded for reuse, or null. */
+  rec: Recorder | null = null;
+  /** Whether `for` loops reuse item outputs between renders. */
+  readonly memo: boolean;
+
+  constructor(environment: unknown, memo: boolean) {
+    super(environment);
+    this.memo = memo;
+    // An own property, swapped while a body is recorded (a stable shape:
+    // assigning is cheap, deleting would not be).
+    this.evaluate = plainEvaluate;
+  }
+
+  override evaluateIdentifier(node: Node, environment: unknown): Value {
+    if (this.rec === null) {
+      return super.evaluateIdentifier(node, environment);
+    }
+    return this.rec.lookup(
+      node["value"] as string,
+      node as MemoNode,
+      environment as MemoScope,
+      true,
+    );
+  }
+
+  override evaluateMacro(node: Node, environment: unknown): Value {
+    const result = super.evaluateMacro(node, environment);
+    const scope = environment as MemoScope;
+    const name = (node["name"] as Node)["value"] as string;
+    markMacro(scope.variables.get(name)!, node as MemoNode);
+    this.rec?.definedMacro(scope);
+    return result;
+  }
+
+  override evaluateSet(node: Node, environment: unknown): Value {
+    const rec = this.rec;
+    if (rec === null) return super.evaluateSet(node, environment);
+    const assignee = node["assignee"] as Node;
+    const scope = environment as MemoScope;
+    if (assignee.type === "MemberExpression") {
+      const target = assignee["object"] as Node;
+      if (target.type !== "Identifier") {
+        rec.unkeep();
+        return super.evaluateSet(node, environment);
+      }
+      const value = node["value"]
+        ? this.evaluate(node["value"] as Node, environment)
+        : this.evaluateBlock(node["body"] as Node[], environment);
+      const name = target["value"] as string;
+      const object = lookupQuiet(scope, name);
+      if (!isNamespace(object)) {
+        throw new Error("cannot assign attribute on non-namespace object");
+      }
+      const property = assignee["property"] as Node;
+      if (property.type !== "Identifier") {
+        throw new Error("Cannot assign to member with non-identifier property");
+      }
+      const key = property["value"] as string;
+      (object.value as Map<string, Value>).set(key, value);
+      rec.wroteKey(name, scope, object, key, value);
+      return make("NullValue", null);
+    }
+    const result = super.evaluateSet(node, environment);
+    const names = assignee.type === "Identifier"
+      ? [assignee["value"] as string]
+      : assignee.type === "TupleLiteral"
+      ? (assignee["value"] as Node[]).map((n) => n["value"] as string)
+      : [];
+    for (const name of names) {
+      rec.wroteName(scope, name, scope.variables.get(name)!);
+    }
+    return result;
+  }
+
   evaluateMemberExpression(node: Node, environment: unknown): Value {
-    const object = this.evaluate(node["object"] as Node, environment);
+    const target = node["object"] as Node;
+    const object = this.rec !== null && target.type === "Identifier"
+      ? this.rec.lookup(
+        target["value"] as string,
+        target as MemoNode,
+        environment as MemoScope,
+        false,
+      )
+      : this.evaluate(target, environment);
+    if (this.rec !== null && isMutable(object)) {
+      if (node["computed"]) this.rec.unkeep();
+      else {
+        this.rec.readKey(object, (node["property"] as Node)["value"] as string);
+      }
+    }
     if (object.type === "UndefinedValue") {
       throw new UndefinedUseError("an undefined value has no attributes");
     }
@@ -127,7 +262,7 @@ class PyInterpreter extends Base {
  * scope per item: most of a long conversation's render).
  */
 function evaluateFor(
-  this: Evaluator & { evaluateBlock(body: Node[], scope: unknown): Value },
+  this: PyInterpreter,
   node: Node,
   environment: unknown,
 ): Value {
@@ -143,7 +278,8 @@ function evaluateFor(
   if (iterable instanceof ObjectClass) {
     iterable = (iterable as unknown as { keys(): Value }).keys();
   }
-  const bind = binder(node["loopvar"] as Node);
+  const loopvar = node["loopvar"] as Node;
+  const bind = binder(loopvar);
   let items = iterable.value as Value[];
   if (select) {
     const test = source["test"] as Node;
@@ -158,6 +294,7 @@ function evaluateFor(
   const length = items.length;
   const loop = new Map<string, Value>();
   const loopValue = make("ObjectValue", loop);
+  markLoopObject(loopValue);
   // Values never change once made: one of each number and flag per loop.
   const numbers: Value[] = [];
   for (let n = 0; n <= length; n++) numbers.push(new IntegerClass(n));
@@ -165,6 +302,10 @@ function evaluateFor(
   const no = new BooleanClass(false);
   const none = new UndefinedClass(undefined);
   const body = node["body"] as Node[];
+  // Item outputs are reused only by a loop not itself inside a recorded body.
+  const reuse = this.memo && this.rec === null && loopvar.type === "Identifier"
+    ? new ItemReuse(this, node, scope, loopvar["value"] as string)
+    : null;
   let result = "";
   // As in jinja2, `else` runs unless an item's body ran to its end.
   let completed = false;
@@ -179,9 +320,10 @@ function evaluateFor(
     loop.set("previtem", i > 0 ? items[i - 1]! : none);
     loop.set("nextitem", i < length - 1 ? items[i + 1]! : none);
     scope.setVariable("loop", loopValue);
-    bind(scope, items[i]!);
+    const item = items[i]!;
+    bind(scope, item);
     try {
-      result += this.evaluateBlock(body, scope).value;
+      result += reuse?.run(item) ?? this.evaluateBlock(body, scope).value;
     } catch (error) {
       const kind = (error as object | null)?.constructor;
       if (kind === ContinueClass) continue;
@@ -196,12 +338,92 @@ function evaluateFor(
   return new StringClass(result);
 }
 
+/**
+ * One loop's reuse of item outputs from earlier renders (see
+ * _template_memo.ts): items that are mappings (messages, tools) are
+ * recorded and reused; other items just run.
+ */
+class ItemReuse {
+  readonly #interpreter: PyInterpreter;
+  readonly #body: Node[];
+  readonly #scope: MemoScope;
+  readonly #chain: MemoScope[] = [];
+  readonly #names: ReadonlySet<string>;
+  readonly #memo: WeakMap<object, Entry>;
+
+  constructor(
+    interpreter: PyInterpreter,
+    node: Node,
+    scope: unknown,
+    name: string,
+  ) {
+    this.#interpreter = interpreter;
+    this.#body = node["body"] as Node[];
+    this.#scope = scope as MemoScope;
+    for (let s: MemoScope | undefined = this.#scope; s; s = s.parent) {
+      this.#chain.push(s);
+    }
+    this.#names = new Set([name]);
+    this.#memo = memoOf(node as MemoNode);
+  }
+
+  /** The item's output, reused or recorded; `undefined` for an item that just runs. */
+  run(item: Value): string | undefined {
+    if (!(item instanceof ObjectClass) || isMutable(item)) return undefined;
+    const interpreter = this.#interpreter;
+    const entry = this.#memo.get(item);
+    if (
+      entry !== undefined &&
+      holds(
+        entry,
+        this.#scope,
+        this.#chain,
+        (node, scope) => interpreter.evaluate(node as Node, scope),
+      )
+    ) {
+      memoStats.hits++;
+      replay(entry, this.#scope);
+      return entry.output;
+    }
+    memoStats.misses++;
+    const rec = new Recorder(this.#scope, this.#chain, this.#names);
+    interpreter.rec = rec;
+    interpreter.evaluate = recordingEvaluate;
+    let output: string;
+    try {
+      output = interpreter.evaluateBlock(this.#body, this.#scope)
+        .value as string;
+    } catch (error) {
+      this.#memo.delete(item);
+      throw error;
+    } finally {
+      interpreter.rec = null;
+      interpreter.evaluate = plainEvaluate;
+    }
+    const recorded = rec.entry(output);
+    if (recorded === undefined) {
+      memoStats.unkept++;
+      this.#memo.delete(item);
+    } else this.#memo.set(item, recorded);
+    return output;
+  }
+}
+
 (PyInterpreter.prototype as unknown as { evaluateFor: unknown }).evaluateFor =
   evaluateFor;
 
-/** Runs a parsed program in an environment. */
-export function runProgram(program: unknown, environment: unknown): Value {
-  return (new PyInterpreter(environment) as unknown as {
+/**
+ * Runs a parsed program in an environment. With `memo`, `for` loops reuse
+ * item outputs recorded in earlier renders of the same program when every
+ * value the item read is alike again (only for items whose value objects
+ * are kept between renders: see _template_memo.ts).
+ */
+export function runProgram(
+  program: unknown,
+  environment: unknown,
+  memo = false,
+): Value {
+  return (new PyInterpreter(environment, memo) as unknown as {
     run(program: unknown): Value;
   }).run(program);
 }
