@@ -104,6 +104,7 @@ export class SentMessages {
    */
   record(id: number, messages: readonly unknown[]): DeltaBase | undefined {
     let best: DeltaBase | undefined;
+    let bestSent: Sent | undefined;
     for (const sent of this.#recent) {
       // Newest first: a growing conversation matches the newest list whole,
       // and no shorter list can share more.
@@ -113,14 +114,20 @@ export class SentMessages {
       while (
         keep < limit && equalsSnapshot(messages[keep], sent.messages[keep])
       ) keep++;
-      if (keep > (best?.keep ?? 0)) best = { id: sent.id, keep };
+      if (keep > (best?.keep ?? 0)) {
+        best = { id: sent.id, keep };
+        bestSent = sent;
+      }
       if (keep === messages.length) break;
     }
-    const kept = snapshot(messages, 0);
-    this.#recent.unshift({
-      id,
-      messages: Array.isArray(kept) ? kept : [],
-    });
+    // The shared messages equal their snapshots, which nothing changes:
+    // only the rest is copied.
+    const shared = best?.keep ?? 0;
+    const kept = bestSent?.messages.slice(0, shared) ?? [];
+    for (let i = shared; i < messages.length; i++) {
+      kept.push(snapshot(messages[i], 1));
+    }
+    this.#recent.unshift({ id, messages: kept });
     if (this.#recent.length > RECENT) this.#recent.pop();
     return best;
   }
