@@ -161,6 +161,20 @@ export function renderChat(
   entry: [ChatTemplate, ContentFormat],
   options: { readonly reuse?: boolean } = {},
 ): string {
+  return renderChatParts(loaded, payload, entry, options, false)[0]!;
+}
+
+/**
+ * {@linkcode renderChat}, the text in parts (see `ChatTemplate.renderParts`),
+ * or in one part when `split` is false.
+ */
+export function renderChatParts(
+  loaded: Loaded,
+  payload: Record<string, unknown>,
+  entry: [ChatTemplate, ContentFormat],
+  options: { readonly reuse?: boolean } = {},
+  split = true,
+): string[] {
   const [template, contentFormat] = entry;
   const engine = loaded.engine;
   const input = engine.templateContext(payload, {
@@ -168,10 +182,13 @@ export function renderChat(
     contentFormat,
     ...(options.reuse === true ? { reuse: reuseFor(loaded, entry) } : {}),
   });
-  let text: string;
+  // Converted values kept between renders let loops reuse item outputs.
+  const memo = { memo: options.reuse === true };
+  let parts: string[];
   try {
-    // Converted values kept between renders let loops reuse item outputs.
-    text = template.render(input.context, { memo: options.reuse === true });
+    parts = split && !("continueFrom" in input)
+      ? template.renderParts(input.context, memo)
+      : [template.render(input.context, memo)];
   } catch (error) {
     if (error instanceof engine.TemplateRaisedError) {
       throw new TemplateRejectedError({ cause: safeCause(error) });
@@ -181,8 +198,8 @@ export function renderChat(
     });
   }
   return "continueFrom" in input
-    ? engine.continueFinalMessage(text, input.continueFrom)
-    : text;
+    ? [engine.continueFinalMessage(parts[0]!, input.continueFrom)]
+    : parts;
 }
 
 /** Picks the template as transformers does: `tool_use` with tools, else `default`. */

@@ -17,6 +17,7 @@ import {
   type Loaded,
   loadFolder,
   renderChat,
+  renderChatParts,
   templateFor,
 } from "./_chat_render.ts";
 import { type PieceStore, PrefixCounter } from "./_local_prefix.ts";
@@ -234,12 +235,19 @@ function countPayload(
       addSpecialTokens: payload.add_special_tokens !== false,
     });
   }
-  const text = renderChat(loaded, payload, templateFor(loaded, payload.tools), {
-    reuse,
-  });
   const addSpecialTokens = payload.add_special_tokens === true;
+  const pieces = addSpecialTokens ? null : model.pieces;
+  // In parts for the pieces: a reused loop item's part is compared with the
+  // previous render's as the same string, and the whole text is never joined.
+  const parts = renderChatParts(
+    loaded,
+    payload,
+    templateFor(loaded, payload.tools),
+    { reuse },
+    pieces !== null,
+  );
   // A grown conversation re-tokenizes only its new pieces.
-  return model.pieces !== null && !addSpecialTokens
-    ? model.pieces.count(text)
-    : loaded.tokenizer.count(text, { addSpecialTokens });
+  return pieces !== null
+    ? pieces.count(parts)
+    : loaded.tokenizer.count(parts[0]!, { addSpecialTokens });
 }

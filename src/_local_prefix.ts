@@ -24,7 +24,9 @@ export interface PieceStore {
 
 /** A render and its pieces: where each ends, whether it is an added token, the running total. */
 interface Render {
-  readonly text: string;
+  /** The render's text, in the parts it came in. */
+  readonly parts: readonly string[];
+  readonly length: number;
   readonly starts: number[];
   readonly ends: number[];
   readonly added: boolean[];
@@ -50,6 +52,35 @@ export function commonPrefixLength(a: string, b: string): number {
     }
   }
   return i;
+}
+
+/**
+ * The length of the common prefix of two texts given in parts: parts equal
+ * at the same place (most often the very same string, compared at once),
+ * then the common prefix of the first two that differ. Never more than the
+ * texts' true common prefix; less only where parts split differently.
+ */
+function commonPrefixOfParts(
+  a: readonly string[],
+  b: readonly string[],
+): number {
+  const n = Math.min(a.length, b.length);
+  let length = 0;
+  let i = 0;
+  while (i < n && a[i] === b[i]) length += a[i++]!.length;
+  return i < n ? length + commonPrefixLength(a[i]!, b[i]!) : length;
+}
+
+/** The text of `parts` from `position` on. */
+function textFrom(parts: readonly string[], position: number): string {
+  let start = 0;
+  let i = 0;
+  while (i < parts.length && start + parts[i]!.length <= position) {
+    start += parts[i++]!.length;
+  }
+  if (i === parts.length) return "";
+  const head = parts[i]!.slice(position - start);
+  return i + 1 === parts.length ? head : head + parts.slice(i + 1).join("");
 }
 
 /** Counts renders of one tokenizer piece by piece, reusing the previous renders' prefixes. */
@@ -88,14 +119,20 @@ export class PrefixCounter {
   }
 
   /**
-   * Counts `text` without special tokens.
+   * Counts a render without special tokens.
    *
-   * @param text A render.
+   * @param render The render's text, or its parts (joined, the text): a
+   * render whose parts are the same strings as an earlier render's is
+   * compared part by part, without joining them.
    * @returns Its token count.
    */
-  count(text: string): number {
-    const render: Render = {
-      text,
+  count(render: string | readonly string[]): number {
+    const parts = typeof render === "string" ? [render] : render;
+    let length = 0;
+    for (const part of parts) length += part.length;
+    const counted: Render = {
+      parts,
+      length,
       starts: [],
       ends: [],
       added: [],
@@ -103,52 +140,56 @@ export class PrefixCounter {
     };
     let position = 0;
     let total = 0;
-    const base = this.#closest(text);
+    const base = this.#closest(parts);
     if (base !== undefined) {
-      if (
-        base.common === text.length && base.render.text.length === text.length
-      ) {
+      if (base.common === length && base.render.length === length) {
         this.#remember(base.render);
         return base.render.totals.at(-1) ?? 0;
       }
       const kept = this.#keptPieces(base.render, base.common);
       if (kept > 0) {
-        render.starts.push(...base.render.starts.slice(0, kept));
-        render.ends.push(...base.render.ends.slice(0, kept));
-        render.added.push(...base.render.added.slice(0, kept));
-        render.totals.push(...base.render.totals.slice(0, kept));
-        position = render.ends[kept - 1]!;
-        total = render.totals[kept - 1]!;
+        counted.starts.push(...base.render.starts.slice(0, kept));
+        counted.ends.push(...base.render.ends.slice(0, kept));
+        counted.added.push(...base.render.added.slice(0, kept));
+        counted.totals.push(...base.render.totals.slice(0, kept));
+        position = counted.ends[kept - 1]!;
+        total = counted.totals[kept - 1]!;
       }
     }
+    // Only the text after the kept pieces is split (and joined, if parts).
+    const offset = position;
+    const text = textFrom(parts, offset);
     const push = (start: number, end: number, added: boolean): void => {
       total += added ? 1 : this.#pieceCount(text.slice(start, end));
-      render.starts.push(start);
-      render.ends.push(end);
-      render.added.push(added);
-      render.totals.push(total);
+      counted.starts.push(offset + start);
+      counted.ends.push(offset + end);
+      counted.added.push(added);
+      counted.totals.push(total);
     };
+    let at = 0;
     const splitter = this.#splitter;
     if (splitter !== null) {
-      splitter.lastIndex = position;
+      splitter.lastIndex = 0;
       for (let match; (match = splitter.exec(text)) !== null;) {
-        if (match.index > position) push(position, match.index, false);
+        if (match.index > at) push(at, match.index, false);
         push(match.index, splitter.lastIndex, true);
-        position = splitter.lastIndex;
+        at = splitter.lastIndex;
       }
     }
-    if (position < text.length) push(position, text.length, false);
-    this.#remember(render);
+    if (at < text.length) push(at, text.length, false);
+    this.#remember(counted);
     return total;
   }
 
-  /** The remembered render sharing the longest prefix with `text`. */
-  #closest(text: string): { render: Render; common: number } | undefined {
+  /** The remembered render sharing the longest prefix with `parts`. */
+  #closest(
+    parts: readonly string[],
+  ): { render: Render; common: number } | undefined {
     let best: { render: Render; common: number } | undefined;
     for (const render of this.#recent) {
       // A render no longer than the best prefix found cannot share more.
-      if (render.text.length <= (best?.common ?? 0)) continue;
-      const common = commonPrefixLength(render.text, text);
+      if (render.length <= (best?.common ?? 0)) continue;
+      const common = commonPrefixOfParts(render.parts, parts);
       if (common > (best?.common ?? 0)) best = { render, common };
     }
     return best;

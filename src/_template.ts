@@ -7,7 +7,7 @@
 import { Environment, parse, tokenize } from "@huggingface/jinja";
 import { rewrite } from "./_template_ast.ts";
 import { globalsFor } from "./_template_globals.ts";
-import { runProgram } from "./_template_interpreter.ts";
+import { runProgram, runProgramParts } from "./_template_interpreter.ts";
 import { UndefinedUseError } from "./_template_objects.ts";
 import { toValue } from "./_template_values.ts";
 
@@ -47,6 +47,21 @@ export interface ChatTemplate {
     context: Record<string, unknown>,
     options?: { readonly memo?: boolean },
   ): string;
+  /**
+   * {@linkcode ChatTemplate.render}, the text in parts (joined, the same
+   * text): each top-level statement's output, and each item of a top-level
+   * `for` loop apart. With `memo`, a reused item's part is the very string
+   * of the earlier render, so renders compare part by part cheaply.
+   *
+   * @param context Template variables, as for `render`.
+   * @param options As for `render`.
+   * @returns The parts of the rendered text.
+   * @throws {TemplateRaisedError} As `render` does.
+   */
+  renderParts(
+    context: Record<string, unknown>,
+    options?: { readonly memo?: boolean },
+  ): string[];
 }
 
 /** The template called `raise_exception`: the server would reject this request. */
@@ -120,32 +135,41 @@ export function compileChatTemplate(
       throw new TemplateRaisedError(message);
     },
   });
+  // Runs the program in a fresh scope holding the globals and the context.
+  function run<T>(
+    context: Record<string, unknown>,
+    evaluate: (program: unknown, scope: unknown) => T,
+  ): T {
+    const root = new Environment();
+    for (const [name, value] of globals) {
+      root.setVariable(name as never, value as never);
+    }
+    const scope = new Environment(root);
+    for (const [name, value] of Object.entries(context)) {
+      scope.setVariable(name, toValue(value) as never);
+    }
+    try {
+      return evaluate(program, scope);
+    } catch (error) {
+      if (error instanceof UndefinedUseError || undefinedUse(error)) {
+        throw new TemplateUndefinedError((error as Error).message);
+      }
+      throw error;
+    }
+  }
   return {
-    render(
-      context: Record<string, unknown>,
-      renderOptions?: { readonly memo?: boolean },
-    ): string {
-      const root = new Environment();
-      for (const [name, value] of globals) {
-        root.setVariable(name as never, value as never);
-      }
-      const scope = new Environment(root);
-      for (const [name, value] of Object.entries(context)) {
-        scope.setVariable(name, toValue(value) as never);
-      }
-      try {
-        const result = runProgram(
-          program,
-          scope,
-          renderOptions?.memo === true,
-        );
-        return result.value as string;
-      } catch (error) {
-        if (error instanceof UndefinedUseError || undefinedUse(error)) {
-          throw new TemplateUndefinedError((error as Error).message);
-        }
-        throw error;
-      }
-    },
+    render: (context, renderOptions) =>
+      run(
+        context,
+        (program, scope) =>
+          runProgram(program, scope, renderOptions?.memo === true)
+            .value as string,
+      ),
+    renderParts: (context, renderOptions) =>
+      run(
+        context,
+        (program, scope) =>
+          runProgramParts(program, scope, renderOptions?.memo === true),
+      ),
   };
 }

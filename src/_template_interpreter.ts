@@ -64,7 +64,7 @@ function recordingEvaluate(
   const rec = this.rec!;
   rec.push();
   const value = plainEvaluate.call(this, node, environment);
-  rec.pop(node as MemoNode, value);
+  rec.pop(node as MemoNode, environment as MemoScope, value);
   return value;
 }
 
@@ -127,6 +127,10 @@ class PyInterpreter extends Base {
   rec: Recorder | null = null;
   /** Whether `for` loops reuse item outputs between renders. */
   readonly memo: boolean;
+  /** Where the program's top-level output goes part by part, or null. */
+  parts: string[] | null = null;
+  /** Where the next `for` loop's item outputs go (taken by that loop). */
+  sink: string[] | null = null;
 
   constructor(environment: unknown, memo: boolean) {
     super(environment);
@@ -134,6 +138,28 @@ class PyInterpreter extends Base {
     // An own property, swapped while a body is recorded (a stable shape:
     // assigning is cheap, deleting would not be).
     this.evaluate = plainEvaluate;
+  }
+
+  // The program's output as parts: each top-level statement's text, and
+  // each item of a top-level loop on its own. A reused item's part is the
+  // same string object as before, so comparing renders part by part never
+  // joins (nor flattens) the whole text.
+  evalProgram(program: Node, environment: unknown): Value {
+    const parts = this.parts;
+    this.parts = null;
+    if (parts === null) {
+      return this.evaluateBlock(program["body"] as Node[], environment);
+    }
+    for (const statement of program["body"] as Node[]) {
+      if (statement.type === "For") this.sink = parts;
+      const value = this.evaluate(statement, environment);
+      this.sink = null;
+      if (value.type !== "NullValue" && value.type !== "UndefinedValue") {
+        const text = value.toString();
+        if (text !== "") parts.push(text);
+      }
+    }
+    return make("StringValue", "");
   }
 
   override evaluateIdentifier(node: Node, environment: unknown): Value {
@@ -266,6 +292,9 @@ function evaluateFor(
   node: Node,
   environment: unknown,
 ): Value {
+  // A top-level loop of a render by parts sends its items there.
+  const sink = this.sink;
+  this.sink = null;
   const scope = new Scope(environment);
   const source = node["iterable"] as Node;
   const select = source.type === "SelectExpression";
@@ -323,7 +352,10 @@ function evaluateFor(
     const item = items[i]!;
     bind(scope, item);
     try {
-      result += reuse?.run(item) ?? this.evaluateBlock(body, scope).value;
+      const output = reuse?.run(item) ??
+        this.evaluateBlock(body, scope).value as string;
+      if (sink === null) result += output;
+      else if (output !== "") sink.push(output);
     } catch (error) {
       const kind = (error as object | null)?.constructor;
       if (kind === ContinueClass) continue;
@@ -335,7 +367,8 @@ function evaluateFor(
   if (!completed) {
     result += this.evaluateBlock(node["defaultBlock"] as Node[], scope).value;
   }
-  return new StringClass(result);
+  if (sink !== null && result !== "") sink.push(result);
+  return new StringClass(sink === null ? result : "");
 }
 
 /**
@@ -426,4 +459,20 @@ export function runProgram(
   return (new PyInterpreter(environment, memo) as unknown as {
     run(program: unknown): Value;
   }).run(program);
+}
+
+/**
+ * {@linkcode runProgram}, the output as parts (joined, the same text): each
+ * top-level statement's text and each item of a top-level `for` loop.
+ */
+export function runProgramParts(
+  program: unknown,
+  environment: unknown,
+  memo = false,
+): string[] {
+  const interpreter = new PyInterpreter(environment, memo);
+  const parts: string[] = [];
+  interpreter.parts = parts;
+  (interpreter as unknown as { run(program: unknown): Value }).run(program);
+  return parts;
 }

@@ -20,6 +20,7 @@
 // value stored outside), is not kept, and runs every time.
 import { Environment } from "@huggingface/jinja";
 import { make, type Value } from "./_template_values.ts";
+import { CALLABLE } from "./_template_ast.ts";
 
 /** A template AST node. */
 export type Node = { type: string } & Record<string, unknown>;
@@ -63,6 +64,8 @@ interface Frame {
   reads: Read[] | null;
   /** External writes before it started: one during it makes it internal. */
   readonly writesBefore: number;
+  /** It read the clock's function: only a check that calls it again reads the clock again. */
+  impure: boolean;
 }
 
 /** Statement nodes: evaluated without a frame of their own. */
@@ -81,9 +84,6 @@ const STATEMENTS = new Set([
 
 /** Globals whose value is not constant: the clock. */
 const IMPURE_GLOBALS = new Set(["strftime_now"]);
-
-/** A read that never compares equal: keeps an entry from ever being reused. */
-const NEVER = { type: "__never__", value: undefined } as unknown as Value;
 
 const NamespaceClass = (new Environment().variables.get("namespace")!
   .value as unknown as (args: Value[]) => Value)([]).constructor;
@@ -167,6 +167,7 @@ export class Recorder {
       internal: false,
       reads: null,
       writesBefore: this.#writes.length,
+      impure: false,
     };
   }
 
@@ -184,12 +185,13 @@ export class Recorder {
     this.#frames.push(this.#frame());
   }
 
-  /** Ends an expression that gave `value`. */
-  pop(node: Node, value: Value): void {
+  /** Ends an expression evaluated in `scope` that gave `value`. */
+  pop(node: Node, scope: Scope, value: Value): void {
     const frame = this.#frames.pop()!;
     const parent = this.#top();
     const outsideOnly = frame.external && !frame.internal &&
-      frame.writesBefore === this.#writes.length;
+      frame.writesBefore === this.#writes.length &&
+      (!frame.impure || callsImpure(node)) && this.#pathSafe(node, scope);
     if (isMutable(value) && node.type !== "Identifier") {
       // A namespace or loop reached other than by name: its later reads
       // cannot be followed.
@@ -201,9 +203,38 @@ export class Recorder {
     }
     if (frame.reads !== null) (parent.reads ??= []).push(...frame.reads);
     parent.external ||= frame.external;
+    parent.impure ||= frame.impure;
     // Writes during it: its value may hang on them.
     parent.internal ||= frame.internal ||
       frame.writesBefore !== this.#writes.length;
+  }
+
+  /**
+   * Whether checking `node` again before the item runs can only read what
+   * it would read at this point of the item: any path it may take (not only
+   * the one taken now: `a or b` may read `b` next time) names no variable
+   * the item has set or that a scope it made holds, calls no macro (whose
+   * body could), and reads no namespace key the item wrote.
+   */
+  #pathSafe(node: Node, scope: Scope): boolean {
+    const info = staticInfo(node);
+    if (info === null) return false;
+    for (const name of info.names) {
+      if (this.#ownNames.has(name)) return false;
+      for (let s: Scope | undefined = scope; s !== this.#scope; s = s.parent) {
+        if (s === undefined || s.variables.has(name)) return false;
+      }
+    }
+    for (const name of info.callees) {
+      if (resolve(scope, name) !== this.#root) return false;
+    }
+    for (const [name, key] of info.keys) {
+      const object = resolve(scope, name)?.variables.get(name);
+      if (object !== undefined && this.#ownKeys.get(object)?.has(key)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**
@@ -227,7 +258,7 @@ export class Recorder {
       this.#globals.add(name);
       if (IMPURE_GLOBALS.has(name)) {
         frame.external = true;
-        (frame.reads ??= []).push({ node, value: NEVER });
+        frame.impure = true;
       }
     } else if (found === this.#scope && this.#ownNames.has(name)) {
       frame.internal = true;
@@ -292,7 +323,10 @@ export class Recorder {
 
   /** The recorded body, or `undefined` if it cannot be reused. */
   entry(output: string): Entry | undefined {
-    if (!this.#kept || this.#frames.length !== 1) return undefined;
+    const root = this.#frames[0]!;
+    if (!this.#kept || this.#frames.length !== 1 || root.impure) {
+      return undefined;
+    }
     return {
       output,
       reads: this.#frames[0]!.reads ?? [],
@@ -300,6 +334,139 @@ export class Recorder {
       namespaces: [...this.#namespaces],
       writes: this.#writes,
     };
+  }
+}
+
+/** The scope that defines `name`, seen from `scope`. */
+function resolve(scope: Scope, name: string): Scope | undefined {
+  let found: Scope | undefined = scope;
+  while (found !== undefined && !found.variables.has(name)) {
+    found = found.parent;
+  }
+  return found;
+}
+
+/** What an expression may read, whatever path it takes. */
+interface StaticInfo {
+  /** Every variable name in it. */
+  readonly names: ReadonlySet<string>;
+  /** Names it calls. */
+  readonly callees: ReadonlySet<string>;
+  /** `name.key` attribute reads. */
+  readonly keys: readonly (readonly [string, string])[];
+}
+
+const staticInfos = new WeakMap<Node, StaticInfo | null>();
+
+/** An expression's {@linkcode StaticInfo}, or null for a shape not followed. */
+function staticInfo(node: Node): StaticInfo | null {
+  let info = staticInfos.get(node);
+  if (info === undefined) {
+    const names = new Set<string>();
+    const callees = new Set<string>();
+    const keys: [string, string][] = [];
+    info = collect(node, names, callees, keys)
+      ? { names, callees, keys }
+      : null;
+    staticInfos.set(node, info);
+  }
+  return info;
+}
+
+/**
+ * The name a call calls: `f(...)`, or `f(...)` as rewritten to
+ * `__ic_callable(f, "f")(...)` (see _template_ast.ts).
+ */
+function calleeName(node: Node): string | undefined {
+  const callee = node["callee"] as Node;
+  if (callee.type === "Identifier") return callee["value"] as string;
+  if (callee.type !== "CallExpression") return undefined;
+  const inner = callee["callee"] as Node;
+  const target = (callee["args"] as Node[])[0];
+  return inner.type === "Identifier" && inner["value"] === CALLABLE &&
+      target?.type === "Identifier"
+    ? target["value"] as string
+    : undefined;
+}
+
+/** Whether `node` calls a global that reads the clock. */
+function callsImpure(node: Node): boolean {
+  if (node.type !== "CallExpression") return false;
+  const name = calleeName(node);
+  return name !== undefined && IMPURE_GLOBALS.has(name);
+}
+
+const LITERALS = new Set([
+  "IntegerLiteral",
+  "FloatLiteral",
+  "StringLiteral",
+  "NullLiteral",
+  "BooleanLiteral",
+]);
+
+function collect(
+  node: Node | undefined | null,
+  names: Set<string>,
+  callees: Set<string>,
+  keys: [string, string][],
+): boolean {
+  if (node === undefined || node === null) return true;
+  const walk = (child: unknown) =>
+    collect(child as Node | undefined, names, callees, keys);
+  if (LITERALS.has(node.type)) return true;
+  switch (node.type) {
+    case "Identifier":
+      names.add(node["value"] as string);
+      return true;
+    case "MemberExpression": {
+      const object = node["object"] as Node;
+      const property = node["property"] as Node;
+      if (!node["computed"] && object.type === "Identifier") {
+        keys.push([object["value"] as string, property["value"] as string]);
+      }
+      return walk(object) && (!node["computed"] || walk(property));
+    }
+    case "CallExpression": {
+      const callee = node["callee"] as Node;
+      const named = calleeName(node);
+      if (named !== undefined) {
+        callees.add(named);
+        names.add(named);
+        if (callee.type !== "Identifier") {
+          callees.add(CALLABLE);
+          names.add(CALLABLE);
+        }
+      } else if (
+        callee.type !== "MemberExpression" ||
+        (callee["object"] as Node).type === "Identifier" ||
+        !walk(callee)
+      ) {
+        // A method of a value is pure; of a variable (a namespace's
+        // attribute may hold a macro), not followed.
+        return false;
+      }
+      return (node["args"] as Node[]).every(walk);
+    }
+    case "KeywordArgumentExpression":
+      return walk(node["value"]);
+    case "SliceExpression":
+      return walk(node["start"]) && walk(node["stop"]) && walk(node["step"]);
+    case "UnaryExpression":
+      return walk(node["argument"]);
+    case "BinaryExpression":
+      return walk(node["left"]) && walk(node["right"]);
+    case "Ternary":
+      return walk(node["condition"]) && walk(node["trueExpr"]) &&
+        walk(node["falseExpr"]);
+    case "TestExpression":
+      return walk(node["operand"]);
+    case "ArrayLiteral":
+    case "TupleLiteral":
+      return (node["value"] as Node[]).every(walk);
+    default:
+      // Filters (rewritten to calls but for a few), selects, object
+      // literals, spreads: not followed.
+      return false;
   }
 }
 

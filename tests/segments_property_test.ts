@@ -26,6 +26,22 @@ const SEED = 20261130;
 const CONVERSATIONS = 8;
 const TURNS = 12;
 
+/** `text` cut at random places into parts, some empty. */
+function cutAtRandom(text: string, random: () => number): string[] {
+  const parts: string[] = [];
+  let at = 0;
+  while (at < text.length) {
+    const next = Math.min(
+      text.length,
+      at + Math.floor(random() * random() * 400),
+    );
+    parts.push(text.slice(at, next));
+    at = next;
+  }
+  if (random() < 0.3) parts.splice(Math.floor(random() * parts.length), 0, "");
+  return parts;
+}
+
 Deno.test("counting by pieces equals a full count of every render, per safe family", async (t) => {
   for (const model of MODEL_FILES) {
     const tokenizerJson = await Deno.readTextFile(model.tokenizerPath);
@@ -62,6 +78,10 @@ Deno.test("counting by pieces equals a full count of every render, per safe fami
       const prefix = new PrefixCounter(tokenizer, "sha", new Map());
       // And cutting pieces into line chunks, where the tokenizer allows it.
       const lines = new PrefixCounter(tokenizer, "sha", new Map(), {
+        lineChunks,
+      });
+      // And given each render in parts cut at random places.
+      const parted = new PrefixCounter(tokenizer, "sha", new Map(), {
         lineChunks,
       });
       const random = mulberry32(SEED);
@@ -109,6 +129,11 @@ Deno.test("counting by pieces equals a full count of every render, per safe fami
             full,
             `${model.family}, conversation ${c}, turn ${turn}, line chunks`,
           );
+          strictEqual(
+            parted.count(cutAtRandom(rendered, random)),
+            full,
+            `${model.family}, conversation ${c}, turn ${turn}, in parts`,
+          );
           renders++;
         }
       }
@@ -138,6 +163,10 @@ Deno.test("PrefixCounter splits an edited text as a fresh split does, wherever t
     );
   const random = mulberry32(SEED);
   const counter = new PrefixCounter(tokenizer, "sha", new Map());
+  // The same texts in parts: a grown text shares its base's part objects
+  // (as a render reusing loop items does), an edited one is cut afresh.
+  const parted = new PrefixCounter(tokenizer, "sha", new Map());
+  const partsOf = new Map<string, string[]>([["", []]]);
   const texts: string[] = [""];
   for (let i = 0; i < 3000; i++) {
     const base = texts[Math.floor(random() * texts.length)]!;
@@ -147,10 +176,16 @@ Deno.test("PrefixCounter splits an edited text as a fresh split does, wherever t
     for (let n = Math.floor(random() * 4); n > 0; n--) {
       insert += alphabet[Math.floor(random() * alphabet.length)];
     }
-    const text = random() < 0.5
+    const grown = random() < 0.5;
+    const text = grown
       ? base + insert
       : base.slice(0, at) + insert + base.slice(at + cut);
     strictEqual(counter.count(text), expected(text), JSON.stringify(text));
+    const parts = grown
+      ? [...partsOf.get(base)!, insert]
+      : cutAtRandom(text, random);
+    strictEqual(parted.count(parts), expected(text), JSON.stringify(parts));
+    partsOf.set(text, parts);
     texts.push(text);
     if (texts.length > 6) texts.shift();
   }

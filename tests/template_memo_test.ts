@@ -13,6 +13,7 @@ import { memoStats } from "../src/_template_memo.ts";
 import {
   loadFolder,
   renderChat,
+  renderChatParts,
   templateFor,
   tokenizePayload,
 } from "../src/_chat_render.ts";
@@ -105,7 +106,7 @@ Deno.test("real templates render alike with reused item outputs, over growing, e
             renderChat(loaded, payload, entry, { reuse: false })
           );
           const memo = outcome(() =>
-            renderChat(loaded, payload, entry, { reuse: true })
+            renderChatParts(loaded, payload, entry, { reuse: true }).join("")
           );
           strictEqual(memo, plain, `${model.family}, step ${step}`);
           if (plain.startsWith("! ")) {
@@ -134,8 +135,15 @@ function agree(
   return counted(() => {
     contexts.forEach((context, i) => {
       const plain = outcome(() => template.render(context));
-      const memo = outcome(() => template.render(context, { memo: true }));
+      const memo = outcome(() =>
+        template.renderParts(context, { memo: true }).join("")
+      );
       strictEqual(memo, plain, `render ${i} of ${source}`);
+      strictEqual(
+        outcome(() => template.render(context, { memo: true })),
+        plain,
+        `render ${i} of ${source}, whole`,
+      );
     });
   });
 }
@@ -195,6 +203,28 @@ Deno.test("reused item outputs follow every value the body reads", async (t) => 
           { messages: [a, b], x: "1", y: "2" },
           { messages: [a, b, c], x: "1", y: "2" },
         ],
+      );
+    },
+  );
+  await t.step(
+    "a check never takes a path the item's own variables decide",
+    () => {
+      // Checked before the item runs, `flag or v == 'x'` would read the
+      // previous item's `v`; the item reads its own.
+      const [p, q] = [toValue({ c: "y" }), toValue({ c: "x" })];
+      agree(
+        "{% for m in messages %}{% set v = m.c %}{% if flag or v == 'x' %}A{% else %}B{% endif %}{% endfor %}",
+        [{ messages: [p], flag: true }, { messages: [q, p], flag: false }],
+      );
+      // The same through a macro that reads the item's variable.
+      agree(
+        "{% macro pick() %}{% if flag %}A{% else %}{{ v }}{% endif %}{% endmacro %}{% for m in messages %}{% set v = m.c %}{{ pick() }}{% endfor %}",
+        [{ messages: [p], flag: true }, { messages: [q, p], flag: false }],
+      );
+      // And through a nested loop's variable.
+      agree(
+        "{% for m in messages %}{% for t in [m.c] %}{% if flag or t == 'x' %}A{% else %}B{% endif %}{% endfor %}{% endfor %}",
+        [{ messages: [p], flag: true }, { messages: [q, p], flag: false }],
       );
     },
   );
@@ -279,6 +309,18 @@ Deno.test("reused item outputs follow every value the body reads", async (t) => 
     const second = template.render({ messages: [a, b] }, { memo: true });
     strictEqual(second, template.render({ messages: [a, b] }));
     ok(first !== second);
+    // Called with the item's own format: the call cannot be checked again
+    // alone, so the item is never reused.
+    const own = compileChatTemplate(
+      "{% for m in messages %}{% set f = '%S' %}{{ strftime_now(f) }}{{ m.c }};{% endfor %}",
+      { now: () => clock.now },
+    );
+    own.render({ messages: [a, b] }, { memo: true });
+    clock.now = new Date(2026, 10, 30, 12, 0, 2);
+    strictEqual(
+      own.render({ messages: [a, b] }, { memo: true }),
+      own.render({ messages: [a, b] }),
+    );
   });
   await t.step("a global shadowed in a later render", () => {
     agree(
@@ -336,7 +378,8 @@ Deno.test("reused item outputs follow every value the body reads", async (t) => 
 const PRELUDE =
   "{% set ns = namespace(n=0, flag=false, s='') %}{% if shadow %}{% set sep = 'S' %}{% set range = none %}{% endif %}" +
   "{% macro show(m) %}{{ sep }}{{ m.c }}{% endmacro %}" +
-  "{% macro bump(k) %}{% set ns.n = ns.n + k %}{{ ns.n }}{% endmacro %}";
+  "{% macro bump(k) %}{% set ns.n = ns.n + k %}{{ ns.n }}{% endmacro %}" +
+  "{% macro pick() %}{% if x == 'a' %}A{% else %}{{ last }}{% endif %}{% endmacro %}";
 const FRAGMENTS = [
   "{{ m.c }}",
   "{{ loop.index }}",
@@ -367,6 +410,10 @@ const FRAGMENTS = [
   "{{ range is none }}",
   "{% if m.bad %}{{ raise_exception('bad item') }}{% endif %}",
   "{{ ns.items() | list | length }}",
+  "{% if x == 'b' or last == 'a' %}O{% endif %}",
+  "{% if last is defined and (ns.flag or last == 'b') %}P{% endif %}",
+  "{{ pick() }}",
+  "{% for k in m.tags %}{% if x == 'a' or k == 't' %}K{% endif %}{% endfor %}",
 ];
 
 function randomItem(random: Rand, n: number) {
@@ -428,7 +475,11 @@ Deno.test("random loop bodies render alike with reused item outputs over random 
           clock.now = new Date(clock.now.getTime() + 1000);
         }
         const plain = outcome(() => template.render(context));
-        const memo = outcome(() => template.render(context, { memo: true }));
+        const memo = outcome(() =>
+          random() < 0.5
+            ? template.render(context, { memo: true })
+            : template.renderParts(context, { memo: true }).join("")
+        );
         strictEqual(memo, plain, `template ${t}, render ${i}: ${source}`);
         renders++;
       });
