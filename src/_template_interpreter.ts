@@ -321,15 +321,9 @@ function evaluateFor(
     });
   }
   const length = items.length;
-  const loop = new Map<string, Value>();
+  const loop = new LoopFields(items);
   const loopValue = make("ObjectValue", loop);
   markLoopObject(loopValue);
-  // Values never change once made: one of each number and flag per loop.
-  const numbers: Value[] = [];
-  for (let n = 0; n <= length; n++) numbers.push(new IntegerClass(n));
-  const yes = new BooleanClass(true);
-  const no = new BooleanClass(false);
-  const none = new UndefinedClass(undefined);
   const body = node["body"] as Node[];
   // Item outputs are reused only by a loop not itself inside a recorded body.
   const reuse = this.memo && this.rec === null && loopvar.type === "Identifier"
@@ -339,15 +333,7 @@ function evaluateFor(
   // As in jinja2, `else` runs unless an item's body ran to its end.
   let completed = false;
   for (let i = 0; i < length; ++i) {
-    loop.set("index", numbers[i + 1]!);
-    loop.set("index0", numbers[i]!);
-    loop.set("revindex", numbers[length - i]!);
-    loop.set("revindex0", numbers[length - i - 1]!);
-    loop.set("first", i === 0 ? yes : no);
-    loop.set("last", i === length - 1 ? yes : no);
-    loop.set("length", numbers[length]!);
-    loop.set("previtem", i > 0 ? items[i - 1]! : none);
-    loop.set("nextitem", i < length - 1 ? items[i + 1]! : none);
+    loop.at = i;
     scope.setVariable("loop", loopValue);
     const item = items[i]!;
     bind(scope, item);
@@ -369,6 +355,104 @@ function evaluateFor(
   }
   if (sink !== null && result !== "") sink.push(result);
   return new StringClass(sink === null ? result : "");
+}
+
+/** Shared integer values: values never change once made. */
+const integers: Value[] = [];
+function integer(n: number): Value {
+  for (let k = integers.length; k <= n; k++) integers.push(new IntegerClass(k));
+  return integers[n]!;
+}
+const YES = new BooleanClass(true);
+const NO = new BooleanClass(false);
+const NONE = new UndefinedClass(undefined);
+const LOOP_KEYS = [
+  "index",
+  "index0",
+  "revindex",
+  "revindex0",
+  "first",
+  "last",
+  "length",
+  "previtem",
+  "nextitem",
+] as const;
+const LOOP_KEY_SET: ReadonlySet<string> = new Set(LOOP_KEYS);
+
+/**
+ * The entries of a `for` loop's `loop` object, read from the current item's
+ * position instead of written nine times an item: the same keys, in the
+ * same order, with the same values as a Map filled for each item.
+ */
+class LoopFields extends Map<string, Value> {
+  /** The current item's index. */
+  at = 0;
+  readonly #items: readonly Value[];
+
+  constructor(items: readonly Value[]) {
+    super();
+    this.#items = items;
+  }
+
+  override get(key: string): Value | undefined {
+    const i = this.at;
+    const length = this.#items.length;
+    switch (key) {
+      case "index":
+        return integer(i + 1);
+      case "index0":
+        return integer(i);
+      case "revindex":
+        return integer(length - i);
+      case "revindex0":
+        return integer(length - i - 1);
+      case "first":
+        return i === 0 ? YES : NO;
+      case "last":
+        return i === length - 1 ? YES : NO;
+      case "length":
+        return integer(length);
+      case "previtem":
+        return i > 0 ? this.#items[i - 1]! : NONE;
+      case "nextitem":
+        return i < length - 1 ? this.#items[i + 1]! : NONE;
+      default:
+        return undefined;
+    }
+  }
+
+  override has(key: string): boolean {
+    return LOOP_KEY_SET.has(key);
+  }
+
+  override get size(): number {
+    return LOOP_KEYS.length;
+  }
+
+  override *entries(): MapIterator<[string, Value]> {
+    for (const key of LOOP_KEYS) yield [key, this.get(key)!];
+  }
+
+  override *keys(): MapIterator<string> {
+    yield* LOOP_KEYS;
+  }
+
+  override *values(): MapIterator<Value> {
+    for (const key of LOOP_KEYS) yield this.get(key)!;
+  }
+
+  override [Symbol.iterator](): MapIterator<[string, Value]> {
+    return this.entries();
+  }
+
+  override forEach(
+    callback: (value: Value, key: string, map: Map<string, Value>) => void,
+    thisArg?: unknown,
+  ): void {
+    for (const key of LOOP_KEYS) {
+      callback.call(thisArg, this.get(key)!, key, this);
+    }
+  }
 }
 
 /**
