@@ -560,3 +560,8 @@ export function runProgramParts(
   (interpreter as unknown as { run(program: unknown): Value }).run(program);
   return parts;
 }
+
+/** Evaluates one expression node in a scope, as a render would (tests compare the compiled checks with it). */
+export function evaluateExpression(node: unknown, scope: unknown): Value {
+  return new PyInterpreter(scope, false).evaluate(node as Node, scope);
+}

@@ -21,6 +21,7 @@
 import { Environment } from "@huggingface/jinja";
 import { make, type Value } from "./_template_values.ts";
 import { CALLABLE } from "./_template_ast.ts";
+import { type Check, compileCheck } from "./_template_check.ts";
 
 /** A template AST node. */
 export type Node = { type: string } & Record<string, unknown>;
@@ -38,6 +39,11 @@ interface Read {
   readonly value: Value;
 }
 
+/** A kept read, with its compiled check when it has one. */
+interface KeptRead extends Read {
+  readonly check: Check | null;
+}
+
 /** A write the body made outside itself. */
 type Write =
   | { readonly name: string; readonly value: Value }
@@ -46,7 +52,7 @@ type Write =
 /** One item's recorded body. */
 export interface Entry {
   readonly output: string;
-  readonly reads: readonly Read[];
+  readonly reads: readonly KeptRead[];
   /** Globals read: no scope between the loop and the root may define them. */
   readonly globals: readonly string[];
   /** Names whose namespace the body wrote: they must name a namespace again. */
@@ -329,7 +335,10 @@ export class Recorder {
     }
     return {
       output,
-      reads: this.#frames[0]!.reads ?? [],
+      reads: (root.reads ?? []).map((read) => ({
+        ...read,
+        check: compileCheck(read.node),
+      })),
       globals: [...this.#globals],
       namespaces: [...this.#namespaces],
       writes: this.#writes,
@@ -568,7 +577,7 @@ export function holds(
   for (const read of entry.reads) {
     let value: Value;
     try {
-      value = evaluate(read.node, scope);
+      value = read.check?.(scope) ?? evaluate(read.node, scope);
     } catch {
       return false;
     }
