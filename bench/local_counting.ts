@@ -11,9 +11,13 @@
  * and with the library as shipped) and the native `tokenizers` binding (timed inside
  * its Node process) on the same renders, in the same run; then first-load
  * time and heap per model family, and pure-JS vs native tokens per second
- * on ~100 KB of fresh prose-like text. The full re-counts run after the
- * conversation has grown, on the renders of the turns near each checkpoint,
- * so that their garbage does not pause the timed per-turn counts.
+ * on ~100 KB of fresh prose-like text. The worker counts replay the grown
+ * conversation's turns after the growth, each pass on its own, and the full
+ * re-counts run after that on the renders of the turns near each
+ * checkpoint: the harness's own work (the calling thread's counts, the
+ * reference renders, JSON round trips, half-second re-counts) keeps V8's
+ * background GC and compiler threads busy, which on 2 cores would land in
+ * the timed counts of whatever runs beside it.
  *
  *     npx --yes deno@2.9.6 run --v8-flags=--expose-gc --allow-read --allow-env --allow-run=node bench/local_counting.ts
  *
@@ -102,10 +106,13 @@ async function loadTable(): Promise<string[]> {
 
 interface TurnSample {
   readonly tokens: number;
+  /** The calling thread's count (the worker passes must agree). */
+  readonly counted: number;
   readonly backendMs: number;
-  readonly workerMs: number;
+  /** Filled by the worker pass. */
+  workerMs: number;
   /** The same in another worker, the request parsed from JSON text each turn (as the proxy and the fetch wrapper see it). */
-  readonly parsedMs: number;
+  parsedMs: number;
   readonly renderMs: number;
   readonly tokenizeMs: number;
   /** Filled after the growth: the full pure-JS re-count of this turn's render. */
@@ -172,19 +179,6 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     const counted = await backend.count(request, { contextLength });
     const backendMs = performance.now() - start;
     start = performance.now();
-    const counted2 = await inWorker.count(request, { contextLength });
-    const workerMs = performance.now() - start;
-    const parsed = JSON.parse(JSON.stringify(request));
-    start = performance.now();
-    const counted3 = await parsedWorker.count(parsed, { contextLength });
-    const parsedMs = performance.now() - start;
-    if (counted3 !== counted) {
-      throw new Error(`parsed ${counted3} != calling thread ${counted}`);
-    }
-    if (counted2 !== counted) {
-      throw new Error(`worker ${counted2} != calling thread ${counted}`);
-    }
-    start = performance.now();
     const render = template.render({
       messages,
       add_generation_prompt: true,
@@ -207,9 +201,10 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
     }
     samples.push({
       tokens: incremental,
+      counted,
       backendMs,
-      workerMs,
-      parsedMs,
+      workerMs: NaN,
+      parsedMs: NaN,
       renderMs,
       tokenizeMs,
       fullMs: NaN,
@@ -217,6 +212,35 @@ async function growConversation(files: ModelFiles): Promise<string[]> {
       render: near ? render : "",
     });
     tokens = incremental;
+  }
+  // The worker's counts replay the same turns on their own, after the
+  // growth: the harness's work around each turn above (the calling thread's
+  // count, the reference render, the JSON round trip) would otherwise keep
+  // V8's background GC and compiler threads busy on 2 cores while a worker
+  // counts. First the caller's own message objects, then each request
+  // parsed from JSON text, in its own worker.
+  for (
+    const [pass, worker] of [["objects", inWorker], [
+      "parsed",
+      parsedWorker,
+    ]] as const
+  ) {
+    for (const [turn, sample] of samples.entries()) {
+      const request = { model: "m", messages: messages.slice(0, 3 + 2 * turn) };
+      const sent = pass === "parsed"
+        ? JSON.parse(JSON.stringify(request))
+        : request;
+      const start = performance.now();
+      const counted = await worker.count(sent, { contextLength });
+      const ms = performance.now() - start;
+      if (counted !== sample.counted) {
+        throw new Error(
+          `${pass} worker ${counted} != calling thread ${sample.counted}`,
+        );
+      }
+      if (pass === "parsed") sample.parsedMs = ms;
+      else sample.workerMs = ms;
+    }
   }
   // The full re-counts of the checkpoint turns' renders, after the growth:
   // their half-second allocation storms (the stock library's) would
