@@ -479,16 +479,20 @@ function collect(
   }
 }
 
+/** Values held by value: equal when their type and value are. */
+const SCALARS: ReadonlySet<string> = new Set([
+  "StringValue",
+  "IntegerValue",
+  "FloatValue",
+  "BooleanValue",
+  "NullValue",
+  "UndefinedValue",
+]);
+
 /** A value that may be replayed into a later render: immutable data only. */
 function storable(value: Value): boolean {
+  if (SCALARS.has(value.type)) return true;
   switch (value.type) {
-    case "StringValue":
-    case "IntegerValue":
-    case "FloatValue":
-    case "BooleanValue":
-    case "NullValue":
-    case "UndefinedValue":
-      return true;
     case "ArrayValue":
     case "TupleValue":
       return (value.value as Value[]).every(storable);
@@ -511,14 +515,8 @@ function storable(value: Value): boolean {
 export function alike(a: Value, b: Value, depth = 0): boolean {
   if (a === b) return true;
   if (a.type !== b.type || depth > 32) return false;
+  if (SCALARS.has(a.type)) return Object.is(a.value, b.value);
   switch (a.type) {
-    case "StringValue":
-    case "IntegerValue":
-    case "FloatValue":
-    case "BooleanValue":
-    case "NullValue":
-    case "UndefinedValue":
-      return Object.is(a.value, b.value);
     case "ArrayValue":
     case "TupleValue": {
       const x = a.value as Value[];

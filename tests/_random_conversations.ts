@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { WEATHER_TOOL } from "./_tokenizer_conversations.ts";
 
 /** Fragments random texts are made of. */
 export const PIECES = [
@@ -51,18 +52,7 @@ export function text(random: () => number, max: number): string {
 }
 
 /** One tool, as a chat request lists it. */
-export const TOOLS = [{
-  type: "function",
-  function: {
-    name: "get_weather",
-    description: "Get the weather for a city.",
-    parameters: {
-      type: "object",
-      properties: { city: { type: "string" }, days: { type: "integer" } },
-      required: ["city"],
-    },
-  },
-}];
+export const TOOLS = [WEATHER_TOOL];
 
 /** A chat message. */
 export type Message = Record<string, unknown>;

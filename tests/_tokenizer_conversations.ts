@@ -5,7 +5,8 @@
  * @module
  */
 
-const weatherTool = {
+/** A tool definition, as a chat request lists it. */
+export const WEATHER_TOOL = {
   type: "function",
   function: {
     name: "get_weather",
@@ -41,7 +42,7 @@ export const CONVERSATIONS: readonly Record<string, unknown>[] = [
     ],
   },
   {
-    tools: [weatherTool],
+    tools: [WEATHER_TOOL],
     messages: [
       { role: "system", content: "Use tools when needed." },
       { role: "user", content: "Weather in Paris and 東京 for 3 days?" },
