@@ -249,10 +249,7 @@ export class Recorder {
    * an attribute read), so a namespace or `loop` cannot be followed.
    */
   lookup(name: string, node: Node, scope: Scope, whole: boolean): Value {
-    let found: Scope | undefined = scope;
-    while (found !== undefined && !found.variables.has(name)) {
-      found = found.parent;
-    }
+    const found = resolve(scope, name);
     const value = found?.variables.get(name) ??
       make("UndefinedValue", undefined);
     const frame = this.#top();
@@ -312,10 +309,7 @@ export class Recorder {
     key: string,
     value: Value,
   ): void {
-    let found: Scope | undefined = scope;
-    while (found !== undefined && !found.variables.has(name)) {
-      found = found.parent;
-    }
+    const found = resolve(scope, name);
     if (found === undefined || !this.#chain.has(found)) return;
     if (
       found === this.#scope && this.#ownNames.has(name) || !storable(value)
@@ -566,11 +560,7 @@ export function holds(
     }
   }
   for (const name of entry.namespaces) {
-    let found: Scope | undefined = scope;
-    while (found !== undefined && !found.variables.has(name)) {
-      found = found.parent;
-    }
-    if (!isNamespace(found?.variables.get(name))) return false;
+    if (!isNamespace(resolve(scope, name)?.variables.get(name))) return false;
   }
   for (const read of entry.reads) {
     let value: Value;
@@ -591,11 +581,8 @@ export function replay(entry: Entry, scope: Scope): void {
       scope.setVariable(write.name, write.value);
       continue;
     }
-    let found: Scope | undefined = scope;
-    while (found !== undefined && !found.variables.has(write.name)) {
-      found = found.parent;
-    }
-    (found!.variables.get(write.name)!.value as Map<string, Value>).set(
+    const found = resolve(scope, write.name)!;
+    (found.variables.get(write.name)!.value as Map<string, Value>).set(
       write.key,
       write.value,
     );
