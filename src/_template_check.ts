@@ -5,7 +5,7 @@
 // to closures that give the value the interpreter would give, and gives
 // up (undefined) wherever they could differ: the interpreter then runs.
 import { make, type Value } from "./_template_values.ts";
-import type { Node, Scope } from "./_template_memo.ts";
+import { type Node, resolve, type Scope } from "./_template_memo.ts";
 
 /** A compiled check: the expression's value, or undefined to let the interpreter evaluate it. */
 export type Check = (scope: Scope) => Value | undefined;
@@ -32,12 +32,8 @@ const FALSE = make("BooleanValue", false);
 
 /** @huggingface/jinja's variable lookup: the nearest scope holding the name. */
 function lookup(scope: Scope, name: string): Value {
-  for (let s: Scope | undefined = scope; s !== undefined; s = s.parent) {
-    if (s.variables.has(name)) {
-      return s.variables.get(name) ?? make("UndefinedValue", undefined);
-    }
-  }
-  return make("UndefinedValue", undefined);
+  return resolve(scope, name)?.variables.get(name) ??
+    make("UndefinedValue", undefined);
 }
 
 function compile(node: Node): Check | null {

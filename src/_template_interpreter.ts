@@ -17,6 +17,7 @@ import {
   type Node as MemoNode,
   Recorder,
   replay,
+  resolve,
   type Scope as MemoScope,
 } from "./_template_memo.ts";
 
@@ -66,15 +67,6 @@ function recordingEvaluate(
   const value = plainEvaluate.call(this, node, environment);
   rec.pop(node as MemoNode, environment as MemoScope, value);
   return value;
-}
-
-/** A variable's value without recording the read. */
-function lookupQuiet(scope: MemoScope, name: string): Value | undefined {
-  let found: MemoScope | undefined = scope;
-  while (found !== undefined && !found.variables.has(name)) {
-    found = found.parent;
-  }
-  return found?.variables.get(name);
 }
 
 /** The classes `{% break %}` and `{% continue %}` throw (the package does not export them). */
@@ -198,7 +190,7 @@ class PyInterpreter extends Base {
         ? this.evaluate(node["value"] as Node, environment)
         : this.evaluateBlock(node["body"] as Node[], environment);
       const name = target["value"] as string;
-      const object = lookupQuiet(scope, name);
+      const object = resolve(scope, name)?.variables.get(name);
       if (!isNamespace(object)) {
         throw new Error("cannot assign attribute on non-namespace object");
       }
@@ -467,6 +459,8 @@ class ItemReuse {
   readonly #chain: MemoScope[] = [];
   readonly #names: ReadonlySet<string>;
   readonly #memo: WeakMap<object, Entry>;
+  /** Evaluates a kept check (one closure per loop, not per item). */
+  readonly #evaluate: (node: MemoNode, scope: MemoScope) => Value;
 
   constructor(
     interpreter: PyInterpreter,
@@ -482,6 +476,7 @@ class ItemReuse {
     }
     this.#names = new Set([name]);
     this.#memo = memoOf(node as MemoNode);
+    this.#evaluate = (check, at) => interpreter.evaluate(check as Node, at);
   }
 
   /** The item's output, reused or recorded; `undefined` for an item that just runs. */
@@ -491,12 +486,7 @@ class ItemReuse {
     const entry = this.#memo.get(item);
     if (
       entry !== undefined &&
-      holds(
-        entry,
-        this.#scope,
-        this.#chain,
-        (node, scope) => interpreter.evaluate(node as Node, scope),
-      )
+      holds(entry, this.#scope, this.#chain, this.#evaluate)
     ) {
       memoStats.hits++;
       replay(entry, this.#scope);

@@ -340,8 +340,8 @@ export class Recorder {
   }
 }
 
-/** The scope that defines `name`, seen from `scope`. */
-function resolve(scope: Scope, name: string): Scope | undefined {
+/** The scope that defines `name`, seen from `scope` (as @huggingface/jinja resolves it). */
+export function resolve(scope: Scope, name: string): Scope | undefined {
   let found: Scope | undefined = scope;
   while (found !== undefined && !found.variables.has(name)) {
     found = found.parent;
