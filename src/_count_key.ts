@@ -1,6 +1,29 @@
 /** The count cache's key: {@linkcode hashCountKey}. */
 import { createHash } from "node:crypto";
 
+/** A payload longer than this many characters is not remembered. */
+const MEMO_MAX_CHARS = 1_048_576;
+/** How many characters of payloads are remembered in all (4-8 MB). */
+const MEMO_TOTAL_CHARS = 4_194_304;
+/** How many payloads are remembered at most. */
+const MEMO_ENTRIES = 32;
+
+interface Memo {
+  readonly source: string;
+  readonly contextLength: number;
+  readonly key: string;
+}
+
+/**
+ * The keys of the payloads hashed last, by the exact payload text, least
+ * recently used first. A count-cache hit is a payload counted before (a
+ * retry, a preflight followed by its request), and its SHA-256 costs ~10
+ * times what finding the same text in a `Map` does: V8 hashes the text once
+ * and compares it whole on a match, so a found key is exact.
+ */
+const recent = new Map<string, Memo>();
+let recentChars = 0;
+
 /**
  * SHA-256 (hex) of a count's source, context length and payload, computed
  * synchronously.
@@ -23,6 +46,41 @@ export function hashCountKey(
       `Cannot compute the count cache key as 'contextLength' must be a positive integer: current value is ${contextLength}`,
     );
   }
+  const memorable = payload.length <= MEMO_MAX_CHARS;
+  const memo = memorable ? recent.get(payload) : undefined;
+  if (
+    memo !== undefined && memo.source === source &&
+    memo.contextLength === contextLength
+  ) {
+    recent.delete(payload);
+    recent.set(payload, memo);
+    return memo.key;
+  }
+  const key = sha256Key(source, contextLength, payload);
+  if (memorable) remember(payload, { source, contextLength, key });
+  return key;
+}
+
+/** What the memo holds, for tests: payloads and their characters. */
+export function countKeyMemoSize(): { entries: number; chars: number } {
+  return { entries: recent.size, chars: recentChars };
+}
+
+function remember(payload: string, memo: Memo): void {
+  if (!recent.delete(payload)) recentChars += payload.length;
+  recent.set(payload, memo);
+  for (const oldest of recent.keys()) {
+    if (recent.size <= MEMO_ENTRIES && recentChars <= MEMO_TOTAL_CHARS) break;
+    recent.delete(oldest);
+    recentChars -= oldest.length;
+  }
+}
+
+function sha256Key(
+  source: string,
+  contextLength: number,
+  payload: string,
+): string {
   // The JSON array frames source and length unambiguously; the payload follows the newline.
   // node:crypto (in Deno and Node alike) hashes a string synchronously, about
   // 5x faster than crypto.subtle at 40 KB (25 us vs 130 us, both measured

@@ -11,6 +11,7 @@ import {
 } from "../testing.ts";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { createHash } from "node:crypto";
+import { countKeyMemoSize } from "../src/_count_key.ts";
 import {
   deepStrictEqual,
   match,
@@ -472,4 +473,44 @@ Deno.test("countCacheKey() hashes source, context length and payload", async () 
   await rejects(countCacheKey("s", 0, "{}"), RangeError);
   await rejects(countCacheKey("s", 1.5, "{}"), RangeError);
   await rejects(countCacheKey(1 as unknown as string, 1, "{}"), TypeError);
+});
+
+Deno.test("the key of a payload hashed before comes from a bounded memo, exact", async () => {
+  const sha = (source: string, length: number, payload: string) =>
+    createHash("sha256").update(
+      `${JSON.stringify([source, length])}\n${payload}`,
+    ).digest("hex");
+  const payloads = Array.from({ length: 40 }, (_, i) => `{"messages":[${i}]}`);
+  for (let round = 0; round < 2; round++) {
+    for (const payload of payloads) {
+      strictEqual(
+        await countCacheKey("s", 8192, payload),
+        sha("s", 8192, payload),
+      );
+    }
+  }
+  // The same text for another source or context length has its own key.
+  const last = payloads.at(-1)!;
+  strictEqual(await countCacheKey("t", 8192, last), sha("t", 8192, last));
+  strictEqual(await countCacheKey("t", 4096, last), sha("t", 4096, last));
+  strictEqual(await countCacheKey("s", 8192, last), sha("s", 8192, last));
+  const kept = payloads.slice(-32);
+  deepStrictEqual(countKeyMemoSize(), {
+    entries: 32,
+    chars: kept.reduce((sum, payload) => sum + payload.length, 0),
+  });
+  // Long payloads: at most 4 Mi characters in all; over 1 Mi, none kept.
+  for (let i = 0; i < 6; i++) {
+    const long = `${i}`.padEnd(1_048_576 - i, "x");
+    strictEqual(await countCacheKey("s", 8192, long), sha("s", 8192, long));
+    strictEqual(await countCacheKey("s", 8192, long), sha("s", 8192, long));
+  }
+  const { entries, chars } = countKeyMemoSize();
+  ok(chars <= 4_194_304 && entries === 4, `${entries} entries, ${chars} chars`);
+  const longest = "y".repeat(1_048_577);
+  strictEqual(
+    await countCacheKey("s", 8192, longest),
+    sha("s", 8192, longest),
+  );
+  deepStrictEqual(countKeyMemoSize(), { entries, chars });
 });
