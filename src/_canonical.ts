@@ -26,6 +26,8 @@
  * @returns Its canonical JSON text.
  */
 export function canonicalMessage(message: unknown): string {
+  const flat = flatCanonical(message);
+  if (flat !== undefined) return flat;
   const normalized = normalize(message);
   const copy = sortedCopy(normalized, true);
   if (copy === SLOW) return serialize(normalized, true);
@@ -39,6 +41,37 @@ export function canonicalMessage(message: unknown): string {
  */
 export function canonicalMessageGeneral(message: unknown): string {
   return serialize(normalize(message), true);
+}
+
+/**
+ * The canonical form of the commonest message, written with one copy instead
+ * of two: a plain object whose values are all strings (or null or undefined,
+ * dropped), such as `{role, content}` or a tool result. No message rule
+ * changes such a message but the arguments of a Responses `function_call`
+ * item, which goes the general way like every other shape (`undefined`).
+ */
+function flatCanonical(message: unknown): string | undefined {
+  if (typeof message !== "object" || message === null) return undefined;
+  const prototype = Object.getPrototypeOf(message);
+  if (prototype !== Object.prototype && prototype !== null) return undefined;
+  const object = message as Record<string, unknown>;
+  const keys = Object.keys(object).sort();
+  const copy: Record<string, unknown> = {};
+  for (const key of keys) {
+    // Keys the copy would reorder or not hold as data: see sortedCopy.
+    const first = key.charCodeAt(0);
+    if ((first >= 0x30 && first <= 0x39) || key === "__proto__") {
+      return undefined;
+    }
+    const value = object[key];
+    if (typeof value === "string") {
+      if (key === "type" && value === "function_call") return undefined;
+      copy[key] = value;
+    } else if (value !== null && value !== undefined) {
+      return undefined;
+    }
+  }
+  return JSON.stringify(copy);
 }
 
 /** Marks a value {@linkcode sortedCopy} leaves to the general serialiser. */

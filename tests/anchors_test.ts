@@ -461,6 +461,54 @@ Deno.test("canonicalMessage() writes what its general path writes", async (t) =>
       );
     }
   });
+  await t.step("on flat messages (string and null values)", () => {
+    const FLAT_KEYS = [...KEYS, "arguments", "tool_call_id", "__proto__"];
+    const STRINGS = [
+      "x",
+      "",
+      "function_call",
+      '{"b":null,"a":1}',
+      '"quoted"',
+      "caf\u00e9 \ud83d\ude00 \u0000\n",
+    ];
+    // Mulberry32: the generator above repeats its low bits too soon to put
+    // two digit keys in one small object.
+    let state = 11;
+    const draw = (n: number) => {
+      state = (state + 0x6d2b79f5) | 0;
+      let x = Math.imul(state ^ (state >>> 15), state | 1);
+      x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+      return ((x ^ (x >>> 14)) >>> 0) % n;
+    };
+    let flat = 0;
+    for (let i = 0; i < 2000; i++) {
+      const object: Record<string, unknown> = {};
+      for (let k = draw(6); k > 0; k--) {
+        const drawn = draw(12);
+        object[FLAT_KEYS[draw(FLAT_KEYS.length)]!] = drawn === 0
+          ? null
+          : drawn === 1
+          ? draw(3) // a number: the message is no longer flat
+          : STRINGS[draw(STRINGS.length)];
+      }
+      // Through JSON, so that a "__proto__" key is an own property.
+      const parsed = JSON.parse(JSON.stringify(object));
+      if (draw(4) === 0) parsed.type = "function_call";
+      const values = Object.values(parsed);
+      if (
+        values.every((value) => value === null || typeof value === "string")
+      ) {
+        flat++;
+      }
+      strictEqual(
+        canonicalMessage(parsed),
+        canonicalMessageGeneral(parsed),
+        JSON.stringify(parsed),
+      );
+    }
+    // Most samples are flat: the direct path is what they exercise.
+    strictEqual(flat > 1000, true, `only ${flat} flat samples`);
+  });
   await t.step("on values only the general path takes", () => {
     const odd = [
       JSON.parse('{"role":"user","__proto__":{"x":null},"content":"a"}'),

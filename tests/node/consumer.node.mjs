@@ -126,6 +126,18 @@ test("every entry the installed package.json exports imports under Node", async 
   }
 });
 
+test("usage anchors keep a parsed '__proto__' key apart under Node", async () => {
+  // Node, unlike Deno, still has the __proto__ setter: a key written by
+  // assignment would vanish (or set a prototype) and two messages would match.
+  const { AnchorStore } = await import("@incontext/incontext/anchored");
+  const store = new AnchorStore();
+  const usage = { promptTokens: 9, completionTokens: 1 };
+  const odd = JSON.parse('{"__proto__":"x","role":"user","content":"hi"}');
+  store.record("m", [odd], usage);
+  strictEqual(store.lookup("m", [{ role: "user", content: "hi" }]), undefined);
+  deepStrictEqual(store.lookup("m", [odd]), { ...usage, prefixLength: 1 });
+});
+
 test("loadConfig() reads an environment object under Node", () => {
   const loaded = config.loadConfig({
     INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize",
