@@ -74,7 +74,8 @@ export class ProxyState {
     "Exact counts that differ from the usage anchor by more than the tolerance.",
   );
   readonly anchors: AnchorStore;
-  readonly #recent: DecisionRecord[] = [];
+  /** Each decision with its time in ms: written out only when shown. */
+  readonly #recent: [number, Omit<DecisionRecord, "time">][] = [];
   readonly #keep: number;
 
   constructor(anchors: AnchorStore, keepDecisions: number) {
@@ -82,15 +83,18 @@ export class ProxyState {
     this.#keep = keepDecisions;
   }
 
-  /** Remembers a decision for `/incontext/context`, dropping the oldest. */
-  remember(record: DecisionRecord): void {
-    this.#recent.push(record);
+  /** Remembers a decision made now for `/incontext/context`, dropping the oldest. */
+  remember(record: Omit<DecisionRecord, "time">): void {
+    this.#recent.push([Date.now(), record]);
     if (this.#recent.length > this.#keep) this.#recent.shift();
   }
 
   /** The remembered decisions, newest last. */
-  recent(): readonly DecisionRecord[] {
-    return this.#recent;
+  recent(): DecisionRecord[] {
+    return this.#recent.map(([time, record]) => ({
+      time: new Date(time).toISOString(),
+      ...record,
+    }));
   }
 }
 
