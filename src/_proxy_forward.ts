@@ -89,17 +89,11 @@ export async function sendUpstream(
 ): Promise<UpstreamAnswer | Response> {
   const { settings, state } = context;
   const abort = new AbortController();
-  const shutdown = context.options.signal;
-  const signal = AbortSignal.any(
-    shutdown ? [request.signal, abort.signal, shutdown] : [
-      request.signal,
-      abort.signal,
-    ],
-  );
+  const unlink = linkAbort(abort, request.signal, context.options.signal);
   const init: RequestInit & { duplex?: "half" } = {
     method: request.method,
     headers: forwardHeaders(request.headers, typeof body === "string"),
-    signal,
+    signal: abort.signal,
     redirect: "manual",
   };
   if (body !== undefined) init.body = body;
@@ -115,6 +109,7 @@ export async function sendUpstream(
   try {
     response = await (context.options.fetch ?? fetch)(target, init);
   } catch (error) {
+    unlink();
     return failed(error, request, abort.signal, context);
   } finally {
     clearQueuedTimeout(timer);
@@ -140,16 +135,52 @@ export async function sendUpstream(
       return failed(error, request, abort.signal, context);
     } finally {
       clearQueuedTimeout(timer);
+      unlink();
     }
   }
-  if (response.body === null) return { ...answer, stream: null };
+  if (response.body === null) {
+    unlink();
+    return { ...answer, stream: null };
+  }
   const guarded = guardIdle(
     response.body,
     settings.upstreamIdleTimeoutMs,
-    abort,
+    { abort, unlink },
     context,
   );
   return { ...answer, stream: guarded.stream, tap: guarded.tap };
+}
+
+/**
+ * Makes `abort` follow the client's signal and the proxy's shutdown signal
+ * until the returned function unlinks it (once the upstream exchange is
+ * over, so that the long-lived shutdown signal holds no listener of a
+ * finished request). Listeners rather than `AbortSignal.any`: in Deno a
+ * dependent signal costs ~10 us more a request (weak references to each
+ * source), a tenth of the proxy's own work on a request.
+ */
+function linkAbort(
+  abort: AbortController,
+  client: AbortSignal,
+  shutdown: AbortSignal | undefined,
+): () => void {
+  for (const source of [client, shutdown]) {
+    if (source?.aborted) {
+      abort.abort(source.reason);
+      return () => {};
+    }
+  }
+  const onAbort = (event: Event) => {
+    unlink();
+    abort.abort((event.target as AbortSignal).reason);
+  };
+  const unlink = () => {
+    client.removeEventListener("abort", onAbort);
+    shutdown?.removeEventListener("abort", onAbort);
+  };
+  client.addEventListener("abort", onAbort);
+  shutdown?.addEventListener("abort", onAbort);
+  return unlink;
 }
 
 /** The largest JSON answer the forwarder reads whole. */
@@ -215,7 +246,7 @@ function failed(
 function guardIdle(
   body: ReadableStream<Uint8Array>,
   idleMs: number,
-  abort: AbortController,
+  { abort, unlink }: { abort: AbortController; unlink: () => void },
   context: ProxyContext,
 ): GuardedBody {
   const reader = body.getReader();
@@ -232,12 +263,14 @@ function guardIdle(
       try {
         result = await reader.read();
       } catch (error) {
+        unlink();
         controller.error(error);
         return;
       } finally {
         clearQueuedTimeout(timer);
       }
       if (result.done) {
+        unlink();
         // Usage is recorded before the client sees the end.
         tap?.end();
         controller.close();
@@ -247,6 +280,7 @@ function guardIdle(
       }
     },
     cancel(reason) {
+      unlink();
       return reader.cancel(reason);
     },
   }, { highWaterMark: 0 });
