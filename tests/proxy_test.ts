@@ -1,8 +1,15 @@
-import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
+import {
+  deepStrictEqual,
+  match,
+  ok,
+  rejects,
+  strictEqual,
+} from "node:assert/strict";
 import OpenAI from "openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText } from "ai";
 import { FakeBackend } from "../testing.ts";
+import { createProxyHandler } from "../src/proxy.ts";
 import { C, postJson, proxyFixture, W } from "./_proxy_fixture.ts";
 
 const chat = (content: string) => ({
@@ -170,6 +177,7 @@ Deno.test("the proxy learns usage anchors on a growing conversation", async (t) 
         apiKey: "-",
         maxRetries: 0,
       });
+      const started = Date.now();
       const messages: OpenAI.ChatCompletionMessageParam[] = [];
       for (let turn = 0; turn < 4; turn++) {
         messages.push({
@@ -191,6 +199,15 @@ Deno.test("the proxy learns usage anchors on a growing conversation", async (t) 
       strictEqual(context.window, W);
       strictEqual(context.decisions.length, 4);
       strictEqual(context.decisions[0].anchorTokens, null);
+      const times = context.decisions.map((decision: { time: string }) =>
+        Date.parse(decision.time)
+      );
+      for (const [i, time] of times.entries()) {
+        match(context.decisions[i].time, /^\d{4}-\d\d-\d\dT[\d:.]{12}Z$/);
+        ok(
+          time >= started && time <= Date.now() && time >= (times[i - 1] ?? 0),
+        );
+      }
       for (const decision of context.decisions.slice(1)) {
         ok(
           Math.abs(decision.anchorTokens - decision.promptTokens) /
@@ -464,4 +481,108 @@ Deno.test("the proxy learns an anchor from a streamed response's final usage chu
     Number(next.headers.get("x-incontext-prompt-tokens")),
     usage.prompt_tokens + usage.completion_tokens + 1,
   );
+});
+
+/** A shutdown signal that tells which of its abort listeners are attached. */
+function watchedSignal(): { signal: AbortSignal; attached: Set<unknown> } {
+  const { signal } = new AbortController();
+  const attached = new Set<unknown>();
+  const add = signal.addEventListener.bind(signal);
+  const remove = signal.removeEventListener.bind(signal);
+  signal.addEventListener = (type: string, listener: unknown) => {
+    attached.add(listener);
+    add(type, listener as EventListener);
+  };
+  signal.removeEventListener = (type: string, listener: unknown) => {
+    attached.delete(listener);
+    remove(type, listener as EventListener);
+  };
+  return { signal, attached };
+}
+
+Deno.test("a finished exchange leaves no listener on the shutdown signal", async (t) => {
+  const { signal, attached } = watchedSignal();
+  await using proxy = await proxyFixture({ signal });
+  await t.step("a whole JSON answer", async () => {
+    const response = await postJson(
+      `${proxy.baseUrl}/chat/completions`,
+      chat("a"),
+    );
+    await response.json();
+  });
+  await t.step("a streamed answer read to its end", async () => {
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      ...chat("b"),
+      stream: true,
+    });
+    await response.text();
+  });
+  await t.step("a forwarded GET", async () => {
+    await (await fetch(`${proxy.baseUrl}/models`)).json();
+  });
+  await t.step("an upstream cut mid-stream", async () => {
+    proxy.upstream.fault = "cut";
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      ...chat("c"),
+      stream: true,
+    });
+    await rejects(response.text());
+    proxy.upstream.fault = "none";
+  });
+  await t.step("a client that leaves before the answer", async () => {
+    proxy.upstream.fault = "stall";
+    const controller = new AbortController();
+    const pending = postJson(`${proxy.baseUrl}/chat/completions`, chat("d"), {
+      signal: controller.signal,
+    });
+    while (!proxy.upstream.requests.some((r) => r.fault === "stall")) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    controller.abort();
+    await rejects(pending);
+    proxy.upstream.fault = "none";
+  });
+  for (let i = 0; i < 200 && attached.size > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  strictEqual(attached.size, 0);
+});
+
+Deno.test("a client that cancels a streamed answer unlinks it from the shutdown signal", async () => {
+  const { signal, attached } = watchedSignal();
+  let cancelled = false;
+  const proxy = createProxyHandler({
+    upstream: "http://upstream.test",
+    window: W,
+    contextLength: C,
+    backend: new FakeBackend({ count: 5 }),
+    signal,
+    fetch: () =>
+      Promise.resolve(
+        new Response(
+          new ReadableStream({
+            start(controller) {
+              controller.enqueue(new TextEncoder().encode("data: {}\n\n"));
+            },
+            cancel() {
+              cancelled = true;
+            },
+          }),
+          { headers: { "content-type": "text/event-stream" } },
+        ),
+      ),
+  });
+  const response = await proxy(
+    new Request("http://proxy.test/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...chat("e"), stream: true }),
+    }),
+  );
+  const reader = response.body!.getReader();
+  await reader.read();
+  strictEqual(attached.size, 1);
+  await reader.cancel();
+  strictEqual(cancelled, true);
+  strictEqual(attached.size, 0);
 });
