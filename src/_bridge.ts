@@ -119,6 +119,9 @@ function serialized(
   if (result === undefined || sent === undefined || sent === request) {
     return decision;
   }
+  // The caller's cap was the budget already: the rewrite holds the same
+  // fields, so the bytes go on as they came, unparsed and unencoded again.
+  if (sameFields(sent, request)) return decision;
   if (holdsUnsafeNumber(request) && !numbersSurviveRewrite(text)) {
     return keepBytes(
       request,
@@ -137,6 +140,16 @@ function serialized(
       "the body is nested too deeply to write again",
     );
   }
+}
+
+/** Whether two objects hold the same values (by identity) under the same keys. */
+function sameFields(a: JsonObject, b: JsonObject): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) {
+    if (!Object.hasOwn(b, key) || a[key] !== b[key]) return false;
+  }
+  return true;
 }
 
 /** The decision to send the body as it came, unbudgeted, and why. */

@@ -1,6 +1,7 @@
 import {
   deepStrictEqual,
   match,
+  notStrictEqual,
   ok,
   rejects,
   strictEqual,
@@ -585,4 +586,42 @@ Deno.test("a client that cancels a streamed answer unlinks it from the shutdown 
   await reader.cancel();
   strictEqual(cancelled, true);
   strictEqual(attached.size, 0);
+});
+
+Deno.test("a cap that is already the budget leaves the body's bytes as they came", async (t) => {
+  await using proxy = await proxyFixture();
+  const last = () =>
+    proxy.upstream.requests.filter((r) => r.path === "/v1/chat/completions")
+      .at(-1)!;
+  // Spaces and key order a rewrite would not keep.
+  const body = (cap: number) =>
+    `{ "max_tokens" : ${cap},\n  "messages": [{"content": "Hi", "role": "user"}], "model": "m" }`;
+  await t.step("a cap below W - P goes on byte for byte", async () => {
+    const response = await postJson(
+      `${proxy.baseUrl}/chat/completions`,
+      body(512),
+    );
+    await response.body?.cancel();
+    strictEqual(response.headers.get("x-incontext-action"), "set");
+    strictEqual(response.headers.get("x-incontext-max-tokens"), "512");
+    strictEqual(last().text, body(512));
+  });
+  await t.step("a cap above W - P is rewritten", async () => {
+    const response = await postJson(
+      `${proxy.baseUrl}/chat/completions`,
+      body(C),
+    );
+    await response.body?.cancel();
+    const sent = last();
+    notStrictEqual(sent.text, body(C));
+    const cap = Number(response.headers.get("x-incontext-max-tokens"));
+    ok(cap < W);
+    strictEqual((sent.body as { max_tokens: number }).max_tokens, cap);
+  });
+  await t.step("a cap written as a string becomes a number", async () => {
+    const text = body(512).replace("512", '"512"');
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, text);
+    await response.body?.cancel();
+    strictEqual((last().body as { max_tokens: unknown }).max_tokens, 512);
+  });
 });
