@@ -14,16 +14,13 @@
  * does between requests are done by hand: the fake records every request it
  * receives, so the record is cleared every 500 requests (it is not the
  * proxy's memory); and since nothing here waits on I/O, the loop yields to
- * the event loop every 100 requests, or the whole run would be one task and
- * V8 would keep every `AbortSignal.any` dependent (a WeakRef target) alive
- * until it ended. The VllmBackend's `timeoutSeconds` is 2 (default 30):
- * each count miss holds an `AbortSignal.timeout` timer, about 0.5 KB, until
- * it fires, so with the default the heap holds the last ~30 s of misses
- * (measured here: +0.43 KB per request all through the run, 48 MiB of heap
- * at 100k instead of 16), a transient that a 25 s run cannot outlast. `globalThis.gc` runs before each
- * reading when the V8 flag exposes it (the bench task passes
- * `--v8-flags=--expose-gc`); without it the readings include garbage not
- * yet collected.
+ * the event loop every 100 requests, as a server's I/O would, or the whole
+ * run would be one task. Every timer the request path sets (the count's
+ * deadline, the upstream's timeouts) is cleared when its operation ends, so
+ * the default `/tokenize` timeout (30 s) holds nothing past a request.
+ * `globalThis.gc` runs before each reading when the V8 flag exposes it (the
+ * bench task passes `--v8-flags=--expose-gc`); without it the readings
+ * include garbage not yet collected.
  *
  *     deno run --v8-flags=--expose-gc bench/proxy_memory.ts
  */
@@ -43,7 +40,6 @@ const IN_FLIGHT = 8;
 const BOUND = 1000;
 const CLEAR_EVERY = 500;
 const YIELD_EVERY = 100;
-const TIMEOUT_SECONDS = 2;
 
 const started = performance.now();
 printMachine();
@@ -54,7 +50,6 @@ const backend = new VllmBackend({
   url: "http://upstream.invalid/tokenize",
   fetch: fake.fetch,
   cache,
-  timeoutSeconds: TIMEOUT_SECONDS,
 });
 const proxy = createProxyHandler({
   upstream: "http://upstream.invalid",
@@ -148,7 +143,7 @@ const loopSeconds = (performance.now() - loopStart) / 1000;
 const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
 const first = readings[0]![1];
 console.log(
-  `\n${REQUESTS} requests with distinct conversations through the proxy handler in process (no sockets), ${IN_FLIGHT} in flight; anchorEntries ${BOUND}, count cache maxEntries ${BOUND}, /tokenize timeoutSeconds ${TIMEOUT_SECONDS}; gc before each reading: ${
+  `\n${REQUESTS} requests with distinct conversations through the proxy handler in process (no sockets), ${IN_FLIGHT} in flight; anchorEntries ${BOUND}, count cache maxEntries ${BOUND}; gc before each reading: ${
     gc ? "yes" : "no (run with --v8-flags=--expose-gc)"
   }`,
 );
