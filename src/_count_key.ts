@@ -1,11 +1,12 @@
 /** The count cache's key: {@linkcode hashCountKey}. */
 import { createHash } from "node:crypto";
 
-/** A payload longer than this many characters is not remembered. */
-const MEMO_MAX_CHARS = 1_048_576;
-/** How many characters of payloads are remembered in all (4-8 MB). */
-const MEMO_TOTAL_CHARS = 4_194_304;
-/** How many payloads are remembered at most. */
+/**
+ * A payload longer than this many characters is not remembered: beyond,
+ * hashing is a smaller share of a count, and holding the text costs more.
+ */
+const MEMO_MAX_CHARS = 32_768;
+/** How many payloads are remembered: at most 1 Mi characters in all. */
 const MEMO_ENTRIES = 32;
 
 interface Memo {
@@ -17,12 +18,12 @@ interface Memo {
 /**
  * The keys of the payloads hashed last, by the exact payload text, least
  * recently used first. A count-cache hit is a payload counted before (a
- * retry, a preflight followed by its request), and its SHA-256 costs ~10
- * times what finding the same text in a `Map` does: V8 hashes the text once
- * and compares it whole on a match, so a found key is exact.
+ * retry, a preflight followed by its request), and under load its SHA-256
+ * (a hash object, the text converted to UTF-8) costs the proxy ~10 times
+ * what finding the same text in a `Map` does: V8 hashes the text once and
+ * compares it whole on a match, so a found key is exact.
  */
 const recent = new Map<string, Memo>();
-let recentChars = 0;
 
 /**
  * SHA-256 (hex) of a count's source, context length and payload, computed
@@ -63,17 +64,15 @@ export function hashCountKey(
 
 /** What the memo holds, for tests: payloads and their characters. */
 export function countKeyMemoSize(): { entries: number; chars: number } {
-  return { entries: recent.size, chars: recentChars };
+  let chars = 0;
+  for (const payload of recent.keys()) chars += payload.length;
+  return { entries: recent.size, chars };
 }
 
 function remember(payload: string, memo: Memo): void {
-  if (!recent.delete(payload)) recentChars += payload.length;
+  recent.delete(payload);
   recent.set(payload, memo);
-  for (const oldest of recent.keys()) {
-    if (recent.size <= MEMO_ENTRIES && recentChars <= MEMO_TOTAL_CHARS) break;
-    recent.delete(oldest);
-    recentChars -= oldest.length;
-  }
+  if (recent.size > MEMO_ENTRIES) recent.delete(recent.keys().next().value!);
 }
 
 function sha256Key(
