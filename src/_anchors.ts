@@ -86,6 +86,8 @@ export class AnchorStore {
   readonly #anchors = new Map<string, Stored>();
   /** How many anchors cover each conversation length: only these are hashed for a lookup. */
   readonly #lengths = new Map<number, number>();
+  /** The most recently used key (the map's last) or undefined: using it again moves nothing. */
+  #newest: string | undefined;
 
   /**
    * Creates an empty store.
@@ -169,12 +171,22 @@ export class AnchorStore {
   recordKeys(keys: ConversationKeys, usage: Usage): void {
     checkUsage(usage);
     if (keys.length === 0) return;
-    this.#forget(keys.full);
-    this.#anchors.set(keys.full, {
+    const anchor = {
       promptTokens: usage.promptTokens,
       completionTokens: usage.completionTokens,
       length: keys.length,
-    });
+    };
+    if (
+      keys.full === this.#newest &&
+      this.#anchors.get(keys.full)?.length === keys.length
+    ) {
+      // Already the last entry, of the same length: replaced where it is.
+      this.#anchors.set(keys.full, anchor);
+      return;
+    }
+    this.#forget(keys.full);
+    this.#anchors.set(keys.full, anchor);
+    this.#newest = keys.full;
     this.#lengths.set(keys.length, (this.#lengths.get(keys.length) ?? 0) + 1);
     for (const oldest of this.#anchors.keys()) {
       if (this.#anchors.size <= this.#maxEntries) break;
@@ -194,8 +206,11 @@ export class AnchorStore {
       const [length, key] = keys.prefixes[i]!;
       const anchor = this.#anchors.get(key);
       if (anchor === undefined) continue;
-      this.#anchors.delete(key);
-      this.#anchors.set(key, anchor);
+      if (key !== this.#newest) {
+        this.#anchors.delete(key);
+        this.#anchors.set(key, anchor);
+        this.#newest = key;
+      }
       return {
         promptTokens: anchor.promptTokens,
         completionTokens: anchor.completionTokens,
@@ -227,12 +242,14 @@ export class AnchorStore {
   clear(): void {
     this.#anchors.clear();
     this.#lengths.clear();
+    this.#newest = undefined;
   }
 
   #forget(key: string): void {
     const anchor = this.#anchors.get(key);
     if (anchor === undefined) return;
     this.#anchors.delete(key);
+    if (key === this.#newest) this.#newest = undefined;
     const left = (this.#lengths.get(anchor.length) ?? 1) - 1;
     if (left > 0) this.#lengths.set(anchor.length, left);
     else this.#lengths.delete(anchor.length);

@@ -24,6 +24,8 @@ interface Memo {
  * compares it whole on a match, so a found key is exact.
  */
 const recent = new Map<string, Memo>();
+/** The memo of the payload hashed or found last (the map's last): found again, it stays. */
+let newest: Memo | undefined;
 
 /**
  * SHA-256 (hex) of a count's source, context length and payload, computed
@@ -53,8 +55,11 @@ export function hashCountKey(
     memo !== undefined && memo.source === source &&
     memo.contextLength === contextLength
   ) {
-    recent.delete(payload);
-    recent.set(payload, memo);
+    if (memo !== newest) {
+      recent.delete(payload);
+      recent.set(payload, memo);
+      newest = memo;
+    }
     return memo.key;
   }
   const key = sha256Key(source, contextLength, payload);
@@ -72,6 +77,7 @@ export function countKeyMemoSize(): { entries: number; chars: number } {
 function remember(payload: string, memo: Memo): void {
   recent.delete(payload);
   recent.set(payload, memo);
+  newest = memo;
   if (recent.size > MEMO_ENTRIES) recent.delete(recent.keys().next().value!);
 }
 

@@ -65,6 +65,13 @@ export class Lru {
   readonly #counts = new Map<string, number>();
   readonly #settings: CoreSettings;
   #keyBytes = 0;
+  /**
+   * The most recently used key (the map's last) or undefined: a hit on it
+   * needs no move, and a server sending one request again and again hits the
+   * same key each time (a move deletes and inserts, and the deleted slots
+   * make the map rebuild its table now and then).
+   */
+  #newest: string | undefined;
 
   constructor(settings: CoreSettings) {
     this.#settings = settings;
@@ -80,9 +87,10 @@ export class Lru {
 
   get(key: string): number | undefined {
     const count = this.#counts.get(key);
-    if (count !== undefined) {
+    if (count !== undefined && key !== this.#newest) {
       this.#counts.delete(key);
       this.#counts.set(key, count);
+      this.#newest = key;
     }
     return count;
   }
@@ -93,6 +101,7 @@ export class Lru {
     if (bytes > this.#settings.maxKeyBytes) return;
     if (this.#counts.delete(key)) this.#keyBytes -= bytes;
     this.#counts.set(key, count);
+    this.#newest = key;
     this.#keyBytes += bytes;
     const { maxEntries, maxKeyBytes } = this.#settings;
     for (const oldest of this.#counts.keys()) {
@@ -100,6 +109,7 @@ export class Lru {
         break;
       }
       this.#counts.delete(oldest);
+      if (oldest === this.#newest) this.#newest = undefined;
       this.#keyBytes -= byteLength(oldest);
     }
   }
@@ -107,6 +117,7 @@ export class Lru {
   clear(): void {
     this.#counts.clear();
     this.#keyBytes = 0;
+    this.#newest = undefined;
   }
 }
 

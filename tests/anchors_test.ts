@@ -113,6 +113,37 @@ Deno.test("AnchorStore.lookup() does not match another model", () => {
   notStrictEqual(store.lookup(MODEL, [...turn, user("two")]), undefined);
 });
 
+Deno.test("AnchorStore keeps the order when the newest anchor is used again", () => {
+  const store = new AnchorStore({ maxEntries: 2 });
+  const usage = { promptTokens: 1, completionTokens: 1 };
+  store.record(MODEL, [user("a")], usage);
+  store.lookup(MODEL, [user("a")]); // already the newest: nothing moves
+  store.record(MODEL, [user("b")], usage);
+  // "b" is the newest now, so this lookup must move "a" after it.
+  notStrictEqual(store.lookup(MODEL, [user("a")]), undefined);
+  store.record(MODEL, [user("c")], usage);
+  strictEqual(store.lookup(MODEL, [user("b")]), undefined);
+  notStrictEqual(store.lookup(MODEL, [user("a")]), undefined);
+  // Recorded again as the newest, in place: still one entry of its length.
+  store.record(MODEL, [user("a")], { promptTokens: 5, completionTokens: 6 });
+  store.record(MODEL, [user("a")], { promptTokens: 7, completionTokens: 8 });
+  strictEqual(store.size, 2);
+  deepStrictEqual(store.lookup(MODEL, [user("a"), user("x")]), {
+    promptTokens: 7,
+    completionTokens: 8,
+    prefixLength: 1,
+  });
+  store.record(MODEL, [user("d")], usage); // "c" goes
+  strictEqual(store.lookup(MODEL, [user("c")]), undefined);
+  store.clear();
+  store.record(MODEL, [user("e")], usage);
+  store.record(MODEL, [user("f")], usage);
+  store.lookup(MODEL, [user("e")]);
+  store.record(MODEL, [user("g")], usage); // "f" goes
+  strictEqual(store.lookup(MODEL, [user("f")]), undefined);
+  notStrictEqual(store.lookup(MODEL, [user("e")]), undefined);
+});
+
 Deno.test("AnchorStore.record() evicts the least recently used anchor at maxEntries", () => {
   const store = new AnchorStore({ maxEntries: 2 });
   const usage = { promptTokens: 1, completionTokens: 1 };

@@ -96,6 +96,27 @@ async function conformance(
     },
   );
 
+  await t.step(
+    "keeps the order through repeated hits on the newest entry",
+    async () => {
+      await using cache = make({ maxEntries: 2 });
+      await cache.getOrCount("a", counter(1).compute);
+      await cache.getOrCount("a", counter(0).compute); // the newest: stays
+      await cache.getOrCount("b", counter(2).compute);
+      await cache.getOrCount("a", counter(0).compute); // after "b" now
+      await cache.getOrCount("a", counter(0).compute);
+      await cache.getOrCount("c", counter(3).compute); // "b" goes
+      strictEqual(await cache.getOrCount("a", counter(10).compute), 1);
+      strictEqual(await cache.getOrCount("b", counter(20).compute), 20);
+      await cache.clear();
+      await cache.getOrCount("d", counter(4).compute);
+      await cache.getOrCount("e", counter(5).compute);
+      await cache.getOrCount("d", counter(0).compute);
+      await cache.getOrCount("f", counter(6).compute); // "e" goes
+      strictEqual(await cache.getOrCount("d", counter(40).compute), 4);
+    },
+  );
+
   await t.step("evicts by key bytes, counting UTF-8", async () => {
     await using cache = make({ maxKeyBytes: 10 });
     await cache.getOrCount("é€😀", counter(1).compute); // 2 + 3 + 4 bytes
