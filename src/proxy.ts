@@ -458,8 +458,10 @@ function withHeaders(
   added: readonly [string, string][],
 ): HeaderPairs {
   if (added.length === 0) return headers;
-  const names = new Set(added.map(([name]) => name));
-  const kept = headers.filter(([name]) => !names.has(name));
+  // At most four names: a scan costs less than building a set each request.
+  const kept = headers.filter(([name]) =>
+    !added.some(([replaced]) => replaced === name)
+  );
   kept.push(...added);
   return kept;
 }
