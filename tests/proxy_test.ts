@@ -323,7 +323,6 @@ Deno.test("the proxy refuses what it cannot read, and nothing reaches the upstre
   await t.step(
     "413 for a body longer than its declared length",
     async () => {
-      const { createProxyHandler } = await import("../src/proxy.ts");
       let called = false;
       const handler = createProxyHandler({
         upstream: "http://upstream.test",
