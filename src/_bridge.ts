@@ -120,7 +120,7 @@ function serialized(
     return decision;
   }
   // The caller's cap was the budget already: the rewrite holds the same
-  // fields, so the bytes go on as they came, unparsed and unencoded again.
+  // fields, so the bytes go on as they came instead of being written again.
   if (sameFields(sent, request)) return decision;
   if (holdsUnsafeNumber(request) && !numbersSurviveRewrite(text)) {
     return keepBytes(

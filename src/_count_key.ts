@@ -18,7 +18,7 @@ interface Memo {
 /**
  * The keys of the payloads hashed last, by the exact payload text, least
  * recently used first. A count-cache hit is a payload counted before (a
- * retry, a preflight followed by its request), and under load its SHA-256
+ * retried or repeated request), and under load its SHA-256
  * (a hash object, the text converted to UTF-8) costs the proxy ~10 times
  * what finding the same text in a `Map` does: V8 hashes the text once and
  * compares it whole on a match, so a found key is exact.
