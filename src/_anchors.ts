@@ -10,6 +10,7 @@
 
 import { createHash } from "node:crypto";
 import { canonicalMessage } from "./_canonical.ts";
+import { RecentMap } from "./_recent_map.ts";
 import type { Usage } from "./_usage.ts";
 
 export { canonicalMessage } from "./_canonical.ts";
@@ -82,12 +83,10 @@ interface Stored extends Anchor {
  */
 export class AnchorStore {
   readonly #maxEntries: number;
-  /** Anchors by key, least recently used first (a `Map` keeps insertion order). */
-  readonly #anchors = new Map<string, Stored>();
+  /** Anchors by key, least recently used first. */
+  readonly #anchors = new RecentMap<string, Stored>();
   /** How many anchors cover each conversation length: only these are hashed for a lookup. */
   readonly #lengths = new Map<number, number>();
-  /** The most recently used key (the map's last) or undefined: using it again moves nothing. */
-  #newest: string | undefined;
 
   /**
    * Creates an empty store.
@@ -171,26 +170,18 @@ export class AnchorStore {
   recordKeys(keys: ConversationKeys, usage: Usage): void {
     checkUsage(usage);
     if (keys.length === 0) return;
-    const anchor = {
+    const previous = this.#anchors.peek(keys.full);
+    this.#anchors.put(keys.full, {
       promptTokens: usage.promptTokens,
       completionTokens: usage.completionTokens,
       length: keys.length,
-    };
-    if (
-      keys.full === this.#newest &&
-      this.#anchors.get(keys.full)?.length === keys.length
-    ) {
-      // Already the last entry, of the same length: replaced where it is.
-      this.#anchors.set(keys.full, anchor);
-      return;
+    });
+    if (previous?.length !== keys.length) {
+      if (previous !== undefined) this.#uncount(previous.length);
+      this.#lengths.set(keys.length, (this.#lengths.get(keys.length) ?? 0) + 1);
     }
-    this.#forget(keys.full);
-    this.#anchors.set(keys.full, anchor);
-    this.#newest = keys.full;
-    this.#lengths.set(keys.length, (this.#lengths.get(keys.length) ?? 0) + 1);
-    for (const oldest of this.#anchors.keys()) {
-      if (this.#anchors.size <= this.#maxEntries) break;
-      this.#forget(oldest);
+    while (this.#anchors.size > this.#maxEntries) {
+      this.#forget(this.#anchors.oldest()!);
     }
   }
 
@@ -204,13 +195,8 @@ export class AnchorStore {
   lookupKeys(keys: ConversationKeys): AnchorMatch | undefined {
     for (let i = keys.prefixes.length - 1; i >= 0; i--) {
       const [length, key] = keys.prefixes[i]!;
-      const anchor = this.#anchors.get(key);
+      const anchor = this.#anchors.use(key);
       if (anchor === undefined) continue;
-      if (key !== this.#newest) {
-        this.#anchors.delete(key);
-        this.#anchors.set(key, anchor);
-        this.#newest = key;
-      }
       return {
         promptTokens: anchor.promptTokens,
         completionTokens: anchor.completionTokens,
@@ -242,17 +228,19 @@ export class AnchorStore {
   clear(): void {
     this.#anchors.clear();
     this.#lengths.clear();
-    this.#newest = undefined;
   }
 
   #forget(key: string): void {
-    const anchor = this.#anchors.get(key);
+    const anchor = this.#anchors.peek(key);
     if (anchor === undefined) return;
     this.#anchors.delete(key);
-    if (key === this.#newest) this.#newest = undefined;
-    const left = (this.#lengths.get(anchor.length) ?? 1) - 1;
-    if (left > 0) this.#lengths.set(anchor.length, left);
-    else this.#lengths.delete(anchor.length);
+    this.#uncount(anchor.length);
+  }
+
+  #uncount(length: number): void {
+    const left = (this.#lengths.get(length) ?? 1) - 1;
+    if (left > 0) this.#lengths.set(length, left);
+    else this.#lengths.delete(length);
   }
 }
 

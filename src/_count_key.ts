@@ -1,5 +1,6 @@
 /** The count cache's key: {@linkcode hashCountKey}. */
 import { createHash } from "node:crypto";
+import { RecentMap } from "./_recent_map.ts";
 
 /**
  * A payload longer than this many characters is not remembered: beyond,
@@ -23,9 +24,7 @@ interface Memo {
  * what finding the same text in a `Map` does: V8 hashes the text once and
  * compares it whole on a match, so a found key is exact.
  */
-const recent = new Map<string, Memo>();
-/** The memo of the payload hashed or found last (the map's last): found again, it stays. */
-let newest: Memo | undefined;
+const recent = new RecentMap<string, Memo>();
 
 /**
  * SHA-256 (hex) of a count's source, context length and payload, computed
@@ -50,20 +49,18 @@ export function hashCountKey(
     );
   }
   const memorable = payload.length <= MEMO_MAX_CHARS;
-  const memo = memorable ? recent.get(payload) : undefined;
+  const memo = memorable ? recent.use(payload) : undefined;
   if (
     memo !== undefined && memo.source === source &&
     memo.contextLength === contextLength
   ) {
-    if (memo !== newest) {
-      recent.delete(payload);
-      recent.set(payload, memo);
-      newest = memo;
-    }
     return memo.key;
   }
   const key = sha256Key(source, contextLength, payload);
-  if (memorable) remember(payload, { source, contextLength, key });
+  if (memorable) {
+    recent.put(payload, { source, contextLength, key });
+    if (recent.size > MEMO_ENTRIES) recent.delete(recent.oldest()!);
+  }
   return key;
 }
 
@@ -72,13 +69,6 @@ export function countKeyMemoSize(): { entries: number; chars: number } {
   let chars = 0;
   for (const payload of recent.keys()) chars += payload.length;
   return { entries: recent.size, chars };
-}
-
-function remember(payload: string, memo: Memo): void {
-  recent.delete(payload);
-  recent.set(payload, memo);
-  newest = memo;
-  if (recent.size > MEMO_ENTRIES) recent.delete(recent.keys().next().value!);
 }
 
 function sha256Key(

@@ -17,6 +17,7 @@ import type {
 } from "./_cache_protocol.ts";
 import type { HostStore, LocalCountJob, LocalModels } from "./_local_count.ts";
 import { ReceivedMessages } from "./_message_delta.ts";
+import { RecentMap } from "./_recent_map.ts";
 
 /** One caller of a flight: told either to compute, or the flight's outcome. */
 interface Waiter {
@@ -60,18 +61,11 @@ function byteLength(text: string): number {
   return bytes;
 }
 
-/** Counts by key, least recently used first (a `Map` keeps insertion order). */
+/** Counts by key, least recently used first. */
 export class Lru {
-  readonly #counts = new Map<string, number>();
+  readonly #counts = new RecentMap<string, number>();
   readonly #settings: CoreSettings;
   #keyBytes = 0;
-  /**
-   * The most recently used key (the map's last) or undefined: a hit on it
-   * needs no move, and a server sending one request again and again hits the
-   * same key each time (a move deletes and inserts, and the deleted slots
-   * make the map rebuild its table now and then).
-   */
-  #newest: string | undefined;
 
   constructor(settings: CoreSettings) {
     this.#settings = settings;
@@ -86,30 +80,19 @@ export class Lru {
   }
 
   get(key: string): number | undefined {
-    const count = this.#counts.get(key);
-    if (count !== undefined && key !== this.#newest) {
-      this.#counts.delete(key);
-      this.#counts.set(key, count);
-      this.#newest = key;
-    }
-    return count;
+    return this.#counts.use(key);
   }
 
   set(key: string, count: number): void {
     const bytes = byteLength(key);
     // A key that alone exceeds the budget would evict everything and then itself.
     if (bytes > this.#settings.maxKeyBytes) return;
-    if (this.#counts.delete(key)) this.#keyBytes -= bytes;
-    this.#counts.set(key, count);
-    this.#newest = key;
-    this.#keyBytes += bytes;
+    if (this.#counts.peek(key) === undefined) this.#keyBytes += bytes;
+    this.#counts.put(key, count);
     const { maxEntries, maxKeyBytes } = this.#settings;
-    for (const oldest of this.#counts.keys()) {
-      if (this.#counts.size <= maxEntries && this.#keyBytes <= maxKeyBytes) {
-        break;
-      }
+    while (this.#counts.size > maxEntries || this.#keyBytes > maxKeyBytes) {
+      const oldest = this.#counts.oldest()!;
       this.#counts.delete(oldest);
-      if (oldest === this.#newest) this.#newest = undefined;
       this.#keyBytes -= byteLength(oldest);
     }
   }
@@ -117,7 +100,6 @@ export class Lru {
   clear(): void {
     this.#counts.clear();
     this.#keyBytes = 0;
-    this.#newest = undefined;
   }
 }
 
