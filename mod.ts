@@ -29,23 +29,23 @@
  *
  * @module
  */
-export { budget } from "./src/budget.ts";
+export { budget } from "./src/core/budget.ts";
 export type {
   BudgetOptions,
   BudgetResult,
   BudgetRoute,
   BudgetTarget,
-} from "./src/budget.ts";
-export { compressionPressure, computeMaxTokens } from "./src/compute.ts";
-export type { ComputeMaxTokensOptions } from "./src/compute.ts";
+} from "./src/core/budget.ts";
+export { compressionPressure, computeMaxTokens } from "./src/core/compute.ts";
+export type { ComputeMaxTokensOptions } from "./src/core/compute.ts";
 export {
   estimateTextTokens,
   IMAGE_TOKENS,
   roughEstimate,
-} from "./src/estimate.ts";
-export type { Estimator } from "./src/estimate.ts";
-export { Backend } from "./src/backend.ts";
-export type { HttpCountOptions } from "./src/http_count_options.ts";
+} from "./src/core/estimate.ts";
+export type { Estimator } from "./src/core/estimate.ts";
+export { Backend } from "./src/core/backend.ts";
+export type { HttpCountOptions } from "./src/backends/_shared/http_count_options.ts";
 export type {
   CapField,
   CapReading,
@@ -56,34 +56,38 @@ export type {
   OutputLimitOptions,
   ReadCapsOptions,
   RequestKind,
-} from "./src/backend.ts";
-export { CountError } from "./src/errors.ts";
+} from "./src/core/backend.ts";
+export { CountError } from "./src/core/errors.ts";
 export {
   backends,
   createBackendRegistry,
   DuplicateBackendError,
   UnknownBackendError,
-} from "./src/registry.ts";
+} from "./src/core/registry.ts";
 export type {
   BackendFactory,
   BackendPluginOptions,
   BackendRegistry,
-} from "./src/registry.ts";
-export { loadBackendModules } from "./src/plugins.ts";
-export type { LoadBackendModulesOptions } from "./src/plugins.ts";
-export { VllmBackend } from "./src/vllm.ts";
-export type { VllmBackendOptions } from "./src/vllm.ts";
-export { ConfigError, loadConfig } from "./src/config.ts";
-export type { Config, ConfigIssue, LoadConfigOptions } from "./src/config.ts";
+} from "./src/core/registry.ts";
+export { loadBackendModules } from "./src/config/plugins.ts";
+export type { LoadBackendModulesOptions } from "./src/config/plugins.ts";
+export { VllmBackend } from "./src/backends/vllm/mod.ts";
+export type { VllmBackendOptions } from "./src/backends/vllm/mod.ts";
+export { ConfigError, loadConfig } from "./src/config/mod.ts";
+export type {
+  Config,
+  ConfigIssue,
+  LoadConfigOptions,
+} from "./src/config/mod.ts";
 export {
   countCacheKey,
   createCountCache,
   sharedCountCache,
-} from "./src/count_cache.ts";
+} from "./src/cache/mod.ts";
 export type {
   CountCache,
   CountCacheKind,
   CountCacheOptions,
   CountCacheStats,
-} from "./src/count_cache.ts";
-export { VERSION } from "./src/version.ts";
+} from "./src/cache/mod.ts";
+export { VERSION } from "./src/core/version.ts";

@@ -6,8 +6,8 @@
  * @module
  */
 import { dirname } from "node:path";
-import { compileChatTemplate } from "../src/_template.ts";
-import { loadTokenizer, readModelFolder } from "../src/_tokenizer.ts";
+import { compileChatTemplate } from "../src/template/chat_template.ts";
+import { loadTokenizer, readModelFolder } from "../src/tokenizer/tokenizer.ts";
 
 /** What the Worker posts back. */
 export interface LoadReport {

@@ -8,8 +8,8 @@
  * @module
  */
 import { createCountCache, sharedCountCache, VllmBackend } from "../mod.ts";
-import { createProxyHandler } from "../src/proxy.ts";
-import { createFakeUpstreamHandler } from "../testing.ts";
+import { createProxyHandler } from "../src/proxy/mod.ts";
+import { createFakeUpstreamHandler } from "../src/testing/mod.ts";
 import type { ServerSpec } from "./_proxy_bench_setup.ts";
 
 interface WorkerScope {

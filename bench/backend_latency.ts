@@ -12,28 +12,28 @@
  */
 import { dirname } from "node:path";
 import type { Backend, JsonObject } from "../mod.ts";
-import { VllmBackend } from "../src/vllm.ts";
-import { LocalBackend } from "../src/local.ts";
-import { SglangBackend } from "../src/sglang.ts";
-import { LlamaCppBackend } from "../src/llamacpp.ts";
-import { TgiBackend } from "../src/tgi.ts";
-import { AnthropicBackend } from "../src/anthropic.ts";
-import { GeminiBackend } from "../src/gemini.ts";
-import { OpenAIBackend } from "../src/openai.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
+import { LocalBackend } from "../src/backends/local/mod.ts";
+import { SglangBackend } from "../src/backends/sglang/mod.ts";
+import { LlamaCppBackend } from "../src/backends/llamacpp/mod.ts";
+import { TgiBackend } from "../src/backends/tgi/mod.ts";
+import { AnthropicBackend } from "../src/backends/anthropic/mod.ts";
+import { GeminiBackend } from "../src/backends/gemini/mod.ts";
+import { OpenAIBackend } from "../src/backends/openai/mod.ts";
 import {
   AnchoredBackend,
   AnchorStore,
   recordResponseUsage,
-} from "../src/anchored.ts";
+} from "../src/backends/anchored/mod.ts";
 import {
   serveFakeAnthropic,
   serveFakeGemini,
   serveFakeOpenAI,
   serveFakeSglang,
   serveFakeVllmTokenizer,
-} from "../testing.ts";
-import { serveFakeLlamaCpp } from "../src/fake_llamacpp_server.ts";
-import { serveFakeTgi } from "../src/fake_tgi_server.ts";
+} from "../src/testing/mod.ts";
+import { serveFakeLlamaCpp } from "../src/testing/fake_llamacpp_server.ts";
+import { serveFakeTgi } from "../src/testing/fake_tgi_server.ts";
 import { MODEL_FILES } from "../tests/_model_files.ts";
 
 const CONTEXT = 32768;

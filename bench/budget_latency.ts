@@ -6,7 +6,7 @@
  *     npx --yes deno@2.9.6 run --allow-net=127.0.0.1 --allow-read bench/budget_latency.ts
  */
 import { budget, createCountCache, VllmBackend } from "../mod.ts";
-import { serveFakeVllmTokenizer } from "../testing.ts";
+import { serveFakeVllmTokenizer } from "../src/testing/mod.ts";
 import { agentRequest } from "./_requests.ts";
 
 const ITERATIONS = 400;

@@ -4,7 +4,7 @@
  * in-process fallback. The key is hashed on every iteration, as a real
  * caller would; only the lookup differs.
  */
-import { countCacheKey, createCountCache } from "../src/count_cache.ts";
+import { countCacheKey, createCountCache } from "../src/cache/mod.ts";
 
 /** A compact chat-completions body of about `bytes` bytes. */
 function payload(bytes: number): string {

@@ -26,12 +26,12 @@
  */
 import { dirname } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
-import { LocalBackend } from "../src/local.ts";
-import { createCountCache } from "../src/count_cache.ts";
-import { compileChatTemplate } from "../src/_template.ts";
-import { loadTokenizer, readModelFolder } from "../src/_tokenizer.ts";
-import { PrefixCounter } from "../src/_local_prefix.ts";
-import { isLineChunkSafe } from "../src/_line_chunks.ts";
+import { LocalBackend } from "../src/backends/local/mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { compileChatTemplate } from "../src/template/chat_template.ts";
+import { loadTokenizer, readModelFolder } from "../src/tokenizer/tokenizer.ts";
+import { PrefixCounter } from "../src/local/prefix.ts";
+import { isLineChunkSafe } from "../src/local/line_chunks.ts";
 import { MODEL_FILES, type ModelFiles } from "../tests/_model_files.ts";
 import { ProseGenerator } from "./_local_bench_text.ts";
 import { nativeEncodeTimes } from "./_local_bench_native.ts";

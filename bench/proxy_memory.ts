@@ -25,8 +25,8 @@
  *     deno run --v8-flags=--expose-gc bench/proxy_memory.ts
  */
 import { createCountCache, VllmBackend } from "../mod.ts";
-import { createProxyHandler } from "../src/proxy.ts";
-import { createFakeUpstreamHandler } from "../testing.ts";
+import { createProxyHandler } from "../src/proxy/mod.ts";
+import { createFakeUpstreamHandler } from "../src/testing/mod.ts";
 import {
   CONTEXT,
   printMachine,

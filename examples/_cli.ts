@@ -5,8 +5,11 @@
  */
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../mod.ts";
-import { loadHermesSettings, resolveWindow } from "../src/hermes.ts";
-import type { ConfigIssue } from "../src/config_error.ts";
+import {
+  loadHermesSettings,
+  resolveWindow,
+} from "../src/bridges/hermes/mod.ts";
+import type { ConfigIssue } from "../src/core/config_error.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {

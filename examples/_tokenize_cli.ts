@@ -4,7 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError } from "../mod.ts";
-import type { ConfigIssue } from "../src/config_error.ts";
+import type { ConfigIssue } from "../src/core/config_error.ts";
 
 export const TOKENIZE_HELP =
   `incontext tokenize server: vLLM's /tokenize and /detokenize from a model folder

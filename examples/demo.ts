@@ -7,8 +7,8 @@
  *     npx --yes deno@2.9.6 task start
  */
 import { createCountCache, VllmBackend } from "../mod.ts";
-import { createProxyHandler } from "../src/proxy.ts";
-import { serveFakeUpstream } from "../testing.ts";
+import { createProxyHandler } from "../src/proxy/mod.ts";
+import { serveFakeUpstream } from "../src/testing/mod.ts";
 
 const CONTEXT = 65536; // vLLM --max-model-len
 const WINDOW = 55705; // Hermes' compression window for a 65,536-token model

@@ -15,10 +15,10 @@ import {
   loadBackendModules,
   sharedCountCache,
 } from "../mod.ts";
-import { createProxyHandler } from "../src/proxy.ts";
-import { AnchoredBackend } from "../src/anchored.ts";
-import { LocalBackend } from "../src/local.ts";
-import { SglangBackend } from "../src/sglang.ts";
+import { createProxyHandler } from "../src/proxy/mod.ts";
+import { AnchoredBackend } from "../src/backends/anchored/mod.ts";
+import { LocalBackend } from "../src/backends/local/mod.ts";
+import { SglangBackend } from "../src/backends/sglang/mod.ts";
 import { HELP, resolveServerSettings } from "./_cli.ts";
 
 await configure({

@@ -11,7 +11,7 @@
  */
 import { configure, getConsoleSink } from "@logtape/logtape";
 import { ConfigError, createCountCache } from "../mod.ts";
-import { LocalBackend } from "../src/local.ts";
+import { LocalBackend } from "../src/backends/local/mod.ts";
 import {
   resolveTokenizeServerSettings,
   TOKENIZE_HELP,

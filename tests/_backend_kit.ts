@@ -6,17 +6,17 @@
  * @module
  */
 import { ok, rejects, strictEqual, throws } from "node:assert/strict";
-import type { Backend, JsonObject } from "../src/backend.ts";
+import type { Backend, JsonObject } from "../src/core/backend.ts";
 import {
   backendConformanceCases,
   type BackendConformanceOptions,
-} from "../src/backend_conformance.ts";
-import { COUNT_FAULTS } from "../src/_fake_server_kit.ts";
-import { budget } from "../src/budget.ts";
-import { ConfigError } from "../src/config_error.ts";
-import { CountError, TemplateRejectedError } from "../src/errors.ts";
-import { VERSION } from "../src/version.ts";
-import { errorTexts } from "../src/_error_texts.ts";
+} from "../src/testing/backend_conformance.ts";
+import { COUNT_FAULTS } from "../src/testing/server_kit.ts";
+import { budget } from "../src/core/budget.ts";
+import { ConfigError } from "../src/core/config_error.ts";
+import { CountError, TemplateRejectedError } from "../src/core/errors.ts";
+import { VERSION } from "../src/core/version.ts";
+import { errorTexts } from "../src/testing/error_texts.ts";
 
 export { errorTexts };
 

@@ -1,6 +1,6 @@
 import { type Backend, createCountCache, VllmBackend } from "../mod.ts";
-import { createProxyHandler, type ProxyOptions } from "../src/proxy.ts";
-import { type FakeUpstream, serveFakeUpstream } from "../testing.ts";
+import { createProxyHandler, type ProxyOptions } from "../src/proxy/mod.ts";
+import { type FakeUpstream, serveFakeUpstream } from "../src/testing/mod.ts";
 
 export const W = 55705;
 export const C = 65536;

@@ -9,12 +9,12 @@ import {
   AnchoredBackend,
   AnchorStore,
   recordResponseUsage,
-} from "../src/anchored.ts";
-import type { JsonObject } from "../src/backend.ts";
-import { CountError } from "../src/errors.ts";
-import { createFakeUpstreamHandler } from "../src/fake_upstream.ts";
-import { createProxyHandler } from "../src/proxy.ts";
-import { VllmBackend } from "../src/vllm.ts";
+} from "../src/backends/anchored/mod.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { CountError } from "../src/core/errors.ts";
+import { createFakeUpstreamHandler } from "../src/testing/fake_upstream.ts";
+import { createProxyHandler } from "../src/proxy/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { captureLogs } from "./_log_capture.ts";
 import { errorTexts } from "./_backend_kit.ts";
 

@@ -7,11 +7,11 @@
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
-import { AnchoredBackend, AnchorStore } from "../src/anchored.ts";
-import { createProxyHandler } from "../src/proxy.ts";
-import { roughEstimate } from "../src/estimate.ts";
-import { LocalBackend } from "../src/local.ts";
-import type { JsonObject } from "../src/backend.ts";
+import { AnchoredBackend, AnchorStore } from "../src/backends/anchored/mod.ts";
+import { createProxyHandler } from "../src/proxy/mod.ts";
+import { roughEstimate } from "../src/core/estimate.ts";
+import { LocalBackend } from "../src/backends/local/mod.ts";
+import type { JsonObject } from "../src/core/backend.ts";
 import { createTokenizeHandler } from "../examples/_tokenize_handler.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { SYSTEM_PROMPT, TOOLS, TURNS } from "./_replay_session.ts";

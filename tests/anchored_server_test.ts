@@ -1,5 +1,5 @@
 import { ok, strictEqual } from "node:assert/strict";
-import { serveFakeUpstream } from "../testing.ts";
+import { serveFakeUpstream } from "../src/testing/mod.ts";
 
 const SERVER = new URL("../examples/server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;

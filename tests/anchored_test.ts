@@ -10,23 +10,23 @@ import {
   anchoredFromConfig,
   AnchorStore,
   recordResponseUsage,
-} from "../src/anchored.ts";
-import type { JsonObject } from "../src/backend.ts";
-import { budget } from "../src/budget.ts";
-import { loadConfig } from "../src/config.ts";
-import { CountError, TemplateRejectedError } from "../src/errors.ts";
-import { roughEstimate } from "../src/estimate.ts";
-import { FakeBackend } from "../src/fake_backend.ts";
-import { createFakeUpstreamHandler } from "../src/fake_upstream.ts";
-import { serveFakeVllmTokenizer } from "../src/fake_vllm_server.ts";
-import { budgetedFetch } from "../src/fetch.ts";
-import { createProxyHandler } from "../src/proxy.ts";
-import { VllmBackend } from "../src/vllm.ts";
+} from "../src/backends/anchored/mod.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { budget } from "../src/core/budget.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { CountError, TemplateRejectedError } from "../src/core/errors.ts";
+import { roughEstimate } from "../src/core/estimate.ts";
+import { FakeBackend } from "../src/testing/fake_backend.ts";
+import { createFakeUpstreamHandler } from "../src/testing/fake_upstream.ts";
+import { serveFakeVllmTokenizer } from "../src/testing/fake_vllm_server.ts";
+import { budgetedFetch } from "../src/bridges/fetch.ts";
+import { createProxyHandler } from "../src/proxy/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import {
   backendConformanceCases,
   type BackendConformanceOptions,
   CONFORMANCE_MARKER,
-} from "../src/backend_conformance.ts";
+} from "../src/testing/backend_conformance.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const OPTIONS = { contextLength: 65536 };

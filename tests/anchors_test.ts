@@ -4,8 +4,8 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import { AnchorStore, canonicalMessage } from "../src/_anchors.ts";
-import { canonicalMessageGeneral } from "../src/_canonical.ts";
+import { AnchorStore, canonicalMessage } from "../src/anchors/store.ts";
+import { canonicalMessageGeneral } from "../src/anchors/canonical.ts";
 
 const MODEL = "qwen3-8b";
 

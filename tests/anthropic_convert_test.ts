@@ -1,8 +1,8 @@
 import { deepStrictEqual, throws } from "node:assert/strict";
-import type { JsonObject } from "../src/backend.ts";
-import { CountError } from "../src/errors.ts";
-import { toAnthropicCount } from "../src/_anthropic_convert.ts";
-import { anthropicRequestProblem } from "../src/_fake_anthropic_rules.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { CountError } from "../src/core/errors.ts";
+import { toAnthropicCount } from "../src/backends/anthropic/convert.ts";
+import { anthropicRequestProblem } from "../src/testing/anthropic_rules.ts";
 import * as kit from "./_backend_kit.ts";
 
 const PNG = "iVBORw0KGgo=";

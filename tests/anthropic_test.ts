@@ -10,17 +10,17 @@ import {
   AnthropicBackend,
   type AnthropicBackendOptions,
   anthropicFromConfig,
-} from "../src/anthropic.ts";
-import type { JsonObject } from "../src/backend.ts";
-import { budget } from "../src/budget.ts";
-import { loadConfig } from "../src/config.ts";
-import { createCountCache } from "../src/count_cache.ts";
+} from "../src/backends/anthropic/mod.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { budget } from "../src/core/budget.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
 import {
   createFakeAnthropicHandler,
   type FakeAnthropic,
   type FakeAnthropicFault,
   serveFakeAnthropic,
-} from "../src/fake_anthropic_server.ts";
+} from "../src/testing/fake_anthropic_server.ts";
 import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 

@@ -5,17 +5,17 @@ import {
   type CountOptions,
   type JsonObject,
   type RequestKind,
-} from "../src/backend.ts";
+} from "../src/core/backend.ts";
 import {
   backendConformanceCases,
   type BackendConformanceOptions,
   CONFORMANCE_MARKER,
-} from "../src/backend_conformance.ts";
-import { CountError } from "../src/errors.ts";
-import { FakeBackend } from "../src/fake_backend.ts";
-import { serveFakeVllmTokenizer } from "../src/fake_vllm_server.ts";
-import { LocalBackend } from "../src/local.ts";
-import { VllmBackend } from "../src/vllm.ts";
+} from "../src/testing/backend_conformance.ts";
+import { CountError } from "../src/core/errors.ts";
+import { FakeBackend } from "../src/testing/fake_backend.ts";
+import { serveFakeVllmTokenizer } from "../src/testing/fake_vllm_server.ts";
+import { LocalBackend } from "../src/backends/local/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 
 const CONTEXT = 8192;
 

@@ -4,10 +4,13 @@ import type {
   JsonObject,
   ReadCapsOptions,
   RequestKind,
-} from "../src/backend.ts";
-import { budget } from "../src/budget.ts";
-import { budgetedFetch } from "../src/fetch.ts";
-import { FakeBackend, type FakeBackendOptions } from "../src/fake_backend.ts";
+} from "../src/core/backend.ts";
+import { budget } from "../src/core/budget.ts";
+import { budgetedFetch } from "../src/bridges/fetch.ts";
+import {
+  FakeBackend,
+  type FakeBackendOptions,
+} from "../src/testing/fake_backend.ts";
 
 const W = 50_000;
 const C = 65_536;

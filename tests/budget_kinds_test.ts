@@ -5,7 +5,7 @@ import {
   type CountResult,
   type JsonObject,
 } from "../mod.ts";
-import { FakeBackend } from "../testing.ts";
+import { FakeBackend } from "../src/testing/mod.ts";
 
 class KindRecorder extends FakeBackend {
   readonly kinds: (string | undefined)[] = [];

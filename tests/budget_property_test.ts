@@ -1,6 +1,6 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { budget, type BudgetOptions, type JsonObject } from "../mod.ts";
-import { FakeBackend } from "../testing.ts";
+import { FakeBackend } from "../src/testing/mod.ts";
 
 /** mulberry32: a small seeded PRNG, so a failure replays. */
 function random(seed: number): () => number {

@@ -5,8 +5,8 @@ import {
   type BudgetOptions,
   type JsonObject,
 } from "../mod.ts";
-import { FakeBackend } from "../testing.ts";
-import { TemplateRejectedError } from "../src/errors.ts";
+import { FakeBackend } from "../src/testing/mod.ts";
+import { TemplateRejectedError } from "../src/core/errors.ts";
 
 const W = 55705;
 const C = 65536;

@@ -7,7 +7,10 @@ import {
   sharedCountCache,
   VllmBackend,
 } from "../mod.ts";
-import { type FakeVllmFault, serveFakeVllmTokenizer } from "../testing.ts";
+import {
+  type FakeVllmFault,
+  serveFakeVllmTokenizer,
+} from "../src/testing/mod.ts";
 
 const CONTEXT = 65536;
 const WINDOW = 55705;

@@ -4,14 +4,14 @@ import {
   ConfigError as ReExportedConfigError,
   type ConfigIssue,
   loadConfig,
-} from "../src/config.ts";
-import { ConfigError } from "../src/config_error.ts";
-import { FakeBackend } from "../src/fake_backend.ts";
+} from "../src/config/mod.ts";
+import { ConfigError } from "../src/core/config_error.ts";
+import { FakeBackend } from "../src/testing/fake_backend.ts";
 import {
   type BackendRegistry,
   createBackendRegistry,
-} from "../src/registry.ts";
-import { VERSION } from "../src/version.ts";
+} from "../src/core/registry.ts";
+import { VERSION } from "../src/core/version.ts";
 
 type Env = Record<string, string | undefined>;
 

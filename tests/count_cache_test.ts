@@ -8,10 +8,10 @@ import {
 import {
   createCountCacheForTesting,
   terminateCountWorkerForTesting,
-} from "../testing.ts";
+} from "../src/testing/mod.ts";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { createHash } from "node:crypto";
-import { countKeyMemoSize } from "../src/_count_key.ts";
+import { countKeyMemoSize } from "../src/cache/key.ts";
 import {
   deepStrictEqual,
   match,
@@ -443,7 +443,7 @@ Deno.test("sharedCountCache() returns one cache until it is disposed", async () 
 
 Deno.test("sharedCountCache() does not keep a process alive", async (t) => {
   const config = new URL("../deno.json", import.meta.url).pathname;
-  const module = new URL("../src/count_cache.ts", import.meta.url).href;
+  const module = new URL("../src/cache/mod.ts", import.meta.url).href;
   const script = `
     import { sharedCountCache } from ${JSON.stringify(module)};
     const cache = sharedCountCache();

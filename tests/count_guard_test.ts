@@ -1,7 +1,7 @@
 import { getLogger } from "@logtape/logtape";
 import { ok, rejects, strictEqual } from "node:assert/strict";
-import { countGuard } from "../src/_count_guard.ts";
-import { CountError, TemplateRejectedError } from "../src/errors.ts";
+import { countGuard } from "../src/backends/_shared/count_guard.ts";
+import { CountError, TemplateRejectedError } from "../src/core/errors.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const guarded = countGuard({

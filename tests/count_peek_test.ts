@@ -9,9 +9,9 @@ import {
   createCountCache,
   VllmBackend,
 } from "../mod.ts";
-import { serveFakeUpstream } from "../testing.ts";
-import { peekCount } from "../src/_count_client.ts";
-import { hashCountKey } from "../src/_count_key.ts";
+import { serveFakeUpstream } from "../src/testing/mod.ts";
+import { peekCount } from "../src/cache/client.ts";
+import { hashCountKey } from "../src/cache/key.ts";
 import { deepStrictEqual, rejects, strictEqual } from "node:assert/strict";
 
 Deno.test("peekCount() reads an in-process cache's stored count as a hit, and nothing else", async (t) => {

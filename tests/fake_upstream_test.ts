@@ -12,8 +12,8 @@ import {
   type FakeUpstreamFault,
   type FakeUpstreamHandler,
   serveFakeUpstream,
-} from "../src/fake_upstream.ts";
-import { VllmBackend } from "../src/vllm.ts";
+} from "../src/testing/fake_upstream.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 
 const MESSAGES = [
   { role: "system", content: "You are terse." },

@@ -9,7 +9,7 @@ import {
   createFakeVllmTokenizerHandler,
   type FakeVllmFault,
   serveFakeVllmTokenizer,
-} from "../src/fake_vllm_server.ts";
+} from "../src/testing/fake_vllm_server.ts";
 
 const BODY = JSON.stringify({
   model: "m",

@@ -2,9 +2,9 @@ import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText } from "ai";
 import OpenAI from "openai";
-import { budgetedFetch } from "../src/fetch.ts";
+import { budgetedFetch } from "../src/bridges/fetch.ts";
 import { createCountCache, VllmBackend } from "../mod.ts";
-import { FakeBackend, serveFakeVllmTokenizer } from "../testing.ts";
+import { FakeBackend, serveFakeVllmTokenizer } from "../src/testing/mod.ts";
 import { serveUpstream } from "./_upstream.ts";
 
 const W = 55705;

@@ -3,7 +3,7 @@ import {
   forwardHeaders,
   HOP_BY_HOP,
   responseHeaders,
-} from "../src/_forward.ts";
+} from "../src/proxy/forward.ts";
 
 /** The filtering as a copy of the Headers with names deleted: the rule the single pass must keep. */
 function reference(headers: Headers, drop: readonly string[]): Headers {

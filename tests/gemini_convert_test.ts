@@ -1,8 +1,11 @@
 import { deepStrictEqual, strictEqual, throws } from "node:assert/strict";
-import type { JsonObject } from "../src/backend.ts";
-import { CountError } from "../src/errors.ts";
-import { geminiModelName, toGeminiCount } from "../src/_gemini_convert.ts";
-import { geminiRequestProblem } from "../src/_fake_gemini_rules.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { CountError } from "../src/core/errors.ts";
+import {
+  geminiModelName,
+  toGeminiCount,
+} from "../src/backends/gemini/convert.ts";
+import { geminiRequestProblem } from "../src/testing/gemini_rules.ts";
 import * as kit from "./_backend_kit.ts";
 
 const call = kit.toolCall;

@@ -5,22 +5,22 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import type { JsonObject } from "../src/backend.ts";
-import { budget } from "../src/budget.ts";
-import { loadConfig } from "../src/config.ts";
-import { createCountCache } from "../src/count_cache.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { budget } from "../src/core/budget.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
 import {
   createFakeGeminiHandler,
   type FakeGemini,
   type FakeGeminiFault,
   serveFakeGemini,
-} from "../src/fake_gemini_server.ts";
+} from "../src/testing/fake_gemini_server.ts";
 import {
   GEMINI_DEFAULT_URL,
   GeminiBackend,
   type GeminiBackendOptions,
   geminiFromConfig,
-} from "../src/gemini.ts";
+} from "../src/backends/gemini/mod.ts";
 import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 

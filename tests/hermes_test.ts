@@ -5,8 +5,8 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import { loadConfig } from "../src/config.ts";
-import { ConfigError, type ConfigIssue } from "../src/config_error.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { ConfigError, type ConfigIssue } from "../src/core/config_error.ts";
 import {
   type HermesSettings,
   hermesWindow,
@@ -14,7 +14,7 @@ import {
   loadHermesSettings,
   parseHermesSettings,
   resolveWindow,
-} from "../src/hermes.ts";
+} from "../src/bridges/hermes/mod.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const CANARY = "sk-CANARY-hermes-5e1d";

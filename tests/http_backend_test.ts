@@ -4,9 +4,9 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import { HttpCounter } from "../src/_http_backend.ts";
-import { createCountCache } from "../src/count_cache.ts";
-import { VERSION } from "../src/version.ts";
+import { HttpCounter } from "../src/backends/_shared/http_counter.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VERSION } from "../src/core/version.ts";
 
 function recording(answer: unknown = { n: 3 }) {
   const seen: {

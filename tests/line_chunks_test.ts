@@ -4,8 +4,8 @@
 // lineChunkEnds makes), on adversarial text: every kind of whitespace and
 // line break, combining marks, digits, CJK, punctuation before line feeds.
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
-import { isLineChunkSafe, lineChunkEnds } from "../src/_line_chunks.ts";
-import { loadTokenizer } from "../src/_tokenizer.ts";
+import { isLineChunkSafe, lineChunkEnds } from "../src/local/line_chunks.ts";
+import { loadTokenizer } from "../src/tokenizer/tokenizer.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { mulberry32 } from "./_prng.ts";
 

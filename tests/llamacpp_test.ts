@@ -5,23 +5,23 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import type { JsonObject } from "../src/backend.ts";
-import { budget } from "../src/budget.ts";
-import { loadConfig } from "../src/config.ts";
-import { ConfigError } from "../src/config_error.ts";
-import { createCountCache } from "../src/count_cache.ts";
-import { TemplateRejectedError } from "../src/errors.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { budget } from "../src/core/budget.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { ConfigError } from "../src/core/config_error.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { TemplateRejectedError } from "../src/core/errors.ts";
 import {
   createFakeLlamaCppHandler,
   type FakeLlamaCppFault,
   type FakeLlamaCppServer,
   serveFakeLlamaCpp,
-} from "../src/fake_llamacpp_server.ts";
+} from "../src/testing/fake_llamacpp_server.ts";
 import {
   LlamaCppBackend,
   type LlamaCppBackendOptions,
   llamacppFromConfig,
-} from "../src/llamacpp.ts";
+} from "../src/backends/llamacpp/mod.ts";
 import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 

@@ -5,15 +5,18 @@
 // without special tokens, as vLLM's chat /tokenize does.
 import { deepStrictEqual, ok } from "node:assert/strict";
 import { dirname } from "node:path";
-import { LocalBackend, TemplateRejectedError } from "../src/local.ts";
-import { buildTokenizePayload } from "../src/_vllm_payload.ts";
+import {
+  LocalBackend,
+  TemplateRejectedError,
+} from "../src/backends/local/mod.ts";
+import { buildTokenizePayload } from "../src/backends/_shared/vllm_payload.ts";
 import {
   detectContentFormat,
   templateContext,
-} from "../src/_local_preprocess.ts";
-import { PyFloat } from "../src/_template.ts";
-import { pyFloatRepr } from "../src/_template_py.ts";
-import { specialTokensOf } from "../src/_tokenizer_config.ts";
+} from "../src/local/preprocess.ts";
+import { PyFloat } from "../src/template/chat_template.ts";
+import { pyFloatRepr } from "../src/template/py.ts";
+import { specialTokensOf } from "../src/tokenizer/config.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { CONVERSATIONS } from "./_tokenizer_conversations.ts";
 

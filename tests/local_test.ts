@@ -11,15 +11,15 @@ import {
   CountError,
   LocalBackend,
   TemplateRejectedError,
-} from "../src/local.ts";
+} from "../src/backends/local/mod.ts";
 import {
   continueFinalMessage,
   detectContentFormat,
   templateContext,
-} from "../src/_local_preprocess.ts";
-import { compileChatTemplate, PyFloat } from "../src/_template.ts";
-import { buildTokenizePayload } from "../src/_vllm_payload.ts";
-import { createCountCache } from "../src/count_cache.ts";
+} from "../src/local/preprocess.ts";
+import { compileChatTemplate, PyFloat } from "../src/template/chat_template.ts";
+import { buildTokenizePayload } from "../src/backends/_shared/vllm_payload.ts";
+import { createCountCache } from "../src/cache/mod.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const DIR = fileURLToPath(new URL("./fixtures/model_folder/", import.meta.url));

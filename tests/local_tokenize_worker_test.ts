@@ -10,7 +10,7 @@ import {
   CountError,
   LocalBackend,
   TemplateRejectedError,
-} from "../src/local.ts";
+} from "../src/backends/local/mod.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { timerTicksDuring } from "./_timer_ticks.ts";
 import { CONVERSATIONS } from "./_tokenizer_conversations.ts";

@@ -15,12 +15,12 @@ import {
   CountError,
   LocalBackend,
   TemplateRejectedError,
-} from "../src/local.ts";
-import { createCountCache } from "../src/count_cache.ts";
+} from "../src/backends/local/mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
 import {
   createCountCacheForTesting,
   terminateCountWorkerForTesting,
-} from "../src/count_cache_testing.ts";
+} from "../src/testing/count_cache.ts";
 import { MODEL_FILES, type ModelFiles } from "./_model_files.ts";
 import { timerTicksDuring } from "./_timer_ticks.ts";
 import { CONVERSATIONS } from "./_tokenizer_conversations.ts";
@@ -302,7 +302,7 @@ Deno.test("LocalBackend keeps piece counts in the shared cache's LRU", async () 
 
 Deno.test("loadTokenizer()'s speed-ups change no ids and no counts", async (t) => {
   const { Tokenizer } = await import("@huggingface/tokenizers");
-  const { loadTokenizer } = await import("../src/_tokenizer.ts");
+  const { loadTokenizer } = await import("../src/tokenizer/tokenizer.ts");
   const { PLAIN_TEXTS, textsWithTokens } = await import(
     "./_tokenizer_corpus.ts"
   );

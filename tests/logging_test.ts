@@ -6,7 +6,10 @@ import {
   loadConfig,
   VllmBackend,
 } from "../mod.ts";
-import { type FakeVllmFault, serveFakeVllmTokenizer } from "../testing.ts";
+import {
+  type FakeVllmFault,
+  serveFakeVllmTokenizer,
+} from "../src/testing/mod.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const PROMPT = "CANARY-PROMPT-7f3a";

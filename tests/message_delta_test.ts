@@ -10,13 +10,13 @@ import {
   ReceivedMessages,
   RECENT,
   SentMessages,
-} from "../src/_message_delta.ts";
-import { CountCore } from "../src/_lru.ts";
-import type { CacheResponse } from "../src/_cache_protocol.ts";
-import { CountError, LocalBackend } from "../src/local.ts";
-import { createCountCache } from "../src/count_cache.ts";
-import { localChannelOf } from "../src/_count_client.ts";
-import { tokenizePayload } from "../src/_chat_render.ts";
+} from "../src/cache/message_delta.ts";
+import { CountCore } from "../src/cache/core.ts";
+import type { CacheResponse } from "../src/cache/protocol.ts";
+import { CountError, LocalBackend } from "../src/backends/local/mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { localChannelOf } from "../src/cache/client.ts";
+import { tokenizePayload } from "../src/local/chat_render.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { mulberry32 } from "./_prng.ts";
 

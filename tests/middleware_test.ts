@@ -2,8 +2,8 @@ import { ok, strictEqual } from "node:assert/strict";
 import { Application } from "@oakserver/oak";
 import { Hono } from "hono";
 import OpenAI from "openai";
-import { budgetMiddleware } from "../src/middleware.ts";
-import { FakeBackend } from "../testing.ts";
+import { budgetMiddleware } from "../src/bridges/middleware.ts";
+import { FakeBackend } from "../src/testing/mod.ts";
 import { serveUpstream } from "./_upstream.ts";
 
 const W = 55705;

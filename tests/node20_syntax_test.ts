@@ -17,10 +17,14 @@ const FORBIDDEN: [string, RegExp][] = [
 
 async function publishedFiles(): Promise<URL[]> {
   const root = new URL("../", import.meta.url);
-  const files = [new URL("mod.ts", root), new URL("testing.ts", root)];
-  for await (const entry of Deno.readDir(new URL("src/", root))) {
-    if (entry.isFile && entry.name.endsWith(".ts")) {
-      files.push(new URL(`src/${entry.name}`, root));
+  const files = [new URL("mod.ts", root)];
+  const folders = [new URL("src/", root)];
+  for (const folder of folders) {
+    for await (const entry of Deno.readDir(folder)) {
+      if (entry.isDirectory) folders.push(new URL(`${entry.name}/`, folder));
+      else if (entry.name.endsWith(".ts")) {
+        files.push(new URL(entry.name, folder));
+      }
     }
   }
   return files;

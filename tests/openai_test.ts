@@ -5,16 +5,16 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import type { JsonObject } from "../src/backend.ts";
-import { CONFORMANCE_MARKER } from "../src/backend_conformance.ts";
-import { budget } from "../src/budget.ts";
-import { loadConfig } from "../src/config.ts";
-import { createCountCache } from "../src/count_cache.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { CONFORMANCE_MARKER } from "../src/testing/backend_conformance.ts";
+import { budget } from "../src/core/budget.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
 import {
   createFakeOpenAIHandler,
   serveFakeOpenAI,
-} from "../src/fake_openai_server.ts";
-import { OpenAIBackend, openaiFromConfig } from "../src/openai.ts";
+} from "../src/testing/fake_openai_server.ts";
+import { OpenAIBackend, openaiFromConfig } from "../src/backends/openai/mod.ts";
 import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 

@@ -1,6 +1,6 @@
 import { deepStrictEqual, rejects, strictEqual } from "node:assert/strict";
-import { preflight } from "../src/preflight.ts";
-import { FakeBackend } from "../testing.ts";
+import { preflight } from "../src/bridges/preflight.ts";
+import { FakeBackend } from "../src/testing/mod.ts";
 
 const input = {
   system: "Be brief.",

@@ -9,8 +9,8 @@ import {
 import OpenAI from "openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText } from "ai";
-import { FakeBackend } from "../testing.ts";
-import { createProxyHandler } from "../src/proxy.ts";
+import { FakeBackend } from "../src/testing/mod.ts";
+import { createProxyHandler } from "../src/proxy/mod.ts";
 import { C, postJson, proxyFixture, W } from "./_proxy_fixture.ts";
 
 const chat = (content: string) => ({

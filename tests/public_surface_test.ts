@@ -1,23 +1,23 @@
 import { deepStrictEqual, strictEqual } from "node:assert/strict";
-import * as cache from "../src/count_cache.ts";
-import * as config from "../src/config.ts";
+import * as cache from "../src/cache/mod.ts";
+import * as config from "../src/config/mod.ts";
 import * as root from "../mod.ts";
-import * as testing from "../testing.ts";
-import * as vllm from "../src/vllm.ts";
-import * as worker from "../src/count_worker.ts";
-import * as fetchEntry from "../src/fetch.ts";
-import * as middleware from "../src/middleware.ts";
-import * as preflight from "../src/preflight.ts";
-import * as hermes from "../src/hermes.ts";
-import * as proxy from "../src/proxy.ts";
-import * as local from "../src/local.ts";
-import * as anchored from "../src/anchored.ts";
-import * as anthropic from "../src/anthropic.ts";
-import * as gemini from "../src/gemini.ts";
-import * as openai from "../src/openai.ts";
-import * as sglang from "../src/sglang.ts";
-import * as llamacpp from "../src/llamacpp.ts";
-import * as tgi from "../src/tgi.ts";
+import * as testing from "../src/testing/mod.ts";
+import * as vllm from "../src/backends/vllm/mod.ts";
+import * as worker from "../src/cache/worker.ts";
+import * as fetchEntry from "../src/bridges/fetch.ts";
+import * as middleware from "../src/bridges/middleware.ts";
+import * as preflight from "../src/bridges/preflight.ts";
+import * as hermes from "../src/bridges/hermes/mod.ts";
+import * as proxy from "../src/proxy/mod.ts";
+import * as local from "../src/backends/local/mod.ts";
+import * as anchored from "../src/backends/anchored/mod.ts";
+import * as anthropic from "../src/backends/anthropic/mod.ts";
+import * as gemini from "../src/backends/gemini/mod.ts";
+import * as openai from "../src/backends/openai/mod.ts";
+import * as sglang from "../src/backends/sglang/mod.ts";
+import * as llamacpp from "../src/backends/llamacpp/mod.ts";
+import * as tgi from "../src/backends/tgi/mod.ts";
 
 // A change to the public surface must be deliberate: update this list with it.
 Deno.test("the export entries expose exactly the documented surface", () => {

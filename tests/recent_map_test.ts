@@ -1,5 +1,5 @@
 import { deepStrictEqual, strictEqual } from "node:assert/strict";
-import { RecentMap } from "../src/_recent_map.ts";
+import { RecentMap } from "../src/_internal/recent_map.ts";
 
 const order = (map: RecentMap<string, number>) => [...map.keys()];
 

@@ -16,8 +16,8 @@ import {
   UnknownBackendError,
   VllmBackend,
 } from "../mod.ts";
-import { FakeBackend } from "../testing.ts";
-import { LocalBackend } from "../src/local.ts";
+import { FakeBackend } from "../src/testing/mod.ts";
+import { LocalBackend } from "../src/backends/local/mod.ts";
 
 Deno.test("createBackendRegistry() builds only the selected backend, once", async (t) => {
   await t.step("lazy factories", () => {

@@ -3,16 +3,22 @@
 // LocalBackend builds, the sum of the cached piece counts equals a full
 // tokenization of the render, every time.
 import { ok, strictEqual } from "node:assert/strict";
-import { isSegmentationSafe, splitAtAddedTokens } from "../src/_segments.ts";
-import { PrefixCounter } from "../src/_local_prefix.ts";
-import { isLineChunkSafe } from "../src/_line_chunks.ts";
-import { compileChatTemplate, TemplateRaisedError } from "../src/_template.ts";
+import {
+  isSegmentationSafe,
+  splitAtAddedTokens,
+} from "../src/local/segments.ts";
+import { PrefixCounter } from "../src/local/prefix.ts";
+import { isLineChunkSafe } from "../src/local/line_chunks.ts";
+import {
+  compileChatTemplate,
+  TemplateRaisedError,
+} from "../src/template/chat_template.ts";
 import {
   detectContentFormat,
   templateContext,
-} from "../src/_local_preprocess.ts";
-import { loadTokenizer } from "../src/_tokenizer.ts";
-import { buildTokenizePayload } from "../src/_vllm_payload.ts";
+} from "../src/local/preprocess.ts";
+import { loadTokenizer } from "../src/tokenizer/tokenizer.ts";
+import { buildTokenizePayload } from "../src/backends/_shared/vllm_payload.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { mulberry32 } from "./_prng.ts";
 import {

@@ -3,9 +3,12 @@ import {
   notStrictEqual,
   strictEqual,
 } from "node:assert/strict";
-import { isSegmentationSafe, splitAtAddedTokens } from "../src/_segments.ts";
-import { PrefixCounter } from "../src/_local_prefix.ts";
-import { loadTokenizer } from "../src/_tokenizer.ts";
+import {
+  isSegmentationSafe,
+  splitAtAddedTokens,
+} from "../src/local/segments.ts";
+import { PrefixCounter } from "../src/local/prefix.ts";
+import { loadTokenizer } from "../src/tokenizer/tokenizer.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 
 const t = (text: string) => ({ text, added: true });

@@ -10,24 +10,24 @@ import {
   Backend,
   type JsonObject,
   type OutputLimitOptions,
-} from "../src/backend.ts";
-import { CONFORMANCE_MARKER } from "../src/backend_conformance.ts";
-import { budget } from "../src/budget.ts";
-import { ConfigError, loadConfig } from "../src/config.ts";
-import { createCountCache } from "../src/count_cache.ts";
-import { TemplateRejectedError } from "../src/errors.ts";
+} from "../src/core/backend.ts";
+import { CONFORMANCE_MARKER } from "../src/testing/backend_conformance.ts";
+import { budget } from "../src/core/budget.ts";
+import { ConfigError, loadConfig } from "../src/config/mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { TemplateRejectedError } from "../src/core/errors.ts";
 import {
   createFakeSglangHandler,
   type FakeSglang,
   type FakeSglangOptions,
   serveFakeSglang,
-} from "../src/fake_sglang_server.ts";
-import { LocalBackend } from "../src/local.ts";
+} from "../src/testing/fake_sglang_server.ts";
+import { LocalBackend } from "../src/backends/local/mod.ts";
 import {
   SglangBackend,
   type SglangBackendOptions,
   sglangFromConfig,
-} from "../src/sglang.ts";
+} from "../src/backends/sglang/mod.ts";
 import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 import { MODEL_FILES } from "./_model_files.ts";

@@ -3,12 +3,12 @@
 // the compiled shapes (and of others) over random scopes, compared.
 import { ok } from "node:assert/strict";
 import { Environment, parse, tokenize } from "@huggingface/jinja";
-import { rewrite } from "../src/_template_ast.ts";
-import { globalsFor } from "../src/_template_globals.ts";
-import { compileCheck } from "../src/_template_check.ts";
-import { evaluateExpression } from "../src/_template_interpreter.ts";
-import { alike, type Node, type Scope } from "../src/_template_memo.ts";
-import { toValue, type Value } from "../src/_template_values.ts";
+import { rewrite } from "../src/template/ast.ts";
+import { globalsFor } from "../src/template/globals.ts";
+import { compileCheck } from "../src/template/check.ts";
+import { evaluateExpression } from "../src/template/interpreter.ts";
+import { alike, type Node, type Scope } from "../src/template/memo.ts";
+import { toValue, type Value } from "../src/template/values.ts";
 import { mulberry32, type Rand } from "./_prng.ts";
 
 /** The rewritten node of one expression, as a template holds it. */

@@ -8,15 +8,15 @@
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
 import { getLogger } from "@logtape/logtape";
-import { compileChatTemplate, toValue } from "../src/_template.ts";
-import { memoStats } from "../src/_template_memo.ts";
+import { compileChatTemplate, toValue } from "../src/template/chat_template.ts";
+import { memoStats } from "../src/template/memo.ts";
 import {
   loadFolder,
   renderChat,
   renderChatParts,
   templateFor,
   tokenizePayload,
-} from "../src/_chat_render.ts";
+} from "../src/local/chat_render.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { mulberry32, type Rand } from "./_prng.ts";
 import {

@@ -6,7 +6,7 @@ import {
   parseJsonLossless,
   TemplateRaisedError,
   TemplateUndefinedError,
-} from "../src/_template.ts";
+} from "../src/template/chat_template.ts";
 
 const NOW = "2026-03-07T15:04:05";
 const dir = new URL("./fixtures/templates/", import.meta.url);

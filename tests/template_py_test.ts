@@ -1,5 +1,5 @@
 import { strictEqual } from "node:assert/strict";
-import { pyStrip } from "../src/_template_py.ts";
+import { pyStrip } from "../src/template/py.ts";
 
 /** The obvious reading of Python's strip over code points, as a reference. */
 function referenceStrip(

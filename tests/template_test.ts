@@ -5,7 +5,7 @@ import {
   PyFloat,
   TemplateRaisedError,
   TemplateUndefinedError,
-} from "../src/_template.ts";
+} from "../src/template/chat_template.ts";
 
 // Expected strings are jinja2 3.1 outputs (transformers' environment); the
 // oracle test checks the same constructs against a live jinja2.

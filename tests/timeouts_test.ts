@@ -1,5 +1,8 @@
 import { deepStrictEqual, strictEqual } from "node:assert/strict";
-import { clearQueuedTimeout, setQueuedTimeout } from "../src/_timeouts.ts";
+import {
+  clearQueuedTimeout,
+  setQueuedTimeout,
+} from "../src/_internal/timeouts.ts";
 
 Deno.test("setQueuedTimeout() runs what is not cleared, in order, and holds no timer after", async (t) => {
   await t.step(

@@ -1,8 +1,8 @@
 import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
-import type { JsonObject } from "../src/backend.ts";
-import { CountError, LocalBackend } from "../src/local.ts";
-import { VllmBackend } from "../src/vllm.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { CountError, LocalBackend } from "../src/backends/local/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { createTokenizeHandler } from "../examples/_tokenize_handler.ts";
 import { resolveTokenizeServerSettings } from "../examples/_tokenize_cli.ts";
 import { MODEL_FILES } from "./_model_files.ts";

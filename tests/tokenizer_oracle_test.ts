@@ -3,8 +3,14 @@
 // Qwen3, Llama 3, Gemma 3 and DeepSeek V3 tokenizer files, and requires the
 // same ids for every text.
 import { deepStrictEqual } from "node:assert/strict";
-import { compileChatTemplate, TemplateRaisedError } from "../src/_template.ts";
-import { loadTokenizer, type LocalTokenizer } from "../src/_tokenizer.ts";
+import {
+  compileChatTemplate,
+  TemplateRaisedError,
+} from "../src/template/chat_template.ts";
+import {
+  loadTokenizer,
+  type LocalTokenizer,
+} from "../src/tokenizer/tokenizer.ts";
 import { MODEL_FILES, type ModelFiles } from "./_model_files.ts";
 import { PLAIN_TEXTS, textsWithTokens } from "./_tokenizer_corpus.ts";
 import { CONVERSATIONS } from "./_tokenizer_conversations.ts";

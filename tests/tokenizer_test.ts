@@ -7,8 +7,8 @@ import {
 } from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadTokenizer, readModelFolder } from "../src/_tokenizer.ts";
-import { specialTokensOf } from "../src/_tokenizer_config.ts";
+import { loadTokenizer, readModelFolder } from "../src/tokenizer/tokenizer.ts";
+import { specialTokensOf } from "../src/tokenizer/config.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 
 function modelFiles(family: string) {

@@ -4,7 +4,7 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import { readUsage, tapUsage, type Usage } from "../src/_usage.ts";
+import { readUsage, tapUsage, type Usage } from "../src/anchors/usage.ts";
 import { captureLogs } from "./_log_capture.ts";
 
 const encoder = new TextEncoder();

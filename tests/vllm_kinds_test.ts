@@ -3,7 +3,7 @@ import { CountError, createCountCache, VllmBackend } from "../mod.ts";
 import {
   createFakeVllmTokenizerHandler,
   serveFakeVllmTokenizer,
-} from "../testing.ts";
+} from "../src/testing/mod.ts";
 
 function setup() {
   const fake = createFakeVllmTokenizerHandler({

@@ -1,15 +1,18 @@
 import { deepStrictEqual, ok, strictEqual, throws } from "node:assert/strict";
-import type { JsonObject } from "../src/backend.ts";
-import { CountError } from "../src/errors.ts";
-import { effectiveField } from "../src/_request.ts";
-import { laxInteger, laxPositiveInteger } from "../src/_vllm_caps.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { CountError } from "../src/core/errors.ts";
+import { effectiveField } from "../src/core/request.ts";
+import {
+  laxInteger,
+  laxPositiveInteger,
+} from "../src/backends/_shared/vllm_caps.ts";
 import {
   assertMirrorable,
   buildTokenizePayload,
   isMultimodal,
   transferredPromptLength,
   truncationLimit,
-} from "../src/_vllm_payload.ts";
+} from "../src/backends/_shared/vllm_payload.ts";
 
 const json = (request: JsonObject): string =>
   JSON.stringify(buildTokenizePayload(request));

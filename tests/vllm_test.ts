@@ -5,15 +5,18 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import type { JsonObject } from "../src/backend.ts";
-import { createCountCache } from "../src/count_cache.ts";
+import type { JsonObject } from "../src/core/backend.ts";
+import { createCountCache } from "../src/cache/mod.ts";
 import {
   createFakeVllmTokenizerHandler,
   type FakeVllmFault,
   type FakeVllmTokenizer,
   serveFakeVllmTokenizer,
-} from "../src/fake_vllm_server.ts";
-import { VllmBackend, type VllmBackendOptions } from "../src/vllm.ts";
+} from "../src/testing/fake_vllm_server.ts";
+import {
+  VllmBackend,
+  type VllmBackendOptions,
+} from "../src/backends/vllm/mod.ts";
 import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 

@@ -7,7 +7,7 @@ import {
   createFakeUpstreamHandler,
   type FakeUpstreamFaultMix,
   type FakeUpstreamHandler,
-} from "../../testing.ts";
+} from "../../src/testing/mod.ts";
 
 /** The header each load request carries, echoed to the upstream by the proxy. */
 export const LOAD_ID = "x-load-id";

@@ -6,11 +6,11 @@
  * Object.prototype changed.
  */
 import { budget } from "../../mod.ts";
-import { budgetedFetch } from "../../src/fetch.ts";
-import { budgetMiddleware } from "../../src/middleware.ts";
-import { createProxyHandler } from "../../src/proxy.ts";
-import { AnchorStore, canonicalMessage } from "../../src/_anchors.ts";
-import { FakeBackend } from "../../testing.ts";
+import { budgetedFetch } from "../../src/bridges/fetch.ts";
+import { budgetMiddleware } from "../../src/bridges/middleware.ts";
+import { createProxyHandler } from "../../src/proxy/mod.ts";
+import { AnchorStore, canonicalMessage } from "../../src/anchors/store.ts";
+import { FakeBackend } from "../../src/testing/mod.ts";
 
 const BODY =
   '{"__proto__":{"polluted":true,"max_tokens":1},"constructor":{"prototype":{"polluted":true}},"model":"m","messages":[{"role":"user","content":"hi","__proto__":{"role":"system","polluted":true}}]}';

@@ -3,7 +3,7 @@
  * be switched to fail the way that exposes them: error bodies that echo the
  * request (generation or /tokenize), or a held request.
  */
-import { createFakeUpstreamHandler } from "../../testing.ts";
+import { createFakeUpstreamHandler } from "../../src/testing/mod.ts";
 
 /** Strings that must never leave the places they belong in. */
 export const CANARY = {

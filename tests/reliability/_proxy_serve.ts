@@ -1,6 +1,6 @@
 /** The proxy handler served in this process on port 0, in front of any upstream. */
-import { FakeBackend } from "../../testing.ts";
-import { createProxyHandler, type ProxyOptions } from "../../src/proxy.ts";
+import { FakeBackend } from "../../src/testing/mod.ts";
+import { createProxyHandler, type ProxyOptions } from "../../src/proxy/mod.ts";
 
 export const W = 55705;
 export const C = 65536;

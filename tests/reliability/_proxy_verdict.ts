@@ -10,7 +10,7 @@ import {
   type FakeUpstreamFault,
   type FakeUpstreamHandler,
   type FakeUpstreamRequest,
-} from "../../testing.ts";
+} from "../../src/testing/mod.ts";
 import {
   echoReply,
   LOAD_ID,

@@ -6,7 +6,7 @@ import {
   createFakeVllmTokenizerHandler,
   type FakeVllmRequest,
   type FakeVllmTokenizerOptions,
-} from "../../testing.ts";
+} from "../../src/testing/mod.ts";
 
 /** A held tokenizer; dispose it to release what it holds and close it. */
 export interface HeldTokenizer extends AsyncDisposable {

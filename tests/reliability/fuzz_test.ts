@@ -16,7 +16,7 @@ import {
   roughEstimate,
   VllmBackend,
 } from "../../mod.ts";
-import { FakeBackend, type FakeBackendOptions } from "../../testing.ts";
+import { FakeBackend, type FakeBackendOptions } from "../../src/testing/mod.ts";
 import { resultProblem } from "./_fuzz_invariants.ts";
 import {
   int,

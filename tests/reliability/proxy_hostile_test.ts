@@ -7,15 +7,15 @@
  */
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { budget, createCountCache, VllmBackend } from "../../mod.ts";
-import { budgetedFetch } from "../../src/fetch.ts";
-import { budgetMiddleware } from "../../src/middleware.ts";
-import { createProxyHandler } from "../../src/proxy.ts";
-import { numbersSurviveRewrite } from "../../src/_bridge.ts";
+import { budgetedFetch } from "../../src/bridges/fetch.ts";
+import { budgetMiddleware } from "../../src/bridges/middleware.ts";
+import { createProxyHandler } from "../../src/proxy/mod.ts";
+import { numbersSurviveRewrite } from "../../src/bridges/decision.ts";
 import {
   createFakeUpstreamHandler,
   FakeBackend,
   serveFakeUpstream,
-} from "../../testing.ts";
+} from "../../src/testing/mod.ts";
 import {
   assertForwarded,
   type HostileCase,

@@ -11,8 +11,8 @@ import {
   createFakeUpstreamHandler,
   FakeBackend,
   serveFakeUpstream,
-} from "../../testing.ts";
-import { createProxyHandler } from "../../src/proxy.ts";
+} from "../../src/testing/mod.ts";
+import { createProxyHandler } from "../../src/proxy/mod.ts";
 import { createCountCache, VllmBackend } from "../../mod.ts";
 import { serveSecretUpstream } from "./_proxy_secret_upstream.ts";
 import { postJson, serveProxy } from "./_proxy_serve.ts";

@@ -17,7 +17,7 @@ import {
   type JsonObject,
   loadConfig,
 } from "../../mod.ts";
-import { createProxyHandler } from "../../src/proxy.ts";
+import { createProxyHandler } from "../../src/proxy/mod.ts";
 import { captureLogs } from "../_log_capture.ts";
 import { MODEL_FILES } from "../_model_files.ts";
 import { errorTexts } from "../_backend_kit.ts";

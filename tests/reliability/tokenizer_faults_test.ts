@@ -12,7 +12,10 @@ import {
   type JsonObject,
   VllmBackend,
 } from "../../mod.ts";
-import { type FakeVllmFault, serveFakeVllmTokenizer } from "../../testing.ts";
+import {
+  type FakeVllmFault,
+  serveFakeVllmTokenizer,
+} from "../../src/testing/mod.ts";
 import { resultProblem } from "./_fuzz_invariants.ts";
 import { GuardFired, percentile, settleWithin } from "./_tokenizer_guard.ts";
 

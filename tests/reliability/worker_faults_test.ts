@@ -12,7 +12,7 @@ import {
   createCountCache,
   VllmBackend,
 } from "../../mod.ts";
-import { terminateCountWorkerForTesting } from "../../testing.ts";
+import { terminateCountWorkerForTesting } from "../../src/testing/mod.ts";
 import { resultProblem } from "./_fuzz_invariants.ts";
 import { serveHeldTokenizer } from "./_tokenizer_held.ts";
 import { settleWithin } from "./_tokenizer_guard.ts";

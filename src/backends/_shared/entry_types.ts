@@ -1,0 +1,13 @@
+/**
+ * The types a backend entry's API names (the Backend contract and the count
+ * cache), re-exported by each backend entry so that it stands on its own.
+ *
+ * @module
+ */
+export type * from "../../core/contract_types.ts";
+export type {
+  CountCache,
+  CountCacheKind,
+  CountCacheStats,
+} from "../../cache/mod.ts";
+export type { HttpCountOptions } from "./http_count_options.ts";

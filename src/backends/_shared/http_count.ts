@@ -1,0 +1,310 @@
+/**
+ * HTTP plumbing shared by the backends that count over HTTP: option checks,
+ * headers, one deadline per count (waits on the cache included), bounded
+ * answer reads and error mapping. Messages name the endpoint by a label,
+ * never by URL: URLs can carry secrets in their query strings, and answers
+ * can echo the prompt, so neither ever reaches an error or a log.
+ */
+import type { JsonObject } from "../../core/backend.ts";
+import { type CountCache, sharedCountCache } from "../../cache/mod.ts";
+import { hashCountKey } from "../../cache/key.ts";
+import { type Deadline, startDeadline } from "../../_internal/deadline.ts";
+import { CountError } from "../../core/errors.ts";
+import { errorType, safeCause } from "../../core/error_type.ts";
+import { readLimited } from "../../proxy/forward.ts";
+import { isJsonObject } from "../../core/request.ts";
+import { checkHttpUrl } from "../../_internal/url.ts";
+import { VERSION } from "../../core/version.ts";
+
+/** Timers beyond 2^31 - 1 ms fire at once on Node, so longer timeouts are clamped. */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** Answers larger than this fail a count that expects a small JSON object. */
+export const SMALL_ANSWER_BYTES = 64 * 1024;
+
+/** Throws a TypeError naming `what` when `url` is not a usable http(s) URL. */
+export function checkBaseUrl(what: string, url: unknown): string {
+  const rule = typeof url === "string" ? checkHttpUrl(url) : "must be a string";
+  if (rule !== undefined) {
+    throw new TypeError(`Cannot create ${what} as 'url' ${rule}`);
+  }
+  return url as string;
+}
+
+/** The timeout in milliseconds; throws a RangeError naming `what` when invalid. */
+export function checkTimeout(what: string, timeoutSeconds: unknown): number {
+  if (
+    typeof timeoutSeconds !== "number" || !Number.isFinite(timeoutSeconds) ||
+    timeoutSeconds <= 0
+  ) {
+    throw new RangeError(
+      `Cannot create ${what} as 'timeoutSeconds' must be a finite number greater than 0: current value is ${
+        String(timeoutSeconds)
+      }`,
+    );
+  }
+  return Math.min(Math.ceil(timeoutSeconds * 1000), MAX_TIMEOUT_MS);
+}
+
+/** Throws a TypeError when a header value is blank or holds a line break or NUL; never echoes it. */
+export function checkHeaderValue(
+  what: string,
+  name: string,
+  value: unknown,
+): string {
+  if (
+    typeof value !== "string" || value.trim() === "" || /[\0\r\n]/.test(value)
+  ) {
+    throw new TypeError(
+      `Cannot create ${what} as '${name}' must be a non-blank string without line breaks`,
+    );
+  }
+  return value;
+}
+
+/**
+ * JSON request headers with a checked `User-Agent` and any extra headers
+ * (credentials), each checked as a header value.
+ */
+export function jsonHeaders(
+  what: string,
+  userAgent: unknown = `incontext/${VERSION}`,
+  extra: Readonly<Record<string, { option: string; value: unknown }>> = {},
+): Readonly<Record<string, string>> {
+  const headers: Record<string, string> = {
+    "Content-Type": "application/json",
+    "User-Agent": checkHeaderValue(what, "userAgent", userAgent),
+  };
+  for (const [header, { option, value }] of Object.entries(extra)) {
+    if (value !== undefined) {
+      headers[header] = checkHeaderValue(what, option, value);
+    }
+  }
+  return headers;
+}
+
+/** Throws a RangeError unless `contextLength` is a positive safe integer. */
+export function checkContextLength(
+  what: string,
+  contextLength: unknown,
+): number {
+  if (
+    typeof contextLength !== "number" || !Number.isSafeInteger(contextLength) ||
+    contextLength < 1
+  ) {
+    throw new RangeError(
+      `Cannot count with ${what} as 'contextLength' must be a positive integer: current value is ${
+        String(contextLength)
+      }`,
+    );
+  }
+  return contextLength;
+}
+
+/**
+ * Throws a CountError unless the server's own context length (`name`, such
+ * as `"llama.cpp n_ctx"`) is the configured one: budgets computed against
+ * another window would be wrong.
+ */
+export function checkServedContext(
+  name: string,
+  served: number,
+  contextLength: number,
+): void {
+  if (served !== contextLength) {
+    throw new CountError(
+      `${name} does not match the configured context length: ${served} != ${contextLength}`,
+    );
+  }
+}
+
+/** Options for {@linkcode fetchJson}. */
+export interface FetchJsonOptions {
+  /** Names the endpoint in errors, such as `"llama.cpp /tokenize"`: never a URL. */
+  readonly label: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  /** A JSON body to POST; GET without one. */
+  readonly body?: string;
+  readonly fetch?: typeof globalThis.fetch | undefined;
+  /** The count's deadline signal. */
+  readonly signal: AbortSignal;
+  /** The largest answer read, in bytes. */
+  readonly maxBytes: number;
+}
+
+/**
+ * Sends one request and returns the answer's JSON object. A non-2xx answer
+ * (429 and 5xx included: no retries on the request path) fails at once with
+ * its status only: its body may echo the prompt, so it is cancelled unread.
+ *
+ * @throws {CountError} For a non-2xx status, an answer over `maxBytes`, or
+ * an answer that is not a JSON object. Network and abort errors propagate
+ * as they are, for {@linkcode countWithin} to name.
+ */
+export async function fetchJson(
+  options: FetchJsonOptions,
+): Promise<JsonObject> {
+  const fetch = options.fetch ?? globalThis.fetch;
+  const response = await fetch(options.url, {
+    method: options.body === undefined ? "GET" : "POST",
+    headers: options.headers,
+    ...(options.body === undefined ? {} : { body: options.body }),
+    signal: options.signal,
+  });
+  const { label, maxBytes } = options;
+  if (!response.ok) {
+    await response.body?.cancel().catch(() => {});
+    throw new CountError(`${label} answered HTTP ${response.status}`);
+  }
+  const tooLarge = () =>
+    new CountError(`${label} answered more than ${maxBytes} bytes`);
+  if (Number(response.headers.get("content-length")) > maxBytes) {
+    await response.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  const bytes = await readLimited(response.body, maxBytes);
+  if (bytes === undefined) throw tooLarge();
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw new CountError(`${label} returned a non-JSON response`);
+  }
+  if (!isJsonObject(body)) {
+    throw new CountError(`${label} returned a non-object response`);
+  }
+  return body;
+}
+
+/** Options for {@linkcode countWithin}. */
+export interface CountWithinOptions {
+  /** Names the endpoint in errors: never a URL. */
+  readonly label: string;
+  readonly timeoutMs: number;
+  /** The caller's abort signal. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * Runs one count under one deadline and maps every failure to a CountError
+ * whose message and cause carry no URL, prompt or provider text: an abort
+ * by the caller, the timeout, or the type name of any other error.
+ */
+export async function countWithin<T>(
+  options: CountWithinOptions,
+  run: (deadline: Deadline) => Promise<T>,
+): Promise<T> {
+  const { label, signal } = options;
+  if (signal?.aborted) {
+    throw new CountError(`${label} count was aborted`, {
+      cause: safeCause(signal.reason),
+    });
+  }
+  const deadline = startDeadline(options.timeoutMs, signal);
+  try {
+    return await run(deadline);
+  } catch (error) {
+    if (error instanceof CountError) throw error;
+    if (signal?.aborted) {
+      throw new CountError(`${label} count was aborted`, {
+        cause: safeCause(error),
+      });
+    }
+    if (deadline.expired) {
+      throw new CountError(
+        `${label} did not answer within ${options.timeoutMs / 1000} s`,
+        { cause: safeCause(error) },
+      );
+    }
+    throw new CountError(`${label} request failed: ${errorType(error)}`, {
+      cause: safeCause(error),
+    });
+  } finally {
+    deadline.clear();
+  }
+}
+
+/**
+ * The cache a backend's `cache` option names: `undefined` is the
+ * process-wide one, looked up at each count so that a disposed one is
+ * replaced; `null` is none.
+ */
+export function resolveCountCache(
+  cache: CountCache | null | undefined,
+): CountCache | null {
+  return cache === undefined ? sharedCountCache() : cache;
+}
+
+/**
+ * `count()` through `cache` under a key made of the endpoint (hashed, never
+ * stored, so two servers never share counts), the context length and the
+ * payload; straight through when `cache` is null. `signal` stops the wait
+ * on another caller's identical count.
+ */
+export function cachedCount(
+  cache: CountCache | null,
+  endpoint: string,
+  contextLength: number,
+  payload: string,
+  signal: AbortSignal | undefined,
+  count: () => Promise<number>,
+): Promise<number> {
+  return countByKey(
+    cache,
+    () => hashCountKey(endpoint, contextLength, payload),
+    signal,
+    count,
+  );
+}
+
+/**
+ * {@linkcode cachedCount} under the key `key()` makes (called only with a
+ * cache): for a caller that may have made it already.
+ */
+export async function countByKey(
+  cache: CountCache | null,
+  key: () => string,
+  signal: AbortSignal | undefined,
+  count: () => Promise<number>,
+): Promise<number> {
+  if (cache === null) return await count();
+  return await cache.getOrCount(key(), count, signal);
+}
+
+/** JSON text of a payload, or a CountError when it cannot be serialised. */
+export function payloadJson(payload: unknown): string {
+  try {
+    const json = JSON.stringify(payload);
+    if (typeof json === "string") return json;
+  } catch (error) {
+    throw new CountError(
+      "Cannot count the request as it is not serialisable to JSON",
+      { cause: safeCause(error) },
+    );
+  }
+  throw new CountError("Cannot count the request as it is not JSON");
+}
+
+/** A non-negative safe integer read from an answer field, or a CountError naming the field. */
+export function answerInteger(
+  label: string,
+  body: JsonObject,
+  field: string,
+  min = 0,
+): number {
+  const value = body[field];
+  if (
+    typeof value !== "number" || !Number.isSafeInteger(value) || value < min
+  ) {
+    throw new CountError(`${label} returned an invalid ${field}`);
+  }
+  return value;
+}
+
+/** Joins a base URL (query string kept) and a path: `http://h:1/x?k=v` + `/tokenize`. */
+export function endpointUrl(base: string, path: string): string {
+  const url = new URL(base);
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}${path}`;
+  return url.href;
+}

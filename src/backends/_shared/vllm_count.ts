@@ -1,0 +1,79 @@
+/**
+ * How vLLM counts a request's prompt, for the backends that mirror it (vLLM
+ * over HTTP, local in process, SGLang's local render): the `/tokenize` body
+ * and the truncation rule.
+ *
+ * @module
+ */
+import type {
+  CountOptions,
+  JsonObject,
+  RequestKind,
+} from "../../core/backend.ts";
+import type { GuardedCount } from "./count_guard.ts";
+import { responsesToChat } from "./responses.ts";
+import {
+  assertMirrorable,
+  buildCompletionPayload,
+  buildTokenizePayload,
+  isMultimodal,
+  transferredPromptLength,
+  truncationLimit,
+} from "./vllm_payload.ts";
+
+/** The `/tokenize` body: the text form for completions, the chat form otherwise. */
+export function vllmTokenizeBody(
+  request: JsonObject,
+  kind: RequestKind,
+): Record<string, unknown> {
+  if (kind === "completion") return buildCompletionPayload(request);
+  const chat = kind === "responses" ? responsesToChat(request) : request;
+  assertMirrorable(chat);
+  return buildTokenizePayload(chat);
+}
+
+/**
+ * The prompt tokens vLLM sees: a transferred prompt's length, else the
+ * template's count from `countTemplated`, capped at `truncate_prompt_tokens`
+ * for text-only prompts.
+ */
+export async function vllmPromptTokens(
+  request: JsonObject,
+  countTemplated: () => Promise<number>,
+): Promise<number> {
+  const counted = transferredPromptLength(request) ?? await countTemplated();
+  const limit = truncationLimit(request);
+  return limit !== undefined && !isMultimodal(request)
+    ? Math.min(counted, limit)
+    : counted;
+}
+
+/** Counts a request's template render: what each vLLM-mirroring backend does its own way. */
+export type TemplatedCount = (
+  request: JsonObject,
+  kind: RequestKind,
+  contextLength: number,
+  signal: AbortSignal | undefined,
+) => Promise<number>;
+
+/**
+ * The count a vLLM-mirroring backend runs inside its count guard:
+ * {@linkcode vllmPromptTokens} over `countTemplated`, for the request kind
+ * and signal of `options`.
+ */
+export function vllmCount(
+  options: CountOptions,
+  countTemplated: TemplatedCount,
+): GuardedCount<number> {
+  return (request, contextLength) =>
+    vllmPromptTokens(
+      request,
+      () =>
+        countTemplated(
+          request,
+          options.kind ?? "chat",
+          contextLength,
+          options.signal,
+        ),
+    );
+}

@@ -1,0 +1,320 @@
+/**
+ * The compression window W of a Hermes Agent, read from its `config.yaml`.
+ * Hermes compresses once its prompt reaches W, so an output budget that stops
+ * below W never makes Hermes compress early. {@linkcode hermesWindow} follows
+ * Hermes' threshold arithmetic as of Hermes 2026-09 (the small-context raise
+ * to 75%, the 64,000-token floor with its 85% fallback, the `max_tokens`
+ * reservation and the `threshold_tokens` cap), and
+ * {@linkcode resolveWindow} lets `INCONTEXT_COMPRESSION_WINDOW_TOKENS`
+ * override it.
+ *
+ * @example Computing W from a Hermes config.yaml
+ * ```ts
+ * import { hermesWindow, parseHermesSettings } from "@incontext/incontext/hermes";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const settings = parseHermesSettings(`
+ * model:
+ *   default: Qwen/Qwen3-Coder-30B-A3B-Instruct
+ *   provider: custom
+ *   base_url: http://127.0.0.1:8787/v1
+ *   context_length: 65536
+ * `);
+ * strictEqual(hermesWindow(settings), 55705);
+ * ```
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { readFile } from "node:fs/promises";
+import {
+  at,
+  errorCode,
+  HERMES_VARIABLE,
+  type HermesSettings,
+  POSITIVE_INTEGER,
+  readSettings,
+  settingsIssues,
+} from "./settings.ts";
+import {
+  modelThreshold,
+  raisedThreshold,
+  thresholdTokens,
+} from "./threshold.ts";
+import type { Config } from "../../config/mod.ts";
+import { ConfigError } from "../../core/config_error.ts";
+
+export type { HermesSettings };
+// resolveWindow() takes a Config: re-exported so that this entry stands on its own.
+export type { Config } from "../../config/mod.ts";
+
+const logger = getLogger(["incontext", "hermes"]);
+
+/**
+ * Options for {@linkcode hermesWindow}: values the caller knows better than
+ * the file, such as the `INCONTEXT_MODEL` and `INCONTEXT_CONTEXT_LENGTH`
+ * settings.
+ *
+ * @example Overriding the context length of the file
+ * ```ts
+ * import { hermesWindow, parseHermesSettings } from "@incontext/incontext/hermes";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const settings = parseHermesSettings("model:\n  context_length: 65536\n");
+ * strictEqual(hermesWindow(settings, { contextLength: 262144 }), 196608);
+ * ```
+ */
+export interface HermesWindowOptions {
+  /**
+   * The model name matched against `compression.model_thresholds`.
+   *
+   * @default settings.model.default
+   */
+  readonly model?: string;
+  /**
+   * The context length in tokens.
+   *
+   * @default settings.model.contextLength
+   */
+  readonly contextLength?: number;
+  /**
+   * Hermes' output reservation in tokens: pass it when Hermes runs with
+   * `HERMES_MAX_TOKENS` rather than `model.max_tokens`.
+   *
+   * @default settings.model.maxTokens
+   */
+  readonly maxTokens?: number;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * Reads Hermes settings from the text of a `config.yaml`. Keys other than
+ * `model` and `compression` are ignored; so are unknown keys inside them. The
+ * YAML 1.2 core schema is used, so only JSON-compatible values are built:
+ * `enabled: no` is the string `"no"` (an error), not YAML 1.1's `false`.
+ *
+ * @param text The YAML text; an empty document means all defaults.
+ * @returns The settings, frozen.
+ * @throws {ConfigError} When the text is not one valid YAML document with a
+ * mapping at the top level, or when a known key has the wrong type or range:
+ * one error lists every issue, each naming `INCONTEXT_HERMES_CONFIG` and the
+ * key path, never a value.
+ *
+ * @example Reading the keys Hermes uses for compression
+ * ```ts
+ * import { parseHermesSettings } from "@incontext/incontext/hermes";
+ * import { deepStrictEqual } from "node:assert/strict";
+ *
+ * const settings = parseHermesSettings(`
+ * model:
+ *   default: qwen3-coder-30b
+ *   context_length: 262144
+ * compression:
+ *   threshold: 0.6
+ *   model_thresholds: { qwen3-coder: 0.8 }
+ * terminal: { backend: local }
+ * `);
+ * deepStrictEqual(settings, {
+ *   model: { default: "qwen3-coder-30b", contextLength: 262144 },
+ *   compression: { enabled: true, threshold: 0.6, modelThresholds: { "qwen3-coder": 0.8 } },
+ * });
+ * ```
+ */
+export function parseHermesSettings(text: string): HermesSettings {
+  if (typeof text !== "string") {
+    throw new TypeError(
+      `Cannot parse the Hermes settings as 'text' must be a string: current type is ${typeof text}`,
+    );
+  }
+  return readSettings(text);
+}
+
+/**
+ * Reads Hermes settings from a `config.yaml` file, usually
+ * `$HERMES_HOME/config.yaml` (`~/.hermes/config.yaml`), with
+ * `node:fs/promises`, so it runs on Deno and Node alike.
+ *
+ * @param path The file path or `file:` URL, e.g. `config.hermesConfig`.
+ * @returns The settings, frozen.
+ * @throws {ConfigError} When the file cannot be read (naming the error code,
+ * e.g. `ENOENT`, never the path) or when {@linkcode parseHermesSettings}
+ * rejects its text.
+ *
+ * @example Reading Hermes' own configuration
+ * ```ts ignore
+ * // Not run as a test: it needs a Hermes installation.
+ * import { loadHermesSettings } from "@incontext/incontext/hermes";
+ * import { homedir } from "node:os";
+ * import { join } from "node:path";
+ *
+ * const home = process.env.HERMES_HOME ?? join(homedir(), ".hermes");
+ * const settings = await loadHermesSettings(join(home, "config.yaml"));
+ * console.log(settings.model.contextLength);
+ * ```
+ *
+ * @example Reporting a file that does not exist
+ * ```ts
+ * import { ConfigError } from "@incontext/incontext/config";
+ * import { loadHermesSettings } from "@incontext/incontext/hermes";
+ * import { rejects } from "node:assert/strict";
+ *
+ * await rejects(loadHermesSettings("/nonexistent/.hermes/config.yaml"), (error) =>
+ *   error instanceof ConfigError &&
+ *   error.message.endsWith("INCONTEXT_HERMES_CONFIG must name a readable file (ENOENT)"));
+ * ```
+ */
+export async function loadHermesSettings(
+  path: string | URL,
+): Promise<HermesSettings> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    // The cause is dropped on purpose: its message carries the path.
+    throw new ConfigError([{
+      variable: HERMES_VARIABLE,
+      rule: `must name a readable file (${errorCode(error)})`,
+    }]);
+  }
+  return parseHermesSettings(text);
+}
+
+function requirePositiveInteger(
+  name: string,
+  value: number | undefined,
+): void {
+  if (value === undefined || POSITIVE_INTEGER.test(value)) return;
+  throw new RangeError(
+    `Cannot compute the Hermes window as '${name}' must be a positive integer: current value is ${value}`,
+  );
+}
+
+/**
+ * Computes the compression window W exactly as Hermes 2026-09 computes its
+ * compression threshold:
+ *
+ * 1. pct = the `model_thresholds` entry whose key is the longest substring of
+ *    the model name, else `threshold`; the override is taken first, so the
+ *    next step raises it too, as Hermes does.
+ * 2. Below a 512,000-token context, pct is raised to at least 0.75.
+ * 3. eff = context - max_tokens, where max_tokens is Hermes' own output
+ *    reservation (`model.max_tokens`), not the `max_tokens` of a request nor
+ *    the budget incontext computes; unset means no reservation, and eff <= 0
+ *    falls back to the context.
+ * 4. value = floor(eff * pct), floored at 64,000; when the floor binds and
+ *    exceeds floor(eff * 0.85), max(value, floor(eff * 0.85)) instead.
+ * 5. Capped by `threshold_tokens` and by the context length, and never below 1.
+ *
+ * With compression disabled, W is the context length.
+ *
+ * @param settings The Hermes settings, e.g. from {@linkcode loadHermesSettings}.
+ * @param options The model, context length and output reservation, when the caller knows them better.
+ * @returns W in tokens: 1 <= W <= the context length.
+ * @throws {ConfigError} When no context length is known (neither
+ * `model.context_length` nor `options.contextLength`, i.e.
+ * `INCONTEXT_CONTEXT_LENGTH`), or when a setting breaks its rule, e.g. a
+ * threshold outside (0, 1].
+ * @throws {RangeError} When `options.contextLength` or `options.maxTokens` is not a positive integer.
+ *
+ * @example The worked examples of Hermes' arithmetic
+ * ```ts
+ * import { hermesWindow, parseHermesSettings } from "@incontext/incontext/hermes";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const settings = parseHermesSettings("compression:\n  threshold: 0.5\n");
+ * strictEqual(hermesWindow(settings, { contextLength: 65536 }), 55705);
+ * strictEqual(hermesWindow(settings, { contextLength: 131072 }), 98304);
+ * strictEqual(hermesWindow(settings, { contextLength: 262144 }), 196608);
+ * strictEqual(hermesWindow(settings, { contextLength: 1000000 }), 500000);
+ * ```
+ */
+export function hermesWindow(
+  settings: HermesSettings,
+  options: HermesWindowOptions = {},
+): number {
+  requirePositiveInteger("contextLength", options.contextLength);
+  requirePositiveInteger("maxTokens", options.maxTokens);
+  const issues = settingsIssues(settings);
+  const context = options.contextLength ?? settings.model.contextLength;
+  if (context === undefined) {
+    issues.push({
+      variable: at("model.context_length"),
+      rule:
+        "is unset and so is INCONTEXT_CONTEXT_LENGTH: set either to the served context length",
+    });
+  }
+  if (issues.length > 0 || context === undefined) {
+    throw new ConfigError(issues);
+  }
+  const { compression } = settings;
+  if (!compression.enabled) return context;
+  const pct = raisedThreshold(
+    context,
+    modelThreshold(
+      options.model ?? settings.model.default,
+      compression.modelThresholds,
+      compression.threshold,
+    ),
+  );
+  const maxTokens = options.maxTokens ?? settings.model.maxTokens;
+  const window = Math.min(
+    thresholdTokens(context, pct, maxTokens),
+    compression.thresholdTokens ?? context,
+    context,
+  );
+  return Math.max(1, window);
+}
+
+/**
+ * The compression window W for a deployment: `INCONTEXT_COMPRESSION_WINDOW_TOKENS`
+ * when set, else {@linkcode hermesWindow} of the Hermes settings with the
+ * configured model and context length (`INCONTEXT_MODEL`,
+ * `INCONTEXT_CONTEXT_LENGTH`) taking precedence over the file's.
+ *
+ * @param config The configuration from `loadConfig()`, or the part of it used here.
+ * @param settings The Hermes settings, when `INCONTEXT_HERMES_CONFIG` names a file.
+ * @returns W in tokens.
+ * @throws {ConfigError} When neither source gives a window (the message names
+ * `INCONTEXT_COMPRESSION_WINDOW_TOKENS` and `INCONTEXT_HERMES_CONFIG`), or when
+ * {@linkcode hermesWindow} throws one.
+ *
+ * @example The environment overrides Hermes
+ * ```ts
+ * import { loadConfig } from "@incontext/incontext/config";
+ * import { parseHermesSettings, resolveWindow } from "@incontext/incontext/hermes";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const settings = parseHermesSettings("model:\n  context_length: 131072\n");
+ * const env = { INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize" };
+ * strictEqual(resolveWindow(loadConfig(env), settings), 98304);
+ * const fixed = loadConfig({ ...env, INCONTEXT_COMPRESSION_WINDOW_TOKENS: "90000" });
+ * strictEqual(resolveWindow(fixed, settings), 90000);
+ * ```
+ */
+export function resolveWindow(
+  config: Pick<Config, "compressionWindowTokens" | "contextLength" | "model">,
+  settings?: HermesSettings,
+): number {
+  if (config.compressionWindowTokens !== undefined) {
+    logger.debug("compression window={window} source=env", {
+      window: config.compressionWindowTokens,
+    });
+    return config.compressionWindowTokens;
+  }
+  if (settings === undefined) {
+    throw new ConfigError([{
+      variable: "INCONTEXT_COMPRESSION_WINDOW_TOKENS",
+      rule:
+        `is unset and so is ${HERMES_VARIABLE}: set either to give the compression window`,
+    }]);
+  }
+  const options: Mutable<HermesWindowOptions> = {};
+  if (config.model !== undefined) options.model = config.model;
+  if (config.contextLength !== undefined) {
+    options.contextLength = config.contextLength;
+  }
+  const window = hermesWindow(settings, options);
+  logger.debug("compression window={window} source=hermes", { window });
+  return window;
+}

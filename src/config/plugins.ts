@@ -1,0 +1,59 @@
+import { ConfigError } from "../core/config_error.ts";
+import { errorType } from "../core/error_type.ts";
+
+/** Options for {@linkcode loadBackendModules}. */
+export interface LoadBackendModulesOptions {
+  /**
+   * Imports one module specifier. The published library holds no dynamic
+   * `import()`; the application supplies it, usually
+   * `(specifier) => import(specifier)`.
+   */
+  readonly importModule: (specifier: string) => Promise<unknown>;
+}
+
+/**
+ * Imports third-party backend modules (the `INCONTEXT_BACKEND_MODULES`
+ * specifiers), each of which registers its backends with `backends.plugin()`
+ * when imported: the counterpart of Python entry points. Call it after
+ * `loadConfig()` and before `backends.one()`.
+ *
+ * @param specifiers Module specifiers (`jsr:`, `npm:`, `file:`), imported in order.
+ * @param options The importer.
+ * @returns A promise that settles once every module is imported.
+ * @throws {ConfigError} Naming every specifier that failed to import (with the error's type only).
+ *
+ * @example Importing modules, and naming the ones that fail
+ * ```ts
+ * import { ConfigError, loadBackendModules } from "@incontext/incontext";
+ * import { deepStrictEqual, rejects } from "node:assert/strict";
+ *
+ * const imported: string[] = [];
+ * await loadBackendModules(["jsr:@acme/incontext-backend"], {
+ *   importModule: (specifier) => Promise.resolve(void imported.push(specifier)),
+ * });
+ * deepStrictEqual(imported, ["jsr:@acme/incontext-backend"]);
+ * await rejects(
+ *   loadBackendModules(["npm:missing"], {
+ *     importModule: () => Promise.reject(new TypeError("not found")),
+ *   }),
+ *   ConfigError,
+ * );
+ * ```
+ */
+export async function loadBackendModules(
+  specifiers: readonly string[],
+  options: LoadBackendModulesOptions,
+): Promise<void> {
+  const issues = [];
+  for (const specifier of specifiers) {
+    try {
+      await options.importModule(specifier);
+    } catch (error) {
+      issues.push({
+        variable: "INCONTEXT_BACKEND_MODULES",
+        rule: `module '${specifier}' failed to import (${errorType(error)})`,
+      });
+    }
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+}

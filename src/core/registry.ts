@@ -1,0 +1,245 @@
+/**
+ * The named registry of counting backends, with lazy factories.
+ *
+ * @module
+ */
+import type { Backend } from "./backend.ts";
+import { sharedCountCache } from "../cache/mod.ts";
+import { DEFAULT_CONFIG } from "./config.ts";
+import type { Config } from "../config/mod.ts";
+import {
+  httpOptionsFromConfig,
+  requireConfig,
+} from "../backends/_shared/from_config.ts";
+import { VllmBackend } from "../backends/vllm/mod.ts";
+import { LocalBackend } from "../backends/local/mod.ts";
+import { anchoredFromConfig } from "../backends/anchored/mod.ts";
+import { anthropicFromConfig } from "../backends/anthropic/mod.ts";
+import { geminiFromConfig } from "../backends/gemini/mod.ts";
+import { llamacppFromConfig } from "../backends/llamacpp/mod.ts";
+import { tgiFromConfig } from "../backends/tgi/mod.ts";
+import { openaiFromConfig } from "../backends/openai/mod.ts";
+import { sglangFromConfig } from "../backends/sglang/mod.ts";
+
+/** Builds a backend from the loaded configuration. Called at most once per registry. */
+export type BackendFactory = (config: Config) => Backend;
+
+/** What a registered backend needs from the environment. */
+export interface BackendPluginOptions {
+  /**
+   * Environment variables the backend cannot work without; {@linkcode loadConfig}
+   * reports each one missing when this backend is selected.
+   *
+   * @default []
+   */
+  readonly requires?: readonly string[];
+}
+
+/**
+ * A backend name was registered twice.
+ *
+ * @example Catching a duplicate registration
+ * ```ts
+ * import { createBackendRegistry, DuplicateBackendError, VllmBackend } from "@incontext/incontext";
+ * import { throws } from "node:assert/strict";
+ *
+ * const registry = createBackendRegistry();
+ * const factory = () => new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
+ * registry.plugin("acme", factory);
+ * throws(() => registry.plugin("acme", factory), DuplicateBackendError);
+ * ```
+ */
+export class DuplicateBackendError extends Error {
+  /** The name registered twice. */
+  readonly backendName: string;
+  /**
+   * Creates the error.
+   *
+   * @param name The name registered twice.
+   */
+  constructor(name: string) {
+    super(`Cannot register backend '${name}' as it is already registered`);
+    this.name = "DuplicateBackendError";
+    this.backendName = name;
+  }
+}
+
+/**
+ * No backend is registered under the selected name.
+ *
+ * @example Listing the names that exist
+ * ```ts
+ * import { backends, UnknownBackendError } from "@incontext/incontext";
+ * import { ok, throws } from "node:assert/strict";
+ *
+ * throws(() => backends.one("nope"), (error: unknown) => {
+ *   ok(error instanceof UnknownBackendError);
+ *   ok(error.message.includes("vllm"));
+ *   return true;
+ * });
+ * ```
+ */
+export class UnknownBackendError extends Error {
+  /** The name that was selected. */
+  readonly backendName: string;
+  /** The names that are registered. */
+  readonly registered: readonly string[];
+  /**
+   * Creates the error.
+   *
+   * @param name The selected name.
+   * @param registered The registered names.
+   */
+  constructor(name: string, registered: readonly string[]) {
+    super(
+      `Cannot select backend '${name}' as it is not registered: registered backends are ${
+        registered.map((n) => `'${n}'`).join(", ") || "none"
+      }`,
+    );
+    this.name = "UnknownBackendError";
+    this.backendName = name;
+    this.registered = registered;
+  }
+}
+
+/** A named set of lazily built backends. */
+export interface BackendRegistry {
+  /**
+   * Registers a lazy factory under `name`.
+   *
+   * @throws {DuplicateBackendError} When `name` is already registered.
+   */
+  plugin(
+    name: string,
+    factory: BackendFactory,
+    options?: BackendPluginOptions,
+  ): void;
+  /**
+   * Builds the backend registered under `name` on the first call and returns
+   * the same instance afterwards. Only this name's factory is ever called.
+   *
+   * @throws {UnknownBackendError} When `name` is not registered.
+   */
+  one(name: string, config?: Config): Backend;
+  /** The registered names, in registration order. */
+  names(): string[];
+  /** The environment variables the named backend requires (empty when unknown). */
+  requirements(name: string): readonly string[];
+}
+
+interface Entry {
+  readonly factory: BackendFactory;
+  readonly requires: readonly string[];
+  instance?: Backend;
+}
+
+/**
+ * Creates an empty backend registry. Most code uses the shared
+ * {@linkcode backends}; a separate registry suits tests and embedders.
+ *
+ * @returns A registry with no backends.
+ *
+ * @example Registering and selecting a backend
+ * ```ts
+ * import { createBackendRegistry, VllmBackend } from "@incontext/incontext";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const registry = createBackendRegistry();
+ * registry.plugin("local-vllm", () => new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" }));
+ * strictEqual(registry.one("local-vllm"), registry.one("local-vllm"));
+ * strictEqual(registry.one("local-vllm").source, "vllm-tokenize");
+ * ```
+ */
+export function createBackendRegistry(): BackendRegistry {
+  const entries = new Map<string, Entry>();
+  return {
+    plugin(name, factory, options = {}) {
+      if (entries.has(name)) throw new DuplicateBackendError(name);
+      entries.set(name, { factory, requires: [...(options.requires ?? [])] });
+    },
+    one(name, config) {
+      const entry = entries.get(name);
+      if (entry === undefined) {
+        throw new UnknownBackendError(name, [...entries.keys()]);
+      }
+      entry.instance ??= entry.factory(config ?? DEFAULT_CONFIG);
+      return entry.instance;
+    },
+    names() {
+      return [...entries.keys()];
+    },
+    requirements(name) {
+      return entries.get(name)?.requires ?? [];
+    },
+  };
+}
+
+function localFromConfig(config: Config): Backend {
+  const { INCONTEXT_TOKENIZER_DIR: dir } = requireConfig("local", {
+    INCONTEXT_TOKENIZER_DIR: config.tokenizerDir,
+  });
+  // Nothing is read here: the files load on the first count.
+  return new LocalBackend({
+    dir,
+    ...(config.chatTemplate === undefined
+      ? {}
+      : { chatTemplate: config.chatTemplate }),
+    ...(config.tokenizerSha256 === undefined
+      ? {}
+      : { expectedSha256: config.tokenizerSha256 }),
+    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
+  });
+}
+
+function vllmFromConfig(config: Config): Backend {
+  const { INCONTEXT_TOKENIZER_URL: url } = requireConfig("vllm", {
+    INCONTEXT_TOKENIZER_URL: config.tokenizerUrl,
+  });
+  return new VllmBackend({
+    ...httpOptionsFromConfig(config, config.tokenizerApiKey),
+    url,
+  });
+}
+
+/**
+ * The process-wide backend registry. The bundled `vllm` backend is
+ * registered here; third-party modules register theirs with
+ * `backends.plugin(name, factory)`.
+ *
+ * @example Selecting the bundled backend
+ * ```ts
+ * import { backends, loadConfig } from "@incontext/incontext";
+ * import { ok, strictEqual } from "node:assert/strict";
+ *
+ * ok(backends.names().includes("vllm"));
+ * const config = loadConfig({ INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize" });
+ * strictEqual(backends.one("vllm", config).source, "vllm-tokenize");
+ * ```
+ */
+export const backends: BackendRegistry = createBackendRegistry();
+backends.plugin("vllm", vllmFromConfig, {
+  requires: ["INCONTEXT_TOKENIZER_URL"],
+});
+backends.plugin("local", localFromConfig, {
+  requires: ["INCONTEXT_TOKENIZER_DIR"],
+});
+backends.plugin("anchored", anchoredFromConfig);
+backends.plugin("llamacpp", llamacppFromConfig, {
+  requires: ["INCONTEXT_TOKENIZER_URL"],
+});
+backends.plugin("tgi", tgiFromConfig, {
+  requires: ["INCONTEXT_TOKENIZER_URL"],
+});
+backends.plugin("sglang", sglangFromConfig, {
+  requires: ["INCONTEXT_TOKENIZER_URL", "INCONTEXT_TOKENIZER_DIR"],
+});
+backends.plugin("anthropic", anthropicFromConfig, {
+  requires: ["INCONTEXT_ANTHROPIC_API_KEY"],
+});
+backends.plugin("gemini", geminiFromConfig, {
+  requires: ["INCONTEXT_GEMINI_API_KEY"],
+});
+// Nothing required: the base URL defaults to https://api.openai.com and
+// Chat Completions counts are local (Responses counts without a key fail
+// with 401 and fall back).
+backends.plugin("openai", openaiFromConfig);

@@ -1,0 +1,386 @@
+/**
+ * Loads a model folder's tokenizer and chat templates and renders chat
+ * requests as vLLM would before tokenizing: shared by the local backend,
+ * which tokenizes the render in process, and the SGLang backend, whose
+ * `/tokenize` takes text only.
+ */
+import type { Logger } from "@logtape/logtape";
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import type { JsonObject, RequestKind } from "../core/backend.ts";
+import { CountError, TemplateRejectedError } from "../core/errors.ts";
+import { isJsonObject } from "../core/request.ts";
+import { errorType, safeCause } from "../core/error_type.ts";
+import { vllmTokenizeBody } from "../backends/_shared/vllm_count.ts";
+import type { ChatTemplate } from "../template/chat_template.ts";
+import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
+import type { ContentFormat, Reuse } from "./preprocess.ts";
+
+/** Where a model folder's files come from. */
+export interface ChatFolderOptions {
+  /** A Hugging Face model folder. */
+  readonly dir: string;
+  /** A template overriding the folder's: a path, or the text itself when it holds `{%` or `{{`. */
+  readonly chatTemplate?: string;
+  /** The expected SHA-256 of `tokenizer.json`; a mismatch fails the load. */
+  readonly expectedSha256?: string;
+  /** The clock of `strftime_now`. */
+  readonly now?: () => Date;
+}
+
+/** Only the folder fields of a backend's options: what crosses to the count worker. */
+export function folderSpec(options: ChatFolderOptions): ChatFolderOptions {
+  const { dir, chatTemplate, expectedSha256, now } = options;
+  return {
+    dir,
+    ...(chatTemplate === undefined ? {} : { chatTemplate }),
+    ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
+    ...(now === undefined ? {} : { now }),
+  };
+}
+
+/** The SHA-256 (lower-case hex) of the files a model folder loaded. */
+export interface FilesSha256 {
+  /** Of `tokenizer.json`'s bytes. */
+  readonly tokenizer: string;
+  /** Of `tokenizer_config.json`'s text, or `null` when the folder has none. */
+  readonly tokenizerConfig: string | null;
+  /** Of the chat template sources (named templates joined), as used. */
+  readonly template: string;
+}
+
+/** The files' SHA-256 in one string: joins cache keys, so another template counts apart. */
+export function filesIdentity(files: FilesSha256): string {
+  return `${files.tokenizer} ${files.tokenizerConfig} ${files.template}`;
+}
+
+/** What the first count loads. */
+export interface Loaded {
+  readonly tokenizer: LocalTokenizer;
+  /**
+   * Whether the pieces between added tokens count independently, so that
+   * counting them one by one (incrementally) is exact.
+   */
+  readonly incremental: boolean;
+  /** Whether pieces may be cut further into line chunks (`isLineChunkSafe`). */
+  readonly lineChunks: boolean;
+  /** The files' SHA-256. */
+  readonly files: FilesSha256;
+  /** Named templates (`"default"`, `"tool_use"`, ...), compiled on first use. */
+  readonly sources: ReadonlyMap<string, string>;
+  readonly compiled: Map<string, [ChatTemplate, ContentFormat]>;
+  /** Joins the count cache keys: the files' SHA-256. */
+  readonly identity: string;
+  /** The clock of `strftime_now`. */
+  readonly now: () => Date;
+  /** The template and preprocessing code, imported with the files. */
+  readonly engine: Engine;
+}
+
+/**
+ * The heavy modules (@huggingface/jinja, @huggingface/tokenizers), imported
+ * on the first count so that importing the registry stays cheap.
+ */
+export type Engine =
+  & typeof import("../template/chat_template.ts")
+  & typeof import("../tokenizer/tokenizer.ts")
+  & typeof import("./preprocess.ts")
+  & typeof import("./segments.ts")
+  & typeof import("./line_chunks.ts");
+
+async function importEngine(): Promise<Engine> {
+  const [template, tokenizer, preprocess, segments, lines] = await Promise
+    .all([
+      import("../template/chat_template.ts"),
+      import("../tokenizer/tokenizer.ts"),
+      import("./preprocess.ts"),
+      import("./segments.ts"),
+      import("./line_chunks.ts"),
+    ]);
+  return { ...template, ...tokenizer, ...preprocess, ...segments, ...lines };
+}
+
+/**
+ * The `/tokenize` body vLLM would receive: the text form for completions.
+ * A request's own `chat_template` fails: the server may refuse it.
+ */
+export function tokenizePayload(
+  request: JsonObject,
+  kind: RequestKind,
+): Record<string, unknown> {
+  const payload = vllmTokenizeBody(request, kind);
+  if (payload.chat_template !== undefined && payload.chat_template !== null) {
+    throw new CountError(
+      "Cannot count a request's own chat_template locally: the server may refuse it",
+    );
+  }
+  return payload;
+}
+
+/** A template's converted messages and tools, by the payload object they came from. */
+interface Converted {
+  readonly message: WeakMap<object, unknown>;
+  readonly tool: WeakMap<object, unknown>;
+}
+
+const convertedByTemplate = new WeakMap<object, Converted>();
+
+/**
+ * Remembers each message and tool object's template value, per template
+ * (the content format differs): a grown conversation converts only its new
+ * messages. Template values are never changed by a render (only namespace
+ * attributes can be assigned), so they are shared across renders.
+ */
+function reuseFor(loaded: Loaded, entry: [ChatTemplate, ContentFormat]): Reuse {
+  let converted = convertedByTemplate.get(entry);
+  if (converted === undefined) {
+    converted = { message: new WeakMap(), tool: new WeakMap() };
+    convertedByTemplate.set(entry, converted);
+  }
+  const memo = converted;
+  return (kind, raw, make) => {
+    if (typeof raw !== "object" || raw === null) return make();
+    let value = memo[kind].get(raw);
+    if (value === undefined) {
+      value = loaded.engine.toValue(make());
+      memo[kind].set(raw, value);
+    }
+    return value;
+  };
+}
+
+/**
+ * Renders a chat payload after vLLM's preprocessing. With `reuse`, message
+ * and tool objects seen in an earlier render keep their converted values:
+ * only for payloads nobody changes between renders (the count core's own
+ * copies), never a caller's objects.
+ */
+export function renderChat(
+  loaded: Loaded,
+  payload: Record<string, unknown>,
+  entry: [ChatTemplate, ContentFormat],
+  options: { readonly reuse?: boolean } = {},
+): string {
+  return renderChatParts(loaded, payload, entry, options, false)[0]!;
+}
+
+/**
+ * {@linkcode renderChat}, the text in parts (see `ChatTemplate.renderParts`),
+ * or in one part when `split` is false.
+ */
+export function renderChatParts(
+  loaded: Loaded,
+  payload: Record<string, unknown>,
+  entry: [ChatTemplate, ContentFormat],
+  options: { readonly reuse?: boolean } = {},
+  split = true,
+): string[] {
+  const [template, contentFormat] = entry;
+  const engine = loaded.engine;
+  const input = engine.templateContext(payload, {
+    specialTokens: loaded.tokenizer.specialTokens,
+    contentFormat,
+    ...(options.reuse === true ? { reuse: reuseFor(loaded, entry) } : {}),
+  });
+  // Converted values kept between renders let loops reuse item outputs.
+  const memo = { memo: options.reuse === true };
+  let parts: string[];
+  try {
+    parts = split && !("continueFrom" in input)
+      ? template.renderParts(input.context, memo)
+      : [template.render(input.context, memo)];
+  } catch (error) {
+    if (error instanceof engine.TemplateRaisedError) {
+      throw new TemplateRejectedError({ cause: safeCause(error) });
+    }
+    throw new CountError(`The chat template failed: ${errorType(error)}`, {
+      cause: safeCause(error),
+    });
+  }
+  return "continueFrom" in input
+    ? [engine.continueFinalMessage(parts[0]!, input.continueFrom)]
+    : parts;
+}
+
+/** Picks the template as transformers does: `tool_use` with tools, else `default`. */
+export function templateFor(
+  loaded: Loaded,
+  tools: unknown,
+): [ChatTemplate, ContentFormat] {
+  const name = tools !== undefined && tools !== null &&
+      loaded.sources.has("tool_use")
+    ? "tool_use"
+    : "default";
+  const source = loaded.sources.get(name);
+  if (source === undefined) {
+    throw new CountError(
+      "Cannot count a chat request as the model folder has no chat template",
+    );
+  }
+  let entry = loaded.compiled.get(name);
+  if (entry === undefined) {
+    entry = compileTemplate(loaded, source);
+    loaded.compiled.set(name, entry);
+  }
+  return entry;
+}
+
+export function compileTemplate(
+  loaded: Loaded,
+  source: string,
+): [ChatTemplate, ContentFormat] {
+  try {
+    return [
+      loaded.engine.compileChatTemplate(source, { now: loaded.now }),
+      loaded.engine.detectContentFormat(source),
+    ];
+  } catch (error) {
+    throw new CountError(
+      `The chat template does not compile: ${errorType(error)}`,
+    );
+  }
+}
+
+/** Throws a TypeError naming `what` when a model folder's options are invalid. */
+export function checkFolderOptions(
+  what: string,
+  options: ChatFolderOptions,
+): void {
+  if (typeof options?.dir !== "string" || options.dir === "") {
+    throw new TypeError(
+      `Cannot create ${what} as 'dir' must be a non-empty string`,
+    );
+  }
+  const sha = options.expectedSha256;
+  if (sha !== undefined && !/^[0-9a-fA-F]{64}$/.test(sha)) {
+    throw new TypeError(
+      `Cannot create ${what} as 'expectedSha256' must be 64 hex characters`,
+    );
+  }
+}
+
+/** A model folder loaded on first use and freed on dispose. */
+export interface FolderLoader {
+  /**
+   * The loaded folder; concurrent first calls share one load. A mismatch
+   * stays; a read error is retried by the next call.
+   */
+  load(): Promise<Loaded>;
+  /** Frees the loaded files; later loads fail. */
+  dispose(): void;
+}
+
+/** Creates the loader of one backend's model folder (`what` names it in errors). */
+export function createFolderLoader(
+  what: string,
+  options: ChatFolderOptions,
+  logger: Logger,
+): FolderLoader {
+  let loading: Promise<Loaded> | undefined;
+  let disposed = false;
+  return {
+    load() {
+      if (disposed) {
+        return Promise.reject(
+          new CountError(`Cannot count as ${what} is disposed`),
+        );
+      }
+      loading ??= loadFolder(options, logger).catch((error) => {
+        if (!(error instanceof CountError)) loading = undefined;
+        throw error;
+      });
+      return loading;
+    },
+    dispose() {
+      disposed = true;
+      loading = undefined;
+    },
+  };
+}
+
+/** Reads and builds a model folder's tokenizer and templates (see {@linkcode createFolderLoader}). */
+export async function loadFolder(
+  options: ChatFolderOptions,
+  logger: Logger,
+): Promise<Loaded> {
+  const engine = await importEngine();
+  const folder = await engine.readModelFolder(options.dir);
+  const expected = options.expectedSha256?.toLowerCase();
+  if (expected !== undefined && expected !== folder.tokenizerSha256) {
+    throw new CountError(
+      `tokenizer.json does not match the expected SHA-256: ${folder.tokenizerSha256} != ${expected}`,
+    );
+  }
+  // Parsed once: the segmentation check reads it before the tokenizer takes it.
+  const parsed: unknown = JSON.parse(folder.tokenizerJson);
+  const incremental = engine.isSegmentationSafe(parsed);
+  const lineChunks = incremental && engine.isLineChunkSafe(parsed);
+  const tokenizer = engine.loadTokenizer({
+    tokenizerJson: parsed,
+    ...(folder.tokenizerConfig === undefined
+      ? {}
+      : { tokenizerConfig: folder.tokenizerConfig }),
+  });
+  const sources = await templateSources(options, folder);
+  const files: FilesSha256 = {
+    tokenizer: folder.tokenizerSha256,
+    tokenizerConfig: folder.tokenizerConfig === undefined
+      ? null
+      : sha256(folder.tokenizerConfig),
+    template: sha256([...sources].flat().join("\0")),
+  };
+  logger.info(
+    "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, tokenizer_config.json sha256={tokenizerConfigSha256}, chat template sha256={templateSha256}; incremental counting: {incremental}, line chunks: {lineChunks}",
+    {
+      tokenizerSha256: files.tokenizer,
+      tokenizerConfigSha256: files.tokenizerConfig,
+      templateSha256: files.template,
+      incremental,
+      lineChunks,
+    },
+  );
+  return {
+    tokenizer,
+    incremental,
+    lineChunks,
+    files,
+    sources,
+    compiled: new Map(),
+    identity: filesIdentity(files),
+    now: options.now ?? (() => new Date()),
+    engine,
+  };
+}
+
+async function templateSources(
+  options: ChatFolderOptions,
+  folder: { tokenizerConfig?: string; chatTemplate?: string },
+): Promise<Map<string, string>> {
+  const explicit = options.chatTemplate;
+  if (explicit !== undefined) {
+    const text = explicit.includes("{%") || explicit.includes("{{")
+      ? explicit
+      : await readFile(explicit, "utf8");
+    return new Map([["default", text]]);
+  }
+  if (folder.chatTemplate !== undefined) {
+    return new Map([["default", folder.chatTemplate]]);
+  }
+  const config: unknown = JSON.parse(folder.tokenizerConfig ?? "{}");
+  const template = isJsonObject(config) ? config.chat_template : undefined;
+  if (typeof template === "string") return new Map([["default", template]]);
+  const named = new Map<string, string>();
+  if (Array.isArray(template)) {
+    for (const entry of template) {
+      if (
+        isJsonObject(entry) && typeof entry.name === "string" &&
+        typeof entry.template === "string"
+      ) named.set(entry.name, entry.template);
+    }
+  }
+  return named;
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}

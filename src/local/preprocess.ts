@@ -1,0 +1,286 @@
+/**
+ * vLLM's message preprocessing, applied to a `/tokenize` chat payload before
+ * the chat template renders it (vLLM `chat_utils.py`): content parts joined
+ * or wrapped as the template expects, tool-call arguments parsed, reasoning
+ * under both names, tools reshaped, media refused.
+ *
+ * @module
+ */
+import { CountError } from "../core/errors.ts";
+import { isJsonObject } from "../core/request.ts";
+import { parseJsonLossless } from "../template/chat_template.ts";
+import { isPySpace } from "../template/py.ts";
+
+/** How a template reads `message.content`: a string, or a list of parts. */
+export type ContentFormat = "string" | "openai";
+
+/** Content part types that carry media: never counted as text. */
+const MEDIA_PARTS = new Set([
+  "image_url",
+  "image_embeds",
+  "image_pil",
+  "input_image",
+  "input_audio",
+  "audio_url",
+  "audio_embeds",
+  "video_url",
+  "file",
+]);
+
+/**
+ * Detects the content format as vLLM's heuristic does: a template that loops
+ * over a message's content (`for part in message['content']`, or over a
+ * variable set from it) wants OpenAI-style part lists.
+ *
+ * @param source The template text.
+ * @returns `"openai"` when the template iterates over message content, else `"string"`.
+ */
+export function detectContentFormat(source: string): ContentFormat {
+  const content = String.raw`\w+\s*(?:\[\s*['"]content['"]\s*\]|\.content)`;
+  const loop = new RegExp(String.raw`\{%-?\s*for\s+[\w,\s]+\s+in\s+`);
+  if (new RegExp(loop.source + content).test(source)) return "openai";
+  const assigned = new RegExp(
+    String.raw`\{%-?\s*set\s+(\w+)\s*=\s*` + content + String.raw`\s*-?%\}`,
+    "g",
+  );
+  for (const match of source.matchAll(assigned)) {
+    const name = match[1]!;
+    if (
+      new RegExp(loop.source + name + String.raw`\b(?!\s*[.[])`).test(source)
+    ) {
+      return "openai";
+    }
+  }
+  return "string";
+}
+
+/** Options of {@linkcode templateContext}. */
+export interface ContextOptions {
+  /** The special-token variables (`bos_token`, ...). */
+  readonly specialTokens: Readonly<Record<string, string>>;
+  /** The template's content format. */
+  readonly contentFormat: ContentFormat;
+  /**
+   * Where a message or tool object seen before gives its converted form
+   * again instead of preprocessing it: `make` preprocesses. Only for
+   * objects nobody changes between renders (the count core's own copies).
+   */
+  readonly reuse?: Reuse;
+}
+
+/** Gives the converted form of a message or tool: remembered, or from `make`. */
+export type Reuse = (
+  kind: "message" | "tool",
+  raw: unknown,
+  make: () => unknown,
+) => unknown;
+
+/** The template variables of a payload, and what continue_final_message trims to. */
+export interface TemplateInput {
+  /** The template variables. */
+  readonly context: Record<string, unknown>;
+  /** The preprocessed content of the last message, when continuing it. */
+  readonly continueFrom?: unknown;
+}
+
+/**
+ * Builds the template variables for a `/tokenize` chat payload as vLLM and
+ * transformers do: the special tokens, then `chat_template_kwargs`, then
+ * `messages`, `tools` (`null` when absent), `documents` and
+ * `add_generation_prompt`.
+ *
+ * @param payload A payload from `buildTokenizePayload`.
+ * @param options The special tokens and content format.
+ * @returns The context.
+ * @throws {CountError} For media parts, malformed messages or tools, or
+ * `continue_final_message` with `add_generation_prompt`.
+ */
+export function templateContext(
+  payload: Readonly<Record<string, unknown>>,
+  options: ContextOptions,
+): TemplateInput {
+  const kwargs = payload.chat_template_kwargs ?? {};
+  if (!isJsonObject(kwargs)) {
+    throw new CountError(
+      "Cannot count the request as 'chat_template_kwargs' is not an object",
+    );
+  }
+  const { contentFormat: format, reuse } = options;
+  const raw = payload.messages as unknown[];
+  const messages = raw.map((message) =>
+    reuse === undefined
+      ? preprocessMessage(message, format)
+      : reuse("message", message, () => preprocessMessage(message, format))
+  );
+  const addGenerationPrompt = payload.add_generation_prompt;
+  const context: Record<string, unknown> = {
+    ...options.specialTokens,
+    ...kwargs,
+    messages,
+    tools: reshapeTools(payload.tools, reuse),
+    documents: kwargs.documents ?? null,
+    add_generation_prompt: addGenerationPrompt,
+  };
+  if (!payload.continue_final_message) return { context };
+  if (addGenerationPrompt) {
+    throw new CountError(
+      "Cannot count the request as 'continue_final_message' and 'add_generation_prompt' are both set",
+    );
+  }
+  const last = raw.length === 0
+    ? undefined
+    : preprocessMessage(raw[raw.length - 1], format);
+  return { context, continueFrom: last?.content };
+}
+
+function preprocessMessage(
+  message: unknown,
+  format: ContentFormat,
+): Record<string, unknown> {
+  if (!isJsonObject(message) || typeof message.role !== "string") {
+    throw new CountError("Cannot count the request as a message has no role");
+  }
+  const texts = contentTexts(message.content);
+  const result: Record<string, unknown> = {
+    role: message.role,
+    content: format === "openai"
+      ? texts.map((text) => ({ type: "text", text }))
+      : texts.join("\n"),
+  };
+  if (message.role === "assistant") {
+    const calls = message.tool_calls;
+    if (Array.isArray(calls) && calls.length > 0) {
+      result.tool_calls = calls.map(parseToolCall);
+    }
+    // Python's `reasoning or reasoning_content`: an empty string falls through.
+    const reasoning = message.reasoning || message.reasoning_content;
+    if (reasoning !== undefined && reasoning !== null) {
+      result.reasoning = reasoning;
+      result.reasoning_content = reasoning;
+    }
+  } else if (message.role === "tool" && "tool_call_id" in message) {
+    result.tool_call_id = message.tool_call_id;
+  }
+  if (typeof message.name === "string") result.name = message.name;
+  return result;
+}
+
+function contentTexts(content: unknown): string[] {
+  if (content === undefined || content === null) return [];
+  if (typeof content === "string") return [content];
+  if (!Array.isArray(content)) {
+    throw new CountError(
+      "Cannot count the request as a message's content is not text or parts",
+    );
+  }
+  return content.map((part: unknown) => {
+    if (isJsonObject(part) && part.type === "text") {
+      if (typeof part.text === "string") return part.text;
+    } else if (isJsonObject(part) && MEDIA_PARTS.has(String(part.type))) {
+      throw new CountError(
+        "Cannot count media content parts locally: images and audio expand on the server",
+      );
+    }
+    throw new CountError(
+      "Cannot count the request as a content part is not a text part",
+    );
+  });
+}
+
+function parseToolCall(call: unknown): unknown {
+  if (!isJsonObject(call) || !isJsonObject(call.function)) {
+    throw new CountError(
+      "Cannot count the request as a tool call is malformed",
+    );
+  }
+  const args = call.function.arguments;
+  let parsed: unknown = args;
+  // vLLM: an empty or missing `arguments` becomes {}; a string is parsed.
+  if (args === undefined || args === null || args === "") parsed = {};
+  else if (typeof args === "string") {
+    try {
+      parsed = parseJsonLossless(args);
+    } catch {
+      parsed = args;
+    }
+  }
+  return { ...call, function: { ...call.function, arguments: parsed } };
+}
+
+function reshapeTools(tools: unknown, reuse: Reuse | undefined): unknown {
+  if (tools === undefined || tools === null) return null;
+  if (!Array.isArray(tools)) {
+    throw new CountError("Cannot count the request as 'tools' is not an array");
+  }
+  return tools.map((tool: unknown) =>
+    reuse === undefined
+      ? reshapeTool(tool)
+      : reuse("tool", tool, () => reshapeTool(tool))
+  );
+}
+
+function reshapeTool(tool: unknown): unknown {
+  if (
+    !isJsonObject(tool) || !isJsonObject(tool.function) ||
+    typeof tool.function.name !== "string"
+  ) {
+    throw new CountError("Cannot count the request as a tool is malformed");
+  }
+  const { name, description, parameters, ...rest } = tool.function;
+  return {
+    type: tool.type ?? "function",
+    function: {
+      name,
+      description: description ?? null,
+      parameters: parameters ?? null,
+      ...rest,
+    },
+  };
+}
+
+/**
+ * Cuts a rendered prompt after the final message's text, as transformers
+ * does for `continue_final_message`.
+ *
+ * @param rendered The rendered prompt.
+ * @param content The final message's preprocessed content.
+ * @returns The prompt up to the end of the final message.
+ * @throws {CountError} When the final message's text is not in the prompt.
+ */
+export function continueFinalMessage(
+  rendered: string,
+  content: unknown,
+): string {
+  let final: unknown = content;
+  if (Array.isArray(content)) {
+    final = [...content].reverse().find((part) =>
+      isJsonObject(part) && "text" in part
+    )?.text;
+  }
+  const text = typeof final === "string" ? final : "";
+  const stripped = pyStripSpace(text);
+  const at = rendered.lastIndexOf(stripped);
+  if (typeof final !== "string" || at < 0) {
+    throw new CountError(
+      "Cannot count the request as the final message does not appear in the rendered prompt",
+    );
+  }
+  const lstripped = text.slice(text.length - pyLstripLength(text));
+  return rendered.slice(at, at + lstripped.length) === text
+    ? rendered.slice(0, at + lstripped.length)
+    : rendered.slice(0, at + stripped.length);
+}
+
+function pyLstripLength(text: string): number {
+  let start = 0;
+  while (start < text.length && isPySpace(text[start]!)) start++;
+  return text.length - start;
+}
+
+function pyStripSpace(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && isPySpace(text[start]!)) start++;
+  while (end > start && isPySpace(text[end - 1]!)) end--;
+  return text.slice(start, end);
+}

@@ -1,0 +1,67 @@
+/**
+ * What a vLLM-compatible `/tokenize` and `/detokenize` compute from a loaded
+ * model folder: the ids of a request body, and the text or token strings of
+ * ids. Run by whichever host holds the model: the count cache's core (its
+ * worker) or the calling thread.
+ *
+ * @module
+ */
+import type { JsonObject } from "../core/backend.ts";
+import { CountError } from "../core/errors.ts";
+import { isJsonObject } from "../core/request.ts";
+import {
+  compileTemplate,
+  type Loaded,
+  renderChat,
+  templateFor,
+} from "./chat_render.ts";
+
+/** How ids are decoded: `/detokenize`'s text, or `/tokenize`'s `token_strs`. */
+export type DecodeForm = "text" | "strings";
+
+/** The token ids of a `/tokenize` body, as vLLM's tokenize endpoint computes them. */
+export function payloadIds(loaded: Loaded, payload: JsonObject): number[] {
+  if (typeof payload.prompt === "string" && payload.messages === undefined) {
+    return loaded.tokenizer.encode(payload.prompt, {
+      addSpecialTokens: payload.add_special_tokens !== false,
+    });
+  }
+  if (
+    !Array.isArray(payload.messages) || !payload.messages.every(isJsonObject)
+  ) {
+    throw new CountError(
+      "Cannot tokenize the body as it has neither a 'prompt' string nor a 'messages' array of objects",
+    );
+  }
+  const chat = {
+    ...payload,
+    add_generation_prompt: payload.add_generation_prompt ?? true,
+  };
+  const own = payload.chat_template;
+  const entry = typeof own === "string"
+    ? compileTemplate(loaded, own)
+    : templateFor(loaded, payload.tools);
+  return loaded.tokenizer.encode(renderChat(loaded, chat, entry), {
+    addSpecialTokens: payload.add_special_tokens === true,
+  });
+}
+
+/**
+ * The text of `ids` (special tokens kept, as `/detokenize` gives it) or
+ * each id's vocabulary string.
+ *
+ * @throws {CountError} If `ids` is not an array of ids in the vocabulary.
+ */
+export function decodeIds(
+  loaded: Loaded,
+  ids: unknown,
+  form: DecodeForm,
+): string | string[] {
+  const { tokenizer } = loaded;
+  if (!Array.isArray(ids) || !ids.every(tokenizer.isTokenId)) {
+    throw new CountError(
+      "Cannot detokenize as 'tokens' must be an array of token ids in the vocabulary",
+    );
+  }
+  return form === "text" ? tokenizer.decode(ids) : tokenizer.tokenStrings(ids);
+}

@@ -1,0 +1,128 @@
+/** The proxy's own endpoints under `/incontext/`. */
+import { errorResponse } from "../bridges/decision.ts";
+import { gauge } from "./metrics.ts";
+import type { ProxyContext } from "./state.ts";
+import { upstreamUrl } from "./forward.ts";
+
+/** Answers `/incontext/healthz`, `/incontext/metrics` and `/incontext/context`. */
+export async function ownEndpoint(
+  request: Request,
+  url: URL,
+  context: ProxyContext,
+): Promise<Response> {
+  context.state.requests.inc({ route: "incontext", action: "served" });
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    return errorResponse(405, "method_not_allowed", "Use GET");
+  }
+  switch (url.pathname) {
+    case "/incontext/healthz":
+      return await healthz(context);
+    case "/incontext/metrics":
+      return new Response(await metrics(context), {
+        headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+      });
+    case "/incontext/context":
+      return Response.json(contextView(context));
+    default:
+      return errorResponse(404, "not_found", "No such incontext endpoint");
+  }
+}
+
+const HEALTH_TIMEOUT_MS = 2000;
+
+/** 200 when the upstream answers and the tokenizer counts; 503 otherwise. */
+async function healthz(context: ProxyContext): Promise<Response> {
+  const [upstream, tokenizer] = await Promise.all([
+    upstreamReachable(context),
+    tokenizerReachable(context),
+  ]);
+  const ok = upstream && tokenizer;
+  return Response.json({
+    status: ok ? "ok" : "degraded",
+    upstream: upstream ? "reachable" : "unreachable",
+    tokenizer: tokenizer ? "reachable" : "unreachable",
+  }, { status: ok ? 200 : 503 });
+}
+
+async function upstreamReachable(context: ProxyContext): Promise<boolean> {
+  const target = upstreamUrl(
+    context.settings.upstream,
+    new URL("http://proxy/v1/models"),
+  );
+  try {
+    const response = await (context.options.fetch ?? fetch)(target, {
+      signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
+    });
+    await response.body?.cancel();
+    // Any HTTP answer (even 401 without a key) means the server is there.
+    return response.status < 500;
+  } catch {
+    return false;
+  }
+}
+
+async function tokenizerReachable(context: ProxyContext): Promise<boolean> {
+  try {
+    // A new text each time: a count the cache answered would not reach the
+    // tokenizer, and the check would report a dead one as reachable.
+    const content = `incontext health check ${crypto.randomUUID()}`;
+    await context.backend.count(
+      { messages: [{ role: "user", content }] },
+      {
+        contextLength: context.options.contextLength,
+        signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
+      },
+    );
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function metrics(context: ProxyContext): Promise<string> {
+  const { state, options } = context;
+  const lines = [
+    ...state.requests.render(),
+    ...state.counts.render(),
+    ...state.tokenizer.render(),
+    ...state.upstream.render(),
+    ...state.timeouts.render(),
+    ...state.disagreements.render(),
+    ...gauge(
+      "incontext_anchor_entries",
+      "Conversations with a usage anchor.",
+      state.anchors.size,
+    ),
+  ];
+  if (options.cache) {
+    try {
+      const stats = await options.cache.stats();
+      lines.push(
+        ...gauge("incontext_cache_hits", "Count cache hits.", stats.hits),
+        ...gauge("incontext_cache_misses", "Count cache misses.", stats.misses),
+        ...gauge("incontext_cache_entries", "Counts cached.", stats.entries),
+      );
+    } catch {
+      // A disposed cache has no numbers; the rest still renders.
+    }
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** The shape of `GET /incontext/context`, documented in the README. */
+function contextView(context: ProxyContext) {
+  const { options, settings, state } = context;
+  return {
+    window: options.window,
+    contextLength: options.contextLength,
+    minOutputTokens: options.minOutputTokens ?? 4096,
+    fallbackMarginTokens: options.fallbackMarginTokens ?? 1024,
+    onExhausted: options.onExhausted ?? "clamp",
+    anchors: {
+      entries: state.anchors.size,
+      tolerance: settings.anchorTolerance,
+      disagreements: state.disagreements.value(),
+    },
+    decisions: state.recent(),
+  };
+}

@@ -1,0 +1,113 @@
+/** What the proxy remembers: metrics, usage anchors and its last decisions. */
+import type { RequestKind } from "../core/backend.ts";
+import type { BudgetResult } from "../core/budget.ts";
+import { Counter, Histogram } from "./metrics.ts";
+import type { AnchorStore } from "../anchors/store.ts";
+import type { ProxyOptions } from "./mod.ts";
+import type { TimedBackend } from "./timed_backend.ts";
+
+/** The proxy's validated bounds. */
+export interface ProxySettings {
+  readonly upstream: URL;
+  readonly maxRequestBytes: number;
+  readonly anchorEntries: number;
+  readonly anchorTolerance: number;
+  readonly recentDecisions: number;
+  /** How long the upstream may take to send its headers. */
+  readonly upstreamTimeoutMs: number;
+  /** How long a response body may wait for the upstream's next bytes. */
+  readonly upstreamIdleTimeoutMs: number;
+}
+
+/** Everything the proxy's parts share. */
+export interface ProxyContext {
+  readonly options: ProxyOptions;
+  readonly settings: ProxySettings;
+  readonly state: ProxyState;
+  readonly backend: TimedBackend;
+}
+
+/** One budget decision as `GET /incontext/context` shows it. */
+export interface DecisionRecord {
+  /** When it was made (ISO 8601). */
+  readonly time: string;
+  /** The endpoint kind: chat, completion or responses. */
+  readonly kind: RequestKind;
+  /** The request's model, or null. */
+  readonly model: string | null;
+  /** set, compress, unchanged. */
+  readonly action: string;
+  /** Where the prompt count came from. */
+  readonly source: string;
+  /** The prompt tokens counted (or estimated). */
+  readonly promptTokens: number | null;
+  /** The prompt size the usage anchor implies, when the conversation has one. */
+  readonly anchorTokens: number | null;
+  /** The cap sent, when one was written. */
+  readonly maxTokens: number | null;
+}
+
+/** Shared, bounded state of one proxy. */
+export class ProxyState {
+  readonly requests = new Counter(
+    "incontext_requests_total",
+    "Requests by route and budget action.",
+  );
+  readonly counts = new Counter(
+    "incontext_counts_total",
+    "Prompt counts by kind: exact, anchor, fallback or none.",
+  );
+  readonly tokenizer = new Histogram(
+    "incontext_tokenizer_seconds",
+    "Time of exact counts (including cache hits), by outcome.",
+  );
+  readonly upstream = new Counter(
+    "incontext_upstream_responses_total",
+    "Upstream responses by status code (0: unreachable).",
+  );
+  readonly timeouts = new Counter(
+    "incontext_upstream_timeouts_total",
+    "Upstream requests the proxy ended: no headers in time (phase headers) or a body idle too long (phase body).",
+  );
+  readonly disagreements = new Counter(
+    "incontext_anchor_disagreements_total",
+    "Exact counts that differ from the usage anchor by more than the tolerance.",
+  );
+  readonly anchors: AnchorStore;
+  /** Each decision with its time in ms: written out only when shown. */
+  readonly #recent: [number, Omit<DecisionRecord, "time">][] = [];
+  readonly #keep: number;
+
+  constructor(anchors: AnchorStore, keepDecisions: number) {
+    this.anchors = anchors;
+    this.#keep = keepDecisions;
+  }
+
+  /** Remembers a decision made now for `/incontext/context`, dropping the oldest. */
+  remember(record: Omit<DecisionRecord, "time">): void {
+    this.#recent.push([Date.now(), record]);
+    if (this.#recent.length > this.#keep) this.#recent.shift();
+  }
+
+  /** The remembered decisions, newest last. */
+  recent(): DecisionRecord[] {
+    return this.#recent.map(([time, record]) => ({
+      time: new Date(time).toISOString(),
+      ...record,
+    }));
+  }
+}
+
+/** The count kind a result's source stands for, for metrics. */
+export function countKind(result: BudgetResult): string {
+  switch (result.source) {
+    case "rough-fallback":
+      return "fallback";
+    case "usage-anchor":
+      return "anchor";
+    case "none":
+      return "none";
+    default:
+      return result.promptTokens === undefined ? "none" : "exact";
+  }
+}

@@ -1,0 +1,294 @@
+/**
+ * The proxy's upstream call, bounded in time: the upstream must send its
+ * response headers within one timeout and, once the body flows, never wait
+ * longer than another for its next bytes. Either breach, the client's
+ * disconnect or the proxy's own shutdown signal aborts the upstream request,
+ * so nothing in flight can hang for good.
+ */
+import { getLogger } from "@logtape/logtape";
+import { errorResponse, isJsonContentType } from "../bridges/decision.ts";
+import { errorType } from "../core/error_type.ts";
+import {
+  forwardHeaders,
+  type HeaderPairs,
+  responseHeaders,
+} from "./forward.ts";
+import type { ProxyContext } from "./state.ts";
+import { clearQueuedTimeout, setQueuedTimeout } from "../_internal/timeouts.ts";
+import type { UsageTap } from "../anchors/usage.ts";
+
+const logger = getLogger(["incontext", "proxy"]);
+
+/** Why the proxy aborted an upstream request itself. */
+class UpstreamTimeout extends Error {
+  constructor(readonly phase: "headers" | "body") {
+    super(`The upstream exceeded the ${phase} timeout`);
+    this.name = "UpstreamTimeout";
+  }
+}
+
+/**
+ * The upstream's answer before the client's Response exists: status, the
+ * end-to-end headers (a fresh list the caller may add to), and the body,
+ * read whole for a small JSON answer (`bytes`) or streamed under the idle
+ * timeout. The client's Response is built once, by whoever finishes it.
+ */
+export interface UpstreamAnswer {
+  readonly status: number;
+  readonly statusText: string;
+  readonly headers: HeaderPairs;
+  /** The upstream's `content-type`, or null. */
+  readonly contentType: string | null;
+  /** The whole body of a small JSON answer. */
+  readonly bytes?: Uint8Array<ArrayBuffer>;
+  /** The streamed body of any other answer, or null without one. */
+  readonly stream?: ReadableStream<Uint8Array> | null;
+  /**
+   * Makes the streamed body read its usage as it passes (call it before the
+   * client reads): one stream for the idle guard and the usage tap.
+   */
+  readonly tap?: (tap: UsageTap) => void;
+}
+
+/** A guarded body and where to attach a usage tap. */
+interface GuardedBody {
+  readonly stream: ReadableStream<Uint8Array>;
+  readonly tap: (tap: UsageTap) => void;
+}
+
+/**
+ * Sends `request` (with `body` in place of its own when given) to `target`
+ * and returns the upstream's answer with end-to-end headers only, or an
+ * OpenAI-shaped error: 502 unreachable, 503 shutting down, 504 timed out.
+ */
+export async function forward(
+  request: Request,
+  target: string,
+  body: Uint8Array<ArrayBuffer> | string | undefined,
+  context: ProxyContext,
+): Promise<Response> {
+  const answer = await sendUpstream(request, target, body, context);
+  if (answer instanceof Response) return answer;
+  const { status, statusText, headers } = answer;
+  return new Response(answer.bytes ?? answer.stream ?? null, {
+    status,
+    statusText,
+    headers,
+  });
+}
+
+/**
+ * {@linkcode forward} without building the client's Response: the answer's
+ * parts, or the error Response.
+ */
+export async function sendUpstream(
+  request: Request,
+  target: string,
+  body: Uint8Array<ArrayBuffer> | string | undefined,
+  context: ProxyContext,
+): Promise<UpstreamAnswer | Response> {
+  const { settings, state } = context;
+  const abort = new AbortController();
+  const unlink = linkAbort(abort, request.signal, context.options.signal);
+  const init: RequestInit & { duplex?: "half" } = {
+    method: request.method,
+    headers: forwardHeaders(request.headers, typeof body === "string"),
+    signal: abort.signal,
+    redirect: "manual",
+  };
+  if (body !== undefined) init.body = body;
+  else if (request.body !== null) {
+    init.body = request.body;
+    init.duplex = "half";
+  }
+  const timer = setQueuedTimeout(
+    () => abort.abort(new UpstreamTimeout("headers")),
+    settings.upstreamTimeoutMs,
+  );
+  let response: Response;
+  try {
+    response = await (context.options.fetch ?? fetch)(target, init);
+  } catch (error) {
+    unlink();
+    return failed(error, request, abort.signal, context);
+  } finally {
+    clearQueuedTimeout(timer);
+  }
+  state.upstream.inc({ status: String(response.status) });
+  const contentType = response.headers.get("content-type");
+  const answer = {
+    status: response.status,
+    statusText: response.statusText,
+    headers: responseHeaders(response.headers),
+    contentType,
+  };
+  if (response.body !== null && isSmallJson(response.headers, contentType)) {
+    // A short JSON answer is read whole under one idle timer: cheaper than a
+    // guarded stream, and the proxy reads its usage from the bytes anyway.
+    const timer = setQueuedTimeout(
+      () => abort.abort(new UpstreamTimeout("body")),
+      settings.upstreamIdleTimeoutMs,
+    );
+    try {
+      return { ...answer, bytes: new Uint8Array(await response.arrayBuffer()) };
+    } catch (error) {
+      return failed(error, request, abort.signal, context);
+    } finally {
+      clearQueuedTimeout(timer);
+      unlink();
+    }
+  }
+  if (response.body === null) {
+    unlink();
+    return { ...answer, stream: null };
+  }
+  const guarded = guardIdle(
+    response.body,
+    settings.upstreamIdleTimeoutMs,
+    { abort, unlink },
+    context,
+  );
+  return { ...answer, stream: guarded.stream, tap: guarded.tap };
+}
+
+/**
+ * Makes `abort` follow the client's signal and the proxy's shutdown signal
+ * until the returned function unlinks it (once the upstream exchange is
+ * over, so that the long-lived shutdown signal holds no listener of a
+ * finished request). Listeners rather than `AbortSignal.any`: in Deno a
+ * dependent signal (weak references to each source) costs ~9 us more a
+ * request, ~13 us with a shutdown signal.
+ */
+function linkAbort(
+  abort: AbortController,
+  client: AbortSignal,
+  shutdown: AbortSignal | undefined,
+): () => void {
+  for (const source of [client, shutdown]) {
+    if (source?.aborted) {
+      abort.abort(source.reason);
+      return () => {};
+    }
+  }
+  const onAbort = (event: Event) => {
+    unlink();
+    abort.abort((event.target as AbortSignal).reason);
+  };
+  const unlink = () => {
+    client.removeEventListener("abort", onAbort);
+    shutdown?.removeEventListener("abort", onAbort);
+  };
+  client.addEventListener("abort", onAbort);
+  shutdown?.addEventListener("abort", onAbort);
+  return unlink;
+}
+
+/** The largest JSON answer the forwarder reads whole. */
+const SMALL_JSON_BYTES = 8 * 1024 * 1024;
+
+/** A JSON answer (of content type `type`) with a declared length the proxy may hold whole. */
+function isSmallJson(headers: Headers, type: string | null): boolean {
+  if (!isJsonContentType(type)) return false;
+  const length = Number(headers.get("content-length") ?? NaN);
+  return Number.isSafeInteger(length) && length <= SMALL_JSON_BYTES;
+}
+
+function failed(
+  error: unknown,
+  request: Request,
+  own: AbortSignal,
+  context: ProxyContext,
+): Response {
+  const { state, settings } = context;
+  if (request.signal.aborted) {
+    state.upstream.inc({ status: "0" });
+    return new Response(null, { status: 499 });
+  }
+  if (own.reason instanceof UpstreamTimeout) {
+    state.timeouts.inc({ phase: "headers" });
+    logger.warn("upstream sent no response headers in {seconds} s", {
+      seconds: settings.upstreamTimeoutMs / 1000,
+    });
+    return errorResponse(
+      504,
+      "upstream_timeout",
+      `The upstream server sent no response within ${
+        settings.upstreamTimeoutMs / 1000
+      } seconds through the incontext proxy`,
+      "upstream_error",
+    );
+  }
+  state.upstream.inc({ status: "0" });
+  if (context.options.signal?.aborted) {
+    return errorResponse(
+      503,
+      "proxy_shutting_down",
+      "The incontext proxy is shutting down; retry the request",
+      "upstream_error",
+    );
+  }
+  logger.error("upstream unreachable: error={error}", {
+    error: errorType(error),
+  });
+  return errorResponse(
+    502,
+    "upstream_unreachable",
+    "The upstream server could not be reached through the incontext proxy",
+    "upstream_error",
+  );
+}
+
+/**
+ * The body as the client reads it, with a timer running only while the proxy
+ * waits for the upstream's next bytes: a slow client is never mistaken for
+ * an idle upstream, and no timer outlives the body.
+ */
+function guardIdle(
+  body: ReadableStream<Uint8Array>,
+  idleMs: number,
+  { abort, unlink }: { abort: AbortController; unlink: () => void },
+  context: ProxyContext,
+): GuardedBody {
+  const reader = body.getReader();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const timer = setQueuedTimeout(() => {
+        context.state.timeouts.inc({ phase: "body" });
+        logger.warn("upstream body idle for {seconds} s: stream ended", {
+          seconds: idleMs / 1000,
+        });
+        abort.abort(new UpstreamTimeout("body"));
+      }, idleMs);
+      let result: ReadableStreamReadResult<Uint8Array>;
+      try {
+        result = await reader.read();
+      } catch (error) {
+        unlink();
+        controller.error(error);
+        return;
+      } finally {
+        clearQueuedTimeout(timer);
+      }
+      if (result.done) {
+        unlink();
+        // Usage is recorded before the client sees the end.
+        tap?.end();
+        controller.close();
+      } else {
+        controller.enqueue(result.value);
+        tap?.push(result.value);
+      }
+    },
+    cancel(reason) {
+      unlink();
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+  let tap: UsageTap | undefined;
+  return {
+    stream,
+    tap: (added) => {
+      tap = added;
+    },
+  };
+}

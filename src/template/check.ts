@@ -1,0 +1,167 @@
+// The expressions a reused loop item is checked against (src/_template_memo.ts)
+// are evaluated again before every reuse: a few hundred a render at 128k
+// tokens, most of them shaped like `loop.index0 > ns.last_query_index` or
+// `(messages|length - 1) - loop.index0`. This compiles the common shapes
+// to closures that give the value the interpreter would give, and gives
+// up (undefined) wherever they could differ: the interpreter then runs.
+import { make, type Value } from "./values.ts";
+import { type Node, resolve, type Scope } from "./memo.ts";
+
+/** A compiled check: the expression's value, or undefined to let the interpreter evaluate it. */
+export type Check = (scope: Scope) => Value | undefined;
+
+const compiled = new WeakMap<Node, Check | null>();
+
+/**
+ * The compiled form of an expression, or null for a shape not compiled.
+ *
+ * @param node A rewritten expression node (see _template_ast.ts).
+ * @returns A closure over the scope it is checked in, or null.
+ */
+export function compileCheck(node: Node): Check | null {
+  let check = compiled.get(node);
+  if (check === undefined) {
+    check = compile(node);
+    compiled.set(node, check);
+  }
+  return check;
+}
+
+const TRUE = make("BooleanValue", true);
+const FALSE = make("BooleanValue", false);
+
+/** @huggingface/jinja's variable lookup: the nearest scope holding the name. */
+function lookup(scope: Scope, name: string): Value {
+  return resolve(scope, name)?.variables.get(name) ??
+    make("UndefinedValue", undefined);
+}
+
+function compile(node: Node): Check | null {
+  switch (node.type) {
+    case "IntegerLiteral": {
+      const value = make("IntegerValue", node["value"]);
+      return () => value;
+    }
+    case "StringLiteral": {
+      const value = make("StringValue", node["value"]);
+      return () => value;
+    }
+    case "Identifier": {
+      const name = node["value"] as string;
+      return (scope) => lookup(scope, name);
+    }
+    case "MemberExpression":
+      return node["computed"] ? null : member(node);
+    case "UnaryExpression": {
+      const argument = compile(node["argument"] as Node);
+      if (
+        argument === null ||
+        (node["operator"] as { value: string }).value !== "not"
+      ) return null;
+      return (scope) => {
+        const value = argument(scope);
+        if (value?.type !== "BooleanValue") return undefined;
+        return value.value ? FALSE : TRUE;
+      };
+    }
+    case "BinaryExpression":
+      return binary(node);
+    case "CallExpression":
+      return call(node);
+    default:
+      return null;
+  }
+}
+
+/** `object.name` where the object holds `name` in its mapping (dicts, namespaces, `loop`). */
+function member(node: Node): Check | null {
+  const object = compile(node["object"] as Node);
+  if (object === null) return null;
+  const name = (node["property"] as Node)["value"] as string;
+  return (scope) => {
+    const value = object(scope);
+    const held = value?.value;
+    // Anything else (an undefined object, a builtin method, a dict view)
+    // takes the interpreter's path.
+    if (
+      !(held instanceof Map) || value!.type === "IteratorValue" ||
+      value!.type.startsWith("dict_")
+    ) return undefined;
+    return held.get(name) as Value | undefined;
+  };
+}
+
+/** `and`/`or` on flags; `+ - *` and comparisons on integers. */
+function binary(node: Node): Check | null {
+  const left = compile(node["left"] as Node);
+  const right = compile(node["right"] as Node);
+  if (left === null || right === null) return null;
+  const operator = (node["operator"] as { value: string }).value;
+  if (operator === "and" || operator === "or") {
+    const and = operator === "and";
+    return (scope) => {
+      const a = left(scope);
+      if (a?.type !== "BooleanValue") return undefined;
+      return a.value === and ? right(scope) : a;
+    };
+  }
+  const integers = (scope: Scope): [number, number] | undefined => {
+    const a = left(scope);
+    if (a?.type !== "IntegerValue") return undefined;
+    const b = right(scope);
+    if (b?.type !== "IntegerValue") return undefined;
+    return [a.value as number, b.value as number];
+  };
+  const arithmetic =
+    (f: (a: number, b: number) => number): Check => (scope) => {
+      const pair = integers(scope);
+      return pair && make("IntegerValue", f(pair[0], pair[1]));
+    };
+  const comparison =
+    (f: (a: number, b: number) => boolean): Check => (scope) => {
+      const pair = integers(scope);
+      return pair && (f(pair[0], pair[1]) ? TRUE : FALSE);
+    };
+  switch (operator) {
+    case "+":
+      return arithmetic((a, b) => a + b);
+    case "-":
+      return arithmetic((a, b) => a - b);
+    case "*":
+      return arithmetic((a, b) => a * b);
+    case "<":
+      return comparison((a, b) => a < b);
+    case ">":
+      return comparison((a, b) => a > b);
+    case "<=":
+      return comparison((a, b) => a <= b);
+    case ">=":
+      return comparison((a, b) => a >= b);
+    default:
+      return null;
+  }
+}
+
+/** `f(a, b)` with positional arguments only, `f` a function of the scope. */
+function call(node: Node): Check | null {
+  const callee = node["callee"] as Node;
+  if (callee.type !== "Identifier") return null;
+  const name = callee["value"] as string;
+  const args: Check[] = [];
+  for (const argument of node["args"] as Node[]) {
+    const check = compile(argument);
+    if (check === null) return null;
+    args.push(check);
+  }
+  return (scope) => {
+    const values: Value[] = [];
+    for (const arg of args) {
+      const value = arg(scope);
+      if (value === undefined) return undefined;
+      values.push(value);
+    }
+    const f = lookup(scope, name);
+    if (f.type !== "FunctionValue") return undefined;
+    return (f.value as (args: Value[], scope: Scope) => Value)(values, scope);
+  };
+}

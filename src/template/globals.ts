@@ -1,0 +1,288 @@
+// The globals a rewritten template calls: Python semantics for printing,
+// string methods and filters, plus transformers' template globals.
+import {
+  CALLABLE,
+  CONCAT,
+  EQUALS,
+  ITERABLE,
+  PRINT,
+  TEST,
+  UNPACK,
+} from "./ast.ts";
+import { filterTable } from "./filters.ts";
+import { itemsOf, pyEq, tuple, UndefinedUseError } from "./objects.ts";
+import { testNamed } from "./tests.ts";
+import { pyStrFormat } from "./format.ts";
+import { STRING_METHODS } from "./str.ts";
+import {
+  pyCapitalize,
+  pySplit,
+  pyStrip,
+  pyTitleFilter,
+  pyTitleMethod,
+} from "./py.ts";
+import { strftime } from "./strftime.ts";
+import { fn, make, pyJsonDumps, pyStr, type Value } from "./values.ts";
+
+/** What the globals need from the caller. */
+export interface GlobalsOptions {
+  readonly now: () => Date;
+  readonly raise: (message: string) => never;
+}
+
+type Kwargs = Map<string, Value>;
+
+function split(args: Value[]): [Value[], Kwargs] {
+  const last = args.at(-1);
+  if (last?.type === "KeywordArgumentsValue") {
+    return [args.slice(0, -1), last.value as Kwargs];
+  }
+  return [args, new Map()];
+}
+
+function str(value: string): Value {
+  return make("StringValue", value);
+}
+
+function optionalString(value: Value | undefined): string | null {
+  if (
+    value === undefined || value.type === "NullValue" ||
+    value.type === "UndefinedValue"
+  ) {
+    return null;
+  }
+  if (value.type !== "StringValue") {
+    throw new TypeError("expected a string argument");
+  }
+  return value.value as string;
+}
+
+// A non-string receiver keeps @huggingface/jinja's own member lookup.
+function method(
+  name: string,
+  onString: (text: string, args: Value[], kw: Kwargs) => Value,
+  other?: (self: Value) => Value | null,
+) {
+  return fn((all) => {
+    const [self, ...rest] = all as [Value, ...Value[]];
+    if (self.type === "StringValue") {
+      const [args, kw] = split(rest);
+      return onString(self.value as string, args, kw);
+    }
+    const own = other?.(self);
+    if (own) return (own.value as (args: Value[]) => Value)(rest);
+    const member =
+      (self.value instanceof Map ? self.value.get(name) : undefined) ??
+        self.builtins.get(name);
+    if (member?.type !== "FunctionValue") {
+      throw new TypeError(`'${self.type}' has no method '${name}'`);
+    }
+    return (member.value as (args: Value[]) => Value)(rest);
+  });
+}
+
+function strip(left: boolean, right: boolean) {
+  return (text: string, args: Value[], kw: Kwargs) =>
+    str(pyStrip(text, optionalString(args[0] ?? kw.get("chars")), left, right));
+}
+
+function tojson(args: Value[]): Value {
+  const [[operand, ...rest], kw] = split(args) as [[Value, ...Value[]], Kwargs];
+  const get = (name: string, i: number) => rest[i] ?? kw.get(name);
+  const indent = get("indent", 1);
+  const separators = get("separators", 3);
+  const sortKeys = get("sort_keys", 4);
+  const pair = separators?.value as Value[] | null | undefined;
+  return str(pyJsonDumps(operand, {
+    ensureAscii: Boolean(get("ensure_ascii", 0)?.value),
+    indent: (indent?.value ?? null) as number | string | null,
+    separators: Array.isArray(pair)
+      ? [pair[0]!.value as string, pair[1]!.value as string]
+      : null,
+    sortKeys: Boolean(sortKeys?.value),
+  }));
+}
+
+function length(args: Value[]): Value {
+  const value = args[0]!;
+  if (value.type === "StringValue") {
+    return make("IntegerValue", Array.from(value.value as string).length);
+  }
+  const items = value.value;
+  if (value.type === "UndefinedValue") return make("IntegerValue", 0);
+  if (value.type === "IteratorValue") {
+    throw new TypeError("object of type 'generator' has no len()");
+  }
+  if (Array.isArray(items)) return make("IntegerValue", items.length);
+  if (items instanceof Map) return make("IntegerValue", items.size);
+  throw new TypeError(`object of type '${value.type}' has no len()`);
+}
+
+function join(args: Value[]): Value {
+  const [[operand, separator], kw] = split(args) as [[Value, Value?], Kwargs];
+  const sep = optionalString(separator ?? kw.get("d")) ?? "";
+  const items = operand.type === "StringValue"
+    ? Array.from(operand.value as string)
+    : itemsOf(operand).map(pyStr);
+  return str(items.join(sep));
+}
+
+function range(args: Value[]): Value {
+  const n = args.map((a) => a.value as number);
+  const [start, stop, step] = n.length === 1
+    ? [0, n[0]!, 1]
+    : [n[0]!, n[1]!, n[2] ?? 1];
+  if (step === 0) throw new RangeError("range() arg 3 must not be zero");
+  const out: Value[] = [];
+  for (let i = start; step > 0 ? i < stop : i > stop; i += step) {
+    out.push(make("IntegerValue", i));
+  }
+  return make("ArrayValue", out);
+}
+
+function call(f: Value, args: Value[]): Value {
+  return (f.value as (args: Value[]) => Value)(args);
+}
+
+// jinja2's default globals that @huggingface/jinja lacks (`dict` is ours).
+const JINJA2_GLOBALS = new Set(["cycler", "joiner", "lipsum"]);
+
+// Python's `dict(mapping?, **kwargs)`.
+function dict(args: Value[]): Value {
+  const [positional, kw] = split(args);
+  if (positional.length > 1) {
+    throw new TypeError("dict expected at most 1 argument");
+  }
+  const out = new Map<string, Value>();
+  const first = positional[0];
+  if (first !== undefined) {
+    if (!(first.value instanceof Map)) {
+      throw new TypeError("dict() of a non-mapping is not supported");
+    }
+    for (const [k, v] of first.value as Map<string, Value>) out.set(k, v);
+  }
+  for (const [k, v] of kw) out.set(k, v);
+  return make("ObjectValue", out);
+}
+
+/** Builds the global variables of a render. */
+export function globalsFor(options: GlobalsOptions): Map<string, Value> {
+  const text = (f: (s: string) => string) => (t: string) => str(f(t));
+  const filterOnText = (f: (s: string, args: Value[], kw: Kwargs) => Value) =>
+    method("", f);
+  const own = new Map<string, (args: Value[]) => Value>([
+    ["tojson", tojson],
+    ["trim", (a) => call(filterOnText(strip(true, true)), a)],
+    ["title", (a) => call(filterOnText(text(pyTitleFilter)), a)],
+    ["capitalize", (a) => call(filterOnText(text(pyCapitalize)), a)],
+    ["length", length],
+    ["count", length],
+    ["string", ([v]) => str(pyStr(v!))],
+    ["join", join],
+  ]);
+  const filters = filterTable(own);
+  const view = (name: string, kind: string, pairs: boolean) =>
+    method(name, () => {
+      throw new TypeError(`'str' object has no attribute '${name}'`);
+    }, (self) => {
+      if (!(self.value instanceof Map)) return null;
+      const entries = Array.from(self.value as Map<string, Value>);
+      const items = entries.map(([k, v]) =>
+        kind === "dict_items" ? tuple([str(k), v]) : pairs ? str(k) : v
+      );
+      const result = make("ArrayValue", items);
+      result.type = kind;
+      return fn(() => result);
+    });
+  return new Map<string, Value>([
+    ...Array.from(
+      filters,
+      ([name, f]) => [`__ic_filter_${name}`, fn(f)] as [string, Value],
+    ),
+    [
+      CALLABLE,
+      fn(([v, name]) => {
+        if (v!.type !== "UndefinedValue") return v!;
+        if (JINJA2_GLOBALS.has(name!.value as string)) {
+          // jinja2 has it and the server would render: we cannot, so the
+          // count fails rather than reporting a rejection.
+          throw new Error(`${name!.value}() is not supported`);
+        }
+        throw new UndefinedUseError("an undefined value is not callable");
+      }),
+    ],
+    [
+      ITERABLE,
+      fn(([v]) => v!.type === "UndefinedValue" ? make("ArrayValue", []) : v!),
+    ],
+    [
+      UNPACK,
+      fn(([v]) => {
+        if (v!.type === "UndefinedValue") return make("ArrayValue", []);
+        if (!Array.isArray(v!.value)) return v!;
+        // @huggingface/jinja unpacks only values typed "ArrayValue".
+        return make(
+          "ArrayValue",
+          (v!.value as Value[]).map((x) =>
+            Array.isArray(x.value) && x.type !== "ArrayValue"
+              ? make("ArrayValue", x.value)
+              : x
+          ),
+        );
+      }),
+    ],
+    [EQUALS, fn(([a, b]) => make("BooleanValue", pyEq(a!, b!)))],
+    ...Array.from(
+      STRING_METHODS,
+      ([name, body]) =>
+        [`__ic_method_${name}`, method(name, body)] as [string, Value],
+    ),
+    [
+      TEST,
+      fn(([v, name]) =>
+        make("BooleanValue", testNamed(name!.value as string)(v!, []))
+      ),
+    ],
+    ["__ic_not", fn(([v]) => make("BooleanValue", !v!.value))],
+    ["__ic_method_items", view("items", "dict_items", true)],
+    ["__ic_method_keys", view("keys", "dict_keys", true)],
+    ["__ic_method_values", view("values", "dict_values", false)],
+    [
+      "__ic_method_format",
+      method("format", (t, args, kw) => str(pyStrFormat(t, args, kw))),
+    ],
+    ["true", make("BooleanValue", true)],
+    ["false", make("BooleanValue", false)],
+    ["none", make("NullValue", null)],
+    ["True", make("BooleanValue", true)],
+    ["False", make("BooleanValue", false)],
+    ["None", make("NullValue", null)],
+    ["range", fn(range)],
+    ["dict", fn(dict)],
+    [
+      "raise_exception",
+      fn(([m]) => options.raise(m === undefined ? "" : pyStr(m))),
+    ],
+    [
+      "strftime_now",
+      fn(([f]) => str(strftime(options.now(), String(f?.value ?? "")))),
+    ],
+    [PRINT, fn(([v]) => str(pyStr(v!)))],
+    [CONCAT, fn(([a, b]) => str(pyStr(a!) + pyStr(b!)))],
+    ["__ic_method_strip", method("strip", strip(true, true))],
+    ["__ic_method_lstrip", method("lstrip", strip(true, false))],
+    ["__ic_method_rstrip", method("rstrip", strip(false, true))],
+    [
+      "__ic_method_split",
+      method("split", (t, args, kw) => {
+        const sep = optionalString(args[0] ?? kw.get("sep"));
+        const max = (args[1] ?? kw.get("maxsplit"))?.value as
+          | number
+          | undefined;
+        return make("ArrayValue", pySplit(t, sep, max ?? -1).map(str));
+      }),
+    ],
+    ["__ic_method_title", method("title", text(pyTitleMethod))],
+    ["__ic_method_capitalize", method("capitalize", text(pyCapitalize))],
+  ]);
+}

@@ -1,0 +1,557 @@
+// @huggingface/jinja's interpreter with jinja2's default Undefined: reading
+// an attribute or item of an undefined value raises instead of giving
+// another undefined value.
+import { Environment, Interpreter } from "@huggingface/jinja";
+import { UndefinedUseError } from "./objects.ts";
+import { make, type Value } from "./values.ts";
+import {
+  type Entry,
+  holds,
+  isMutable,
+  isNamespace,
+  isStatement,
+  markLoopObject,
+  markMacro,
+  memoOf,
+  memoStats,
+  type Node as MemoNode,
+  Recorder,
+  replay,
+  resolve,
+  type Scope as MemoScope,
+} from "./memo.ts";
+
+type Node = { type: string } & Record<string, unknown>;
+
+// The overridden and reused methods are private in the package's typings.
+interface Evaluator {
+  evaluate(node: Node, environment: unknown): Value;
+  evaluateIdentifier(node: Node, environment: unknown): Value;
+  evaluateSet(node: Node, environment: unknown): Value;
+  evaluateMacro(node: Node, environment: unknown): Value;
+  evaluateBlock(body: Node[], environment: unknown): Value;
+  evaluateSliceExpression(
+    object: Value,
+    node: Node,
+    environment: unknown,
+  ): Value;
+}
+
+const Base = Interpreter as unknown as new (env: unknown) => Evaluator;
+const ObjectClass = make("ObjectValue", new Map()).constructor;
+const ArrayClass = make("ArrayValue", []).constructor;
+type ValueOf = new (value: unknown) => Value;
+const IntegerClass = make("IntegerValue", 0).constructor as ValueOf;
+const BooleanClass = make("BooleanValue", true).constructor as ValueOf;
+const UndefinedClass = make("UndefinedValue", undefined).constructor as ValueOf;
+const StringClass = make("StringValue", "").constructor as ValueOf;
+type EnvironmentOf = new (parent?: unknown) => {
+  setVariable(name: string, value: Value): Value;
+};
+const Scope = Environment as unknown as EnvironmentOf;
+
+/** The package's own `evaluate`. */
+const plainEvaluate = (Base.prototype as Evaluator).evaluate;
+
+/** `evaluate` while a body is recorded: each expression in a frame. */
+function recordingEvaluate(
+  this: PyInterpreter,
+  node: Node,
+  environment: unknown,
+): Value {
+  if (!node || isStatement(node as MemoNode)) {
+    return plainEvaluate.call(this, node, environment);
+  }
+  const rec = this.rec!;
+  rec.push();
+  const value = plainEvaluate.call(this, node, environment);
+  rec.pop(node as MemoNode, environment as MemoScope, value);
+  return value;
+}
+
+/** The classes `{% break %}` and `{% continue %}` throw (the package does not export them). */
+function controlClass(type: "Break" | "Continue"): unknown {
+  try {
+    new Base(new Environment()).evaluate({ type }, new Environment());
+  } catch (error) {
+    return (error as object).constructor;
+  }
+  throw new Error(`@huggingface/jinja no longer throws on ${type}`);
+}
+const BreakClass = controlClass("Break");
+const ContinueClass = controlClass("Continue");
+
+/** Binds a loop variable, or unpacks a tuple of them, in a scope. */
+function binder(
+  loopvar: Node,
+): (scope: InstanceType<EnvironmentOf>, item: Value) => void {
+  if (loopvar.type === "Identifier") {
+    const name = loopvar["value"] as string;
+    return (scope, item) => scope.setVariable(name, item);
+  }
+  if (loopvar.type !== "TupleLiteral") {
+    throw new Error(`Invalid loop variable(s): ${loopvar.type}`);
+  }
+  const names = loopvar["value"] as Node[];
+  return (scope, item) => {
+    if (item.type !== "ArrayValue") {
+      throw new Error(`Cannot unpack non-iterable type: ${item.type}`);
+    }
+    const values = item.value as Value[];
+    if (names.length !== values.length) {
+      throw new Error(
+        `Too ${names.length > values.length ? "few" : "many"} items to unpack`,
+      );
+    }
+    names.forEach((name, j) => {
+      if (name.type !== "Identifier") {
+        throw new Error(`Cannot unpack non-identifier type: ${name.type}`);
+      }
+      scope.setVariable(name["value"] as string, values[j]!);
+    });
+  };
+}
+
+// The package's member lookup, but given the evaluated object first so that
+// an undefined one raises (overriding `evaluate` instead costs every node).
+class PyInterpreter extends Base {
+  /** The item body being recorded for reuse, or null. */
+  rec: Recorder | null = null;
+  /** Whether `for` loops reuse item outputs between renders. */
+  readonly memo: boolean;
+  /** Where the program's top-level output goes part by part, or null. */
+  parts: string[] | null = null;
+  /** Where the next `for` loop's item outputs go (taken by that loop). */
+  sink: string[] | null = null;
+
+  constructor(environment: unknown, memo: boolean) {
+    super(environment);
+    this.memo = memo;
+    // An own property, swapped while a body is recorded (a stable shape:
+    // assigning is cheap, deleting would not be).
+    this.evaluate = plainEvaluate;
+  }
+
+  // The program's output as parts: each top-level statement's text, and
+  // each item of a top-level loop on its own. A reused item's part is the
+  // same string object as before, so comparing renders part by part never
+  // joins (nor flattens) the whole text.
+  evalProgram(program: Node, environment: unknown): Value {
+    const parts = this.parts;
+    this.parts = null;
+    if (parts === null) {
+      return this.evaluateBlock(program["body"] as Node[], environment);
+    }
+    for (const statement of program["body"] as Node[]) {
+      if (statement.type === "For") this.sink = parts;
+      const value = this.evaluate(statement, environment);
+      this.sink = null;
+      if (value.type !== "NullValue" && value.type !== "UndefinedValue") {
+        const text = value.toString();
+        if (text !== "") parts.push(text);
+      }
+    }
+    return make("StringValue", "");
+  }
+
+  override evaluateIdentifier(node: Node, environment: unknown): Value {
+    if (this.rec === null) {
+      return super.evaluateIdentifier(node, environment);
+    }
+    return this.rec.lookup(
+      node["value"] as string,
+      node as MemoNode,
+      environment as MemoScope,
+      true,
+    );
+  }
+
+  override evaluateMacro(node: Node, environment: unknown): Value {
+    const result = super.evaluateMacro(node, environment);
+    const scope = environment as MemoScope;
+    const name = (node["name"] as Node)["value"] as string;
+    markMacro(scope.variables.get(name)!, node as MemoNode);
+    this.rec?.definedMacro(scope);
+    return result;
+  }
+
+  override evaluateSet(node: Node, environment: unknown): Value {
+    const rec = this.rec;
+    if (rec === null) return super.evaluateSet(node, environment);
+    const assignee = node["assignee"] as Node;
+    const scope = environment as MemoScope;
+    if (assignee.type === "MemberExpression") {
+      const target = assignee["object"] as Node;
+      if (target.type !== "Identifier") {
+        rec.unkeep();
+        return super.evaluateSet(node, environment);
+      }
+      const value = node["value"]
+        ? this.evaluate(node["value"] as Node, environment)
+        : this.evaluateBlock(node["body"] as Node[], environment);
+      const name = target["value"] as string;
+      const object = resolve(scope, name)?.variables.get(name);
+      if (!isNamespace(object)) {
+        throw new Error("cannot assign attribute on non-namespace object");
+      }
+      const property = assignee["property"] as Node;
+      if (property.type !== "Identifier") {
+        throw new Error("Cannot assign to member with non-identifier property");
+      }
+      const key = property["value"] as string;
+      (object.value as Map<string, Value>).set(key, value);
+      rec.wroteKey(name, scope, object, key, value);
+      return make("NullValue", null);
+    }
+    const result = super.evaluateSet(node, environment);
+    const names = assignee.type === "Identifier"
+      ? [assignee["value"] as string]
+      : assignee.type === "TupleLiteral"
+      ? (assignee["value"] as Node[]).map((n) => n["value"] as string)
+      : [];
+    for (const name of names) {
+      rec.wroteName(scope, name, scope.variables.get(name)!);
+    }
+    return result;
+  }
+
+  evaluateMemberExpression(node: Node, environment: unknown): Value {
+    const target = node["object"] as Node;
+    const object = this.rec !== null && target.type === "Identifier"
+      ? this.rec.lookup(
+        target["value"] as string,
+        target as MemoNode,
+        environment as MemoScope,
+        false,
+      )
+      : this.evaluate(target, environment);
+    if (this.rec !== null && isMutable(object)) {
+      if (node["computed"]) this.rec.unkeep();
+      else {
+        this.rec.readKey(object, (node["property"] as Node)["value"] as string);
+      }
+    }
+    if (object.type === "UndefinedValue") {
+      throw new UndefinedUseError("an undefined value has no attributes");
+    }
+    const expr = node["property"] as Node;
+    if (object.type === "IteratorValue" || object.type.startsWith("dict_")) {
+      // Python generators and dict views take no subscripts: jinja2's
+      // lookup then finds no attribute either.
+      return make("UndefinedValue", undefined);
+    }
+    let property: string | number;
+    if (node["computed"]) {
+      if (expr.type === "SliceExpression") {
+        return this.evaluateSliceExpression(object, expr, environment);
+      }
+      const key = this.evaluate(expr, environment);
+      if (key.type !== "StringValue" && key.type !== "IntegerValue") {
+        throw new Error(`Cannot access property with ${key.type}`);
+      }
+      property = key.value as string | number;
+    } else property = expr["value"] as string | number;
+    let value: Value | undefined;
+    const held = object.value;
+    if (held instanceof Map) {
+      if (typeof property !== "string") {
+        throw new Error("Cannot access property with non-string");
+      }
+      value = (held as Map<string, Value>).get(property) ??
+        (object instanceof ObjectClass
+          ? object.builtins.get(property)
+          : undefined);
+    } else if (typeof property === "number") {
+      if (Array.isArray(held)) value = (held as Value[]).at(property);
+      else if (typeof held === "string") {
+        const ch = held.at(property);
+        value = ch === undefined ? undefined : make("StringValue", ch);
+      } else throw new Error("Cannot access property with non-string");
+    } else value = object.builtins.get(property);
+    return value ?? make("UndefinedValue", undefined);
+  }
+}
+
+/**
+ * The package's `for`, without its per-item costs: a scope per item only
+ * for a loop with a test (`for x in xs if ...`), and one `loop` object per
+ * loop whose entries change from item to item, as jinja2's single
+ * LoopContext does (the package builds a new Map of nine values and a new
+ * scope per item: most of a long conversation's render).
+ */
+function evaluateFor(
+  this: PyInterpreter,
+  node: Node,
+  environment: unknown,
+): Value {
+  // A top-level loop of a render by parts sends its items there.
+  const sink = this.sink;
+  this.sink = null;
+  const scope = new Scope(environment);
+  const source = node["iterable"] as Node;
+  const select = source.type === "SelectExpression";
+  let iterable = this.evaluate(select ? source["lhs"] as Node : source, scope);
+  if (!(iterable instanceof ArrayClass || iterable instanceof ObjectClass)) {
+    throw new Error(
+      `Expected iterable or object type in for loop: got ${iterable.type}`,
+    );
+  }
+  if (iterable instanceof ObjectClass) {
+    iterable = (iterable as unknown as { keys(): Value }).keys();
+  }
+  const loopvar = node["loopvar"] as Node;
+  const bind = binder(loopvar);
+  let items = iterable.value as Value[];
+  if (select) {
+    const test = source["test"] as Node;
+    items = items.filter((item) => {
+      const itemScope = new Scope(scope);
+      bind(itemScope, item);
+      return (this.evaluate(test, itemScope) as unknown as {
+        __bool__(): Value;
+      }).__bool__().value;
+    });
+  }
+  const length = items.length;
+  const loop = new LoopFields(items);
+  const loopValue = make("ObjectValue", loop);
+  markLoopObject(loopValue);
+  const body = node["body"] as Node[];
+  // Item outputs are reused only by a loop not itself inside a recorded body.
+  const reuse = this.memo && this.rec === null && loopvar.type === "Identifier"
+    ? new ItemReuse(this, node, scope, loopvar["value"] as string)
+    : null;
+  let result = "";
+  // As in jinja2, `else` runs unless an item's body ran to its end.
+  let completed = false;
+  for (let i = 0; i < length; ++i) {
+    loop.at = i;
+    scope.setVariable("loop", loopValue);
+    const item = items[i]!;
+    bind(scope, item);
+    try {
+      const output = reuse?.run(item) ??
+        this.evaluateBlock(body, scope).value as string;
+      if (sink === null) result += output;
+      else if (output !== "") sink.push(output);
+    } catch (error) {
+      const kind = (error as object | null)?.constructor;
+      if (kind === ContinueClass) continue;
+      if (kind === BreakClass) break;
+      throw error;
+    }
+    completed = true;
+  }
+  if (!completed) {
+    result += this.evaluateBlock(node["defaultBlock"] as Node[], scope).value;
+  }
+  if (sink !== null && result !== "") sink.push(result);
+  return new StringClass(sink === null ? result : "");
+}
+
+/** Shared integer values: values never change once made. */
+const integers: Value[] = [];
+function integer(n: number): Value {
+  for (let k = integers.length; k <= n; k++) integers.push(new IntegerClass(k));
+  return integers[n]!;
+}
+const YES = new BooleanClass(true);
+const NO = new BooleanClass(false);
+const NONE = new UndefinedClass(undefined);
+const LOOP_KEYS = [
+  "index",
+  "index0",
+  "revindex",
+  "revindex0",
+  "first",
+  "last",
+  "length",
+  "previtem",
+  "nextitem",
+] as const;
+const LOOP_KEY_SET: ReadonlySet<string> = new Set(LOOP_KEYS);
+
+/**
+ * The entries of a `for` loop's `loop` object, read from the current item's
+ * position instead of written nine times an item: the same keys, in the
+ * same order, with the same values as a Map filled for each item.
+ */
+class LoopFields extends Map<string, Value> {
+  /** The current item's index. */
+  at = 0;
+  readonly #items: readonly Value[];
+
+  constructor(items: readonly Value[]) {
+    super();
+    this.#items = items;
+  }
+
+  override get(key: string): Value | undefined {
+    const i = this.at;
+    const length = this.#items.length;
+    switch (key) {
+      case "index":
+        return integer(i + 1);
+      case "index0":
+        return integer(i);
+      case "revindex":
+        return integer(length - i);
+      case "revindex0":
+        return integer(length - i - 1);
+      case "first":
+        return i === 0 ? YES : NO;
+      case "last":
+        return i === length - 1 ? YES : NO;
+      case "length":
+        return integer(length);
+      case "previtem":
+        return i > 0 ? this.#items[i - 1]! : NONE;
+      case "nextitem":
+        return i < length - 1 ? this.#items[i + 1]! : NONE;
+      default:
+        return undefined;
+    }
+  }
+
+  override has(key: string): boolean {
+    return LOOP_KEY_SET.has(key);
+  }
+
+  override get size(): number {
+    return LOOP_KEYS.length;
+  }
+
+  override *entries(): MapIterator<[string, Value]> {
+    for (const key of LOOP_KEYS) yield [key, this.get(key)!];
+  }
+
+  override *keys(): MapIterator<string> {
+    yield* LOOP_KEYS;
+  }
+
+  override *values(): MapIterator<Value> {
+    for (const key of LOOP_KEYS) yield this.get(key)!;
+  }
+
+  override [Symbol.iterator](): MapIterator<[string, Value]> {
+    return this.entries();
+  }
+
+  override forEach(
+    callback: (value: Value, key: string, map: Map<string, Value>) => void,
+    thisArg?: unknown,
+  ): void {
+    for (const key of LOOP_KEYS) {
+      callback.call(thisArg, this.get(key)!, key, this);
+    }
+  }
+}
+
+/**
+ * One loop's reuse of item outputs from earlier renders (see
+ * _template_memo.ts): items that are mappings (messages, tools) are
+ * recorded and reused; other items just run.
+ */
+class ItemReuse {
+  readonly #interpreter: PyInterpreter;
+  readonly #body: Node[];
+  readonly #scope: MemoScope;
+  readonly #chain: MemoScope[] = [];
+  readonly #names: ReadonlySet<string>;
+  readonly #memo: WeakMap<object, Entry>;
+  /** Evaluates a kept check (one closure per loop, not per item). */
+  readonly #evaluate: (node: MemoNode, scope: MemoScope) => Value;
+
+  constructor(
+    interpreter: PyInterpreter,
+    node: Node,
+    scope: unknown,
+    name: string,
+  ) {
+    this.#interpreter = interpreter;
+    this.#body = node["body"] as Node[];
+    this.#scope = scope as MemoScope;
+    for (let s: MemoScope | undefined = this.#scope; s; s = s.parent) {
+      this.#chain.push(s);
+    }
+    this.#names = new Set([name]);
+    this.#memo = memoOf(node as MemoNode);
+    this.#evaluate = (check, at) => interpreter.evaluate(check as Node, at);
+  }
+
+  /** The item's output, reused or recorded; `undefined` for an item that just runs. */
+  run(item: Value): string | undefined {
+    if (!(item instanceof ObjectClass) || isMutable(item)) return undefined;
+    const interpreter = this.#interpreter;
+    const entry = this.#memo.get(item);
+    if (
+      entry !== undefined &&
+      holds(entry, this.#scope, this.#chain, this.#evaluate)
+    ) {
+      memoStats.hits++;
+      replay(entry, this.#scope);
+      return entry.output;
+    }
+    memoStats.misses++;
+    const rec = new Recorder(this.#scope, this.#chain, this.#names);
+    interpreter.rec = rec;
+    interpreter.evaluate = recordingEvaluate;
+    let output: string;
+    try {
+      output = interpreter.evaluateBlock(this.#body, this.#scope)
+        .value as string;
+    } catch (error) {
+      this.#memo.delete(item);
+      throw error;
+    } finally {
+      interpreter.rec = null;
+      interpreter.evaluate = plainEvaluate;
+    }
+    const recorded = rec.entry(output);
+    if (recorded === undefined) {
+      memoStats.unkept++;
+      this.#memo.delete(item);
+    } else this.#memo.set(item, recorded);
+    return output;
+  }
+}
+
+(PyInterpreter.prototype as unknown as { evaluateFor: unknown }).evaluateFor =
+  evaluateFor;
+
+/**
+ * Runs a parsed program in an environment. With `memo`, `for` loops reuse
+ * item outputs recorded in earlier renders of the same program when every
+ * value the item read is alike again (only for items whose value objects
+ * are kept between renders: see _template_memo.ts).
+ */
+export function runProgram(
+  program: unknown,
+  environment: unknown,
+  memo = false,
+): Value {
+  return (new PyInterpreter(environment, memo) as unknown as {
+    run(program: unknown): Value;
+  }).run(program);
+}
+
+/**
+ * {@linkcode runProgram}, the output as parts (joined, the same text): each
+ * top-level statement's text and each item of a top-level `for` loop.
+ */
+export function runProgramParts(
+  program: unknown,
+  environment: unknown,
+  memo = false,
+): string[] {
+  const interpreter = new PyInterpreter(environment, memo);
+  const parts: string[] = [];
+  interpreter.parts = parts;
+  (interpreter as unknown as { run(program: unknown): Value }).run(program);
+  return parts;
+}
+
+/** Evaluates one expression node in a scope, as a render would (tests compare the compiled checks with it). */
+export function evaluateExpression(node: unknown, scope: unknown): Value {
+  return new PyInterpreter(scope, false).evaluate(node as Node, scope);
+}

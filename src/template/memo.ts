@@ -1,0 +1,595 @@
+// Reuse of a `for` loop's item outputs between renders: a conversation that
+// grew by one message renders its earlier messages as before, so their loop
+// bodies need not run again. An item's body is recorded once (its output,
+// what it read from outside itself, what it wrote there); a later render
+// reuses the output when every recorded read gives the same value again.
+//
+// What a body depends on, and how each is checked:
+// - the loop item: the memo key (the same value object: the count core
+//   keeps one converted value per message object), so reading it is free;
+// - anything else it reads from the loop's scope and the scopes around it
+//   (variables, namespace attributes, `loop.*`, the clock): each outermost
+//   expression that reads only such things, and nothing the body made, is
+//   kept with its value and evaluated again before reuse;
+// - globals: constant across renders, as long as no enclosing scope defines
+//   the same name, which is checked;
+// - what it writes outside itself (variables of the loop's scope, namespace
+//   attributes): replayed on reuse.
+// A body that throws, or that does something these rules cannot follow
+// (a namespace used whole, a macro defined in the loop's scope, a mutable
+// value stored outside), is not kept, and runs every time.
+import { Environment } from "@huggingface/jinja";
+import { make, type Value } from "./values.ts";
+import { CALLABLE } from "./ast.ts";
+import { type Check, compileCheck } from "./check.ts";
+
+/** A template AST node. */
+export type Node = { type: string } & Record<string, unknown>;
+
+/** A scope of @huggingface/jinja: its variables and its parent. */
+export interface Scope {
+  readonly variables: Map<string, Value>;
+  readonly parent?: Scope;
+  setVariable(name: string, value: Value): Value;
+}
+
+/** An expression read from outside the body, with the value it gave. */
+interface Read {
+  readonly node: Node;
+  readonly value: Value;
+}
+
+/** A kept read, with its compiled check when it has one. */
+interface KeptRead extends Read {
+  readonly check: Check | null;
+}
+
+/** A write the body made outside itself. */
+type Write =
+  | { readonly name: string; readonly value: Value }
+  | { readonly name: string; readonly key: string; readonly value: Value };
+
+/** One item's recorded body. */
+export interface Entry {
+  readonly output: string;
+  readonly reads: readonly KeptRead[];
+  /** Globals read: no scope between the loop and the root may define them. */
+  readonly globals: readonly string[];
+  /** Names whose namespace the body wrote: they must name a namespace again. */
+  readonly namespaces: readonly string[];
+  readonly writes: readonly Write[];
+}
+
+/** Reads within one expression under evaluation. */
+interface Frame {
+  /** It read something from outside the body. */
+  external: boolean;
+  /** It read something the body made (or wrote). */
+  internal: boolean;
+  /** The outermost outside-only expressions read within it. */
+  reads: Read[] | null;
+  /** External writes before it started: one during it makes it internal. */
+  readonly writesBefore: number;
+  /** It read the clock's function: only a check that calls it again reads the clock again. */
+  impure: boolean;
+}
+
+/** Statement nodes: evaluated without a frame of their own. */
+const STATEMENTS = new Set([
+  "Program",
+  "Set",
+  "If",
+  "For",
+  "Macro",
+  "CallStatement",
+  "FilterStatement",
+  "Break",
+  "Continue",
+  "Comment",
+]);
+
+/** Globals whose value is not constant: the clock. */
+const IMPURE_GLOBALS = new Set(["strftime_now"]);
+
+const NamespaceClass = (new Environment().variables.get("namespace")!
+  .value as unknown as (args: Value[]) => Value)([]).constructor;
+
+/** Whether a value is a `namespace()`. */
+export function isNamespace(value: Value | undefined): value is Value {
+  return value instanceof NamespaceClass;
+}
+// Every scope carries its own `namespace` function; all behave alike.
+const NAMESPACE_SOURCE = String(
+  new Environment().variables.get("namespace")!.value,
+);
+
+/** The `loop` objects of `for` loops: mutable, like namespaces. */
+const loopObjects = new WeakSet<object>();
+/** Macro functions by the node that defined them (macros see their caller's scope, not a closure). */
+const macroNodes = new WeakMap<object, Node>();
+
+/** Marks a `for` loop's `loop` object. */
+export function markLoopObject(value: Value): void {
+  loopObjects.add(value);
+}
+
+/** Marks a macro's function value with its definition. */
+export function markMacro(value: Value, node: Node): void {
+  macroNodes.set(value, node);
+}
+
+/** A value whose contents change during a render: a namespace or a `loop`. */
+export function isMutable(value: Value): boolean {
+  return value instanceof NamespaceClass || loopObjects.has(value);
+}
+
+/** Memo entries per `for` node, per item value. */
+const memos = new WeakMap<Node, WeakMap<object, Entry>>();
+
+/** The memo of a `for` node. */
+export function memoOf(node: Node): WeakMap<object, Entry> {
+  let memo = memos.get(node);
+  if (memo === undefined) memos.set(node, memo = new WeakMap());
+  return memo;
+}
+
+/** Hits and misses since the process started (tests read them). */
+export const memoStats = { hits: 0, misses: 0, unkept: 0 };
+
+/** What one item's body is doing while it is recorded. */
+export class Recorder {
+  readonly #scope: Scope;
+  readonly #chain: ReadonlySet<Scope>;
+  readonly #root: Scope;
+  readonly #itemNames: ReadonlySet<string>;
+  readonly #frames: Frame[] = [];
+  readonly #ownNames = new Set<string>();
+  readonly #ownKeys = new Map<object, Set<string>>();
+  readonly #globals = new Set<string>();
+  readonly #writes: Write[] = [];
+  readonly #namespaces = new Set<string>();
+  #kept = true;
+
+  /**
+   * @param scope The loop's scope, where the body runs.
+   * @param chain The loop's scope and every scope above it, root last.
+   * @param itemNames The loop variables bound to the item.
+   */
+  constructor(
+    scope: Scope,
+    chain: readonly Scope[],
+    itemNames: ReadonlySet<string>,
+  ) {
+    this.#scope = scope;
+    this.#chain = new Set(chain);
+    this.#root = chain.at(-1)!;
+    this.#itemNames = itemNames;
+    this.#frames.push(this.#frame());
+  }
+
+  #frame(): Frame {
+    return {
+      external: false,
+      internal: false,
+      reads: null,
+      writesBefore: this.#writes.length,
+      impure: false,
+    };
+  }
+
+  #top(): Frame {
+    return this.#frames[this.#frames.length - 1]!;
+  }
+
+  /** The body did something the memo cannot follow: run it every time. */
+  unkeep(): void {
+    this.#kept = false;
+  }
+
+  /** Starts an expression. */
+  push(): void {
+    this.#frames.push(this.#frame());
+  }
+
+  /** Ends an expression evaluated in `scope` that gave `value`. */
+  pop(node: Node, scope: Scope, value: Value): void {
+    const frame = this.#frames.pop()!;
+    const parent = this.#top();
+    const outsideOnly = frame.external && !frame.internal &&
+      frame.writesBefore === this.#writes.length &&
+      (!frame.impure || callsImpure(node)) && this.#pathSafe(node, scope);
+    if (isMutable(value) && node.type !== "Identifier") {
+      // A namespace or loop reached other than by name: its later reads
+      // cannot be followed.
+      this.unkeep();
+    } else if (outsideOnly) {
+      (parent.reads ??= []).push({ node, value });
+      parent.external = true;
+      return;
+    }
+    if (frame.reads !== null) (parent.reads ??= []).push(...frame.reads);
+    parent.external ||= frame.external;
+    parent.impure ||= frame.impure;
+    // Writes during it: its value may hang on them.
+    parent.internal ||= frame.internal ||
+      frame.writesBefore !== this.#writes.length;
+  }
+
+  /**
+   * Whether checking `node` again before the item runs can only read what
+   * it would read at this point of the item: any path it may take (not only
+   * the one taken now: `a or b` may read `b` next time) names no variable
+   * the item has set or that a scope it made holds, calls no macro (whose
+   * body could), and reads no namespace key the item wrote.
+   */
+  #pathSafe(node: Node, scope: Scope): boolean {
+    const info = staticInfo(node);
+    if (info === null) return false;
+    for (const name of info.names) {
+      if (this.#ownNames.has(name)) return false;
+      for (let s: Scope | undefined = scope; s !== this.#scope; s = s.parent) {
+        if (s === undefined || s.variables.has(name)) return false;
+      }
+    }
+    for (const name of info.callees) {
+      if (resolve(scope, name) !== this.#root) return false;
+    }
+    for (const [name, key] of info.keys) {
+      const object = resolve(scope, name)?.variables.get(name);
+      if (object !== undefined && this.#ownKeys.get(object)?.has(key)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Looks a name up from `scope` and classifies the read in the current
+   * expression. `whole`: the value is used as it is (not as the object of
+   * an attribute read), so a namespace or `loop` cannot be followed.
+   */
+  lookup(name: string, node: Node, scope: Scope, whole: boolean): Value {
+    const found = resolve(scope, name);
+    const value = found?.variables.get(name) ??
+      make("UndefinedValue", undefined);
+    const frame = this.#top();
+    if (found !== undefined && !this.#chain.has(found)) {
+      // Found in a scope the body made (a macro's, an inner loop's).
+      frame.internal = true;
+    } else if (found === undefined || found === this.#root) {
+      // A global (or an undefined name): the same unless shadowed.
+      this.#globals.add(name);
+      if (IMPURE_GLOBALS.has(name)) {
+        frame.external = true;
+        frame.impure = true;
+      }
+    } else if (found === this.#scope && this.#ownNames.has(name)) {
+      frame.internal = true;
+    } else if (found === this.#scope && this.#itemNames.has(name)) {
+      // The item itself: the memo key.
+    } else {
+      frame.external = true;
+      // As the object of an attribute read, a plain value is kept as a
+      // read of its own (the attribute read may turn out internal); a
+      // namespace's or loop's attribute is checked by the attribute read.
+      if (!whole && !isMutable(value)) {
+        (frame.reads ??= []).push({ node, value });
+      }
+    }
+    if (whole && isMutable(value)) this.unkeep();
+    return value;
+  }
+
+  /**
+   * An attribute read of a namespace or `loop` found outside the body:
+   * internal once the body wrote it.
+   */
+  readKey(object: Value, key: string): void {
+    if (this.#ownKeys.get(object)?.has(key)) this.#top().internal = true;
+  }
+
+  /** A macro defined in `scope`: not followed when outside the body. */
+  definedMacro(scope: Scope): void {
+    if (this.#chain.has(scope)) this.unkeep();
+  }
+
+  /** A `{% set name = value %}` in `scope`. */
+  wroteName(scope: Scope, name: string, value: Value): void {
+    if (!this.#chain.has(scope)) return;
+    if (scope !== this.#scope || !storable(value)) this.unkeep();
+    this.#ownNames.add(name);
+    this.#writes.push({ name, value });
+  }
+
+  /** A `{% set name.key = value %}` on `object`, found as `name` from `scope`. */
+  wroteKey(
+    name: string,
+    scope: Scope,
+    object: Value,
+    key: string,
+    value: Value,
+  ): void {
+    const found = resolve(scope, name);
+    if (found === undefined || !this.#chain.has(found)) return;
+    if (
+      found === this.#scope && this.#ownNames.has(name) || !storable(value)
+    ) this.unkeep();
+    this.#namespaces.add(name);
+    let keys = this.#ownKeys.get(object);
+    if (keys === undefined) this.#ownKeys.set(object, keys = new Set());
+    keys.add(key);
+    this.#writes.push({ name, key, value });
+  }
+
+  /** The recorded body, or `undefined` if it cannot be reused. */
+  entry(output: string): Entry | undefined {
+    const root = this.#frames[0]!;
+    if (!this.#kept || this.#frames.length !== 1 || root.impure) {
+      return undefined;
+    }
+    return {
+      output,
+      reads: (root.reads ?? []).map((read) => ({
+        ...read,
+        check: compileCheck(read.node),
+      })),
+      globals: [...this.#globals],
+      namespaces: [...this.#namespaces],
+      writes: this.#writes,
+    };
+  }
+}
+
+/** The scope that defines `name`, seen from `scope` (as @huggingface/jinja resolves it). */
+export function resolve(scope: Scope, name: string): Scope | undefined {
+  let found: Scope | undefined = scope;
+  while (found !== undefined && !found.variables.has(name)) {
+    found = found.parent;
+  }
+  return found;
+}
+
+/** What an expression may read, whatever path it takes. */
+interface StaticInfo {
+  /** Every variable name in it. */
+  readonly names: ReadonlySet<string>;
+  /** Names it calls. */
+  readonly callees: ReadonlySet<string>;
+  /** `name.key` attribute reads. */
+  readonly keys: readonly (readonly [string, string])[];
+}
+
+const staticInfos = new WeakMap<Node, StaticInfo | null>();
+
+/** An expression's {@linkcode StaticInfo}, or null for a shape not followed. */
+function staticInfo(node: Node): StaticInfo | null {
+  let info = staticInfos.get(node);
+  if (info === undefined) {
+    const names = new Set<string>();
+    const callees = new Set<string>();
+    const keys: [string, string][] = [];
+    info = collect(node, names, callees, keys)
+      ? { names, callees, keys }
+      : null;
+    staticInfos.set(node, info);
+  }
+  return info;
+}
+
+/**
+ * The name a call calls: `f(...)`, or `f(...)` as rewritten to
+ * `__ic_callable(f, "f")(...)` (see _template_ast.ts).
+ */
+function calleeName(node: Node): string | undefined {
+  const callee = node["callee"] as Node;
+  if (callee.type === "Identifier") return callee["value"] as string;
+  if (callee.type !== "CallExpression") return undefined;
+  const inner = callee["callee"] as Node;
+  const target = (callee["args"] as Node[])[0];
+  return inner.type === "Identifier" && inner["value"] === CALLABLE &&
+      target?.type === "Identifier"
+    ? target["value"] as string
+    : undefined;
+}
+
+/** Whether `node` calls a global that reads the clock. */
+function callsImpure(node: Node): boolean {
+  if (node.type !== "CallExpression") return false;
+  const name = calleeName(node);
+  return name !== undefined && IMPURE_GLOBALS.has(name);
+}
+
+const LITERALS = new Set([
+  "IntegerLiteral",
+  "FloatLiteral",
+  "StringLiteral",
+  "NullLiteral",
+  "BooleanLiteral",
+]);
+
+function collect(
+  node: Node | undefined | null,
+  names: Set<string>,
+  callees: Set<string>,
+  keys: [string, string][],
+): boolean {
+  if (node === undefined || node === null) return true;
+  const walk = (child: unknown) =>
+    collect(child as Node | undefined, names, callees, keys);
+  if (LITERALS.has(node.type)) return true;
+  switch (node.type) {
+    case "Identifier":
+      names.add(node["value"] as string);
+      return true;
+    case "MemberExpression": {
+      const object = node["object"] as Node;
+      const property = node["property"] as Node;
+      if (!node["computed"] && object.type === "Identifier") {
+        keys.push([object["value"] as string, property["value"] as string]);
+      }
+      return walk(object) && (!node["computed"] || walk(property));
+    }
+    case "CallExpression": {
+      const callee = node["callee"] as Node;
+      const named = calleeName(node);
+      if (named !== undefined) {
+        callees.add(named);
+        names.add(named);
+        if (callee.type !== "Identifier") {
+          callees.add(CALLABLE);
+          names.add(CALLABLE);
+        }
+      } else if (
+        callee.type !== "MemberExpression" ||
+        (callee["object"] as Node).type === "Identifier" ||
+        !walk(callee)
+      ) {
+        // A method of a value is pure; of a variable (a namespace's
+        // attribute may hold a macro), not followed.
+        return false;
+      }
+      return (node["args"] as Node[]).every(walk);
+    }
+    case "KeywordArgumentExpression":
+      return walk(node["value"]);
+    case "SliceExpression":
+      return walk(node["start"]) && walk(node["stop"]) && walk(node["step"]);
+    case "UnaryExpression":
+      return walk(node["argument"]);
+    case "BinaryExpression":
+      return walk(node["left"]) && walk(node["right"]);
+    case "Ternary":
+      return walk(node["condition"]) && walk(node["trueExpr"]) &&
+        walk(node["falseExpr"]);
+    case "TestExpression":
+      return walk(node["operand"]);
+    case "ArrayLiteral":
+    case "TupleLiteral":
+      return (node["value"] as Node[]).every(walk);
+    default:
+      // Filters (rewritten to calls but for a few), selects, object
+      // literals, spreads: not followed.
+      return false;
+  }
+}
+
+/** Values held by value: equal when their type and value are. */
+const SCALARS: ReadonlySet<string> = new Set([
+  "StringValue",
+  "IntegerValue",
+  "FloatValue",
+  "BooleanValue",
+  "NullValue",
+  "UndefinedValue",
+]);
+
+/** A value that may be replayed into a later render: immutable data only. */
+function storable(value: Value): boolean {
+  if (SCALARS.has(value.type)) return true;
+  switch (value.type) {
+    case "ArrayValue":
+    case "TupleValue":
+      return (value.value as Value[]).every(storable);
+    case "ObjectValue":
+      if (isMutable(value)) return false;
+      for (const item of (value.value as Map<string, Value>).values()) {
+        if (!storable(item)) return false;
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
+/**
+ * Whether two values behave alike in a template: the same object, equal
+ * scalars of one type, arrays and mappings of alike values in the same
+ * order, or macros of one definition.
+ */
+export function alike(a: Value, b: Value, depth = 0): boolean {
+  if (a === b) return true;
+  if (a.type !== b.type || depth > 32) return false;
+  if (SCALARS.has(a.type)) return Object.is(a.value, b.value);
+  switch (a.type) {
+    case "ArrayValue":
+    case "TupleValue": {
+      const x = a.value as Value[];
+      const y = b.value as Value[];
+      if (x.length !== y.length) return false;
+      for (let i = 0; i < x.length; i++) {
+        if (!alike(x[i]!, y[i]!, depth + 1)) return false;
+      }
+      return true;
+    }
+    case "ObjectValue": {
+      if (isMutable(a) || isMutable(b)) return false;
+      const x = a.value as Map<string, Value>;
+      const y = b.value as Map<string, Value>;
+      if (x.size !== y.size) return false;
+      const ys = y.entries();
+      for (const [key, value] of x) {
+        const next = ys.next().value as [string, Value];
+        if (next[0] !== key || !alike(value, next[1], depth + 1)) return false;
+      }
+      return true;
+    }
+    case "FunctionValue": {
+      const node = macroNodes.get(a);
+      if (node !== undefined) return node === macroNodes.get(b);
+      return String(a.value) === NAMESPACE_SOURCE &&
+        String(b.value) === NAMESPACE_SOURCE;
+    }
+    default:
+      return false;
+  }
+}
+
+/**
+ * Whether `entry` holds for the item about to run in `scope`: no global it
+ * read is shadowed, and every read gives an alike value again.
+ */
+export function holds(
+  entry: Entry,
+  scope: Scope,
+  chain: readonly Scope[],
+  evaluate: (node: Node, scope: Scope) => Value,
+): boolean {
+  for (const name of entry.globals) {
+    for (let i = 0; i < chain.length - 1; i++) {
+      if (chain[i]!.variables.has(name)) return false;
+    }
+  }
+  for (const name of entry.namespaces) {
+    if (!isNamespace(resolve(scope, name)?.variables.get(name))) return false;
+  }
+  for (const read of entry.reads) {
+    let value: Value;
+    try {
+      value = read.check?.(scope) ?? evaluate(read.node, scope);
+    } catch {
+      return false;
+    }
+    if (!alike(value, read.value)) return false;
+  }
+  return true;
+}
+
+/** Makes `entry`'s writes again, in order, from `scope`. */
+export function replay(entry: Entry, scope: Scope): void {
+  for (const write of entry.writes) {
+    if (!("key" in write)) {
+      scope.setVariable(write.name, write.value);
+      continue;
+    }
+    const found = resolve(scope, write.name)!;
+    (found.variables.get(write.name)!.value as Map<string, Value>).set(
+      write.key,
+      write.value,
+    );
+  }
+}
+
+/** Whether a node is a statement (no frame of its own). */
+export function isStatement(node: Node): boolean {
+  return STATEMENTS.has(node.type);
+}

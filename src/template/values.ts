@@ -1,0 +1,236 @@
+// Runtime values of @huggingface/jinja, built from JavaScript values while
+// keeping what Python would keep: object key order and integral floats.
+import { Environment } from "@huggingface/jinja";
+import { compareCodePoints, pyFloatRepr, pyStrRepr } from "./py.ts";
+
+/** The shape of a @huggingface/jinja runtime value this module relies on. */
+export interface Value {
+  type: string;
+  value: unknown;
+  readonly builtins: ReadonlyMap<string, Value>;
+  toString(): string;
+}
+
+type ValueClass = new (value: unknown) => Value;
+
+/** A float that Python holds as a float even when it is integral (`1.0`). */
+export class PyFloat {
+  /** The number. */
+  readonly value: number;
+  /** @param value The number. */
+  constructor(value: number) {
+    this.value = value;
+  }
+}
+
+// The value classes are not exported by the package; the environment hands
+// out instances of each, which gives their constructors.
+function probeClasses(): Record<string, ValueClass> {
+  const env = new Environment();
+  const samples: Record<string, unknown> = {
+    IntegerValue: 1,
+    FloatValue: 1.5,
+    StringValue: "",
+    BooleanValue: true,
+    NullValue: null,
+    UndefinedValue: undefined,
+    ArrayValue: [],
+    ObjectValue: {},
+    FunctionValue: () => null,
+  };
+  const classes: Record<string, ValueClass> = {};
+  for (const [name, sample] of Object.entries(samples)) {
+    classes[name] = (env.set(`probe${name}`, sample) as Value)
+      .constructor as ValueClass;
+  }
+  return classes;
+}
+
+const classes = probeClasses();
+/** The base class of every runtime value. */
+const RuntimeValue: ValueClass = Object.getPrototypeOf(classes["IntegerValue"]);
+
+/** Builds a runtime value of the named class. */
+export function make(type: string, value: unknown): Value {
+  const Class = classes[type];
+  if (Class === undefined) throw new TypeError(`Unknown value type: ${type}`);
+  return new Class(value);
+}
+
+/** A runtime function called with evaluated arguments. */
+export function fn(body: (args: Value[]) => Value): Value {
+  return make("FunctionValue", (args: Value[]) => body(args));
+}
+
+/**
+ * Converts a JavaScript value: a `Map` keeps its key order, a `PyFloat` stays a
+ * float; plain objects keep JavaScript's key order; a runtime value is
+ * returned as it is.
+ */
+export function toValue(input: unknown): Value {
+  // Already converted (a message remembered from an earlier render).
+  if (input instanceof RuntimeValue) return input as Value;
+  if (input instanceof PyFloat) return make("FloatValue", input.value);
+  if (input instanceof Map) {
+    const entries = new Map<string, Value>();
+    for (const [k, v] of input) entries.set(String(k), toValue(v));
+    return make("ObjectValue", entries);
+  }
+  switch (typeof input) {
+    case "number":
+      return make(
+        Number.isInteger(input) ? "IntegerValue" : "FloatValue",
+        input,
+      );
+    case "string":
+      return make("StringValue", input);
+    case "boolean":
+      return make("BooleanValue", input);
+    case "undefined":
+      return make("UndefinedValue", undefined);
+    case "function":
+      return fn((args) => toValue(input(...args.map((a) => a.value)) ?? null));
+  }
+  if (input === null) return make("NullValue", null);
+  if (Array.isArray(input)) return make("ArrayValue", input.map(toValue));
+  if (typeof input === "object") {
+    return toValue(new Map(Object.entries(input)));
+  }
+  throw new TypeError(`Cannot convert a ${typeof input} to a template value`);
+}
+
+function isMapping(
+  value: Value,
+): value is Value & { value: Map<string, Value> } {
+  return value.value instanceof Map;
+}
+
+/** Python's `str()` of a value, as jinja2 prints it. */
+export function pyStr(value: Value): string {
+  switch (value.type) {
+    case "StringValue":
+      return value.value as string;
+    case "UndefinedValue":
+      return "";
+    case "IteratorValue":
+    case "FunctionValue":
+      // Python prints these with a memory address: no stable text to match.
+      throw new TypeError(`cannot print a ${value.type}`);
+    default:
+      return pyRepr(value);
+  }
+}
+
+/** Python's `repr()` of a value (how lists and dicts print their items). */
+export function pyRepr(value: Value): string {
+  switch (value.type) {
+    case "StringValue":
+      return pyStrRepr(value.value as string);
+    case "IntegerValue":
+      return String(value.value);
+    case "FloatValue":
+      return pyFloatRepr(value.value as number);
+    case "BooleanValue":
+      return value.value ? "True" : "False";
+    case "NullValue":
+      return "None";
+    case "UndefinedValue":
+      return "";
+    case "TupleValue": {
+      const items = (value.value as Value[]).map(pyRepr);
+      return items.length === 1 ? `(${items[0]},)` : `(${items.join(", ")})`;
+    }
+  }
+  if (value.type.startsWith("dict_")) {
+    return `${value.type}([${
+      (value.value as Value[]).map(pyRepr).join(", ")
+    }])`;
+  }
+  if (value.type === "IteratorValue" || value.type === "FunctionValue") {
+    throw new TypeError(`cannot print a ${value.type}`);
+  }
+  if (Array.isArray(value.value)) {
+    return `[${(value.value as Value[]).map(pyRepr).join(", ")}]`;
+  }
+  if (isMapping(value)) {
+    const items = Array.from(
+      value.value,
+      ([k, v]) => `${pyStrRepr(k)}: ${pyRepr(v)}`,
+    );
+    return `{${items.join(", ")}}`;
+  }
+  return value.toString();
+}
+
+/** Options of Python's `json.dumps` that templates pass to `tojson`. */
+export interface DumpOptions {
+  readonly indent: number | string | null;
+  readonly separators: readonly [string, string] | null;
+  readonly sortKeys: boolean;
+  readonly ensureAscii: boolean;
+}
+
+/** Python's `json.dumps(value, ...)`. */
+export function pyJsonDumps(value: Value, options: DumpOptions): string {
+  const indent = typeof options.indent === "number"
+    ? " ".repeat(options.indent)
+    : options.indent;
+  const [item, key] = options.separators ??
+    (indent === null ? [", ", ": "] : [",", ": "]);
+  const str = (s: string) => {
+    const json = JSON.stringify(s);
+    return options.ensureAscii ? asciiOnly(json) : json;
+  };
+  const dump = (v: Value, depth: number): string => {
+    switch (v.type) {
+      case "NullValue":
+        return "null";
+      case "BooleanValue":
+        return v.value ? "true" : "false";
+      case "IntegerValue":
+        return String(v.value);
+      case "FloatValue":
+        return jsonFloat(v.value as number);
+      case "StringValue":
+        return str(v.value as string);
+    }
+    let parts: string[];
+    let open: string;
+    let close: string;
+    if (v.type === "IteratorValue" || v.type.startsWith("dict_")) {
+      throw new TypeError(`Object of type ${v.type} is not JSON serializable`);
+    }
+    if (Array.isArray(v.value)) {
+      parts = (v.value as Value[]).map((x) => dump(x, depth + 1));
+      [open, close] = ["[", "]"];
+    } else if (isMapping(v)) {
+      let entries = Array.from(v.value);
+      if (options.sortKeys) {
+        entries = entries.sort(([a], [b]) => compareCodePoints(a, b));
+      }
+      parts = entries.map(([k, x]) => `${str(k)}${key}${dump(x, depth + 1)}`);
+      [open, close] = ["{", "}"];
+    } else {
+      throw new TypeError(`Object of type ${v.type} is not JSON serializable`);
+    }
+    if (parts.length === 0) return open + close;
+    if (indent === null) return open + parts.join(item) + close;
+    const inner = "\n" + indent.repeat(depth + 1);
+    const outer = "\n" + indent.repeat(depth);
+    return open + inner + parts.join(item + inner) + outer + close;
+  };
+  return dump(value, 0);
+}
+
+function jsonFloat(value: number): string {
+  if (Number.isNaN(value)) return "NaN";
+  if (!Number.isFinite(value)) return value > 0 ? "Infinity" : "-Infinity";
+  return pyFloatRepr(value);
+}
+
+function asciiOnly(json: string): string {
+  return json.replace(
+    /[\u0080-\uffff]/g,
+    (ch) => "\\u" + ch.charCodeAt(0).toString(16).padStart(4, "0"),
+  );
+}
