@@ -7,7 +7,8 @@ import { rewrite } from "../src/template/ast.ts";
 import { globalsFor } from "../src/template/globals.ts";
 import { compileCheck } from "../src/template/check.ts";
 import { evaluateExpression } from "../src/template/interpreter.ts";
-import { alike, type Node, type Scope } from "../src/template/memo.ts";
+import { alike } from "../src/template/memo.ts";
+import type { Node, Scope } from "../src/template/scope.ts";
 import { toValue, type Value } from "../src/template/values.ts";
 import { mulberry32, type Rand } from "./_prng.ts";
 

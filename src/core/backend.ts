@@ -6,21 +6,9 @@
  */
 import { readCallerCap, writeCap } from "./caps.ts";
 import { detectKind } from "./kind.ts";
+import type { CapField, JsonObject, RequestKind } from "./request.ts";
 
-/** A JSON request body in the OpenAI chat completions shape (or another shape a backend counts). */
-export type JsonObject = { readonly [key: string]: unknown };
-
-/** The cap fields incontext reads from a request, at the top level and in `extra_body`. */
-export type CapField =
-  | "max_tokens"
-  | "max_completion_tokens"
-  | "max_output_tokens";
-
-/**
- * The shape of a request: OpenAI chat completions (`messages`), completions
- * (`prompt` string), or Responses (`instructions` + `input`).
- */
-export type RequestKind = "chat" | "completion" | "responses";
+export type { CapField, JsonObject, RequestKind } from "./request.ts";
 
 /** Options handed to {@linkcode Backend.count}. */
 export interface CountOptions {
@@ -340,7 +328,11 @@ export abstract class Backend {
    * ```
    */
   readCaps(request: JsonObject, options: ReadCapsOptions): CapReading {
-    const cap = readCallerCap(request, this, options.defaultField);
+    const cap = readCallerCap(
+      request,
+      (value) => this.coerceOutputBudget(value),
+      options.defaultField,
+    );
     return {
       value: cap.value,
       field: this.outputBudgetField(cap.field, { kind: options.kind }),

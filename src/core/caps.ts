@@ -1,5 +1,7 @@
-import type { Backend, CapField, JsonObject } from "./backend.ts";
-import { isJsonObject } from "./request.ts";
+import { type CapField, isJsonObject, type JsonObject } from "./request.ts";
+
+/** Reads one cap value as the server does: a positive integer, or `undefined`. */
+export type CoerceCap = (value: unknown) => number | undefined;
 
 /** Every cap alias, in the order ties between equal caps are broken. */
 export const CAP_FIELDS: readonly CapField[] = [
@@ -23,12 +25,12 @@ export interface CallerCap {
  */
 export function readCallerCap(
   request: JsonObject,
-  backend: Backend,
+  coerce: CoerceCap,
   defaultField: CapField,
 ): CallerCap {
-  const top = smallestCap(request, backend);
+  const top = smallestCap(request, coerce);
   const extra = request.extra_body;
-  const nested = isJsonObject(extra) ? smallestCap(extra, backend) : undefined;
+  const nested = isJsonObject(extra) ? smallestCap(extra, coerce) : undefined;
   const value = minDefined(top?.value, nested?.value);
   const field = top?.field ?? nested?.field ?? defaultField;
   return { value, field };
@@ -36,12 +38,12 @@ export function readCallerCap(
 
 function smallestCap(
   level: { readonly [key: string]: unknown },
-  backend: Backend,
+  coerce: CoerceCap,
 ): { value: number; field: CapField } | undefined {
   let best: { value: number; field: CapField } | undefined;
   for (const field of CAP_FIELDS) {
     if (!Object.hasOwn(level, field)) continue;
-    const value = backend.coerceOutputBudget(level[field]);
+    const value = coerce(level[field]);
     if (value !== undefined && (best === undefined || value < best.value)) {
       best = { value, field };
     }

@@ -1,5 +1,9 @@
-import type { JsonObject, RequestKind } from "./backend.ts";
-import { effectiveField, isJsonObject } from "./request.ts";
+import {
+  effectiveField,
+  isJsonObject,
+  type JsonObject,
+  type RequestKind,
+} from "./request.ts";
 
 /**
  * The kind a request's shape says it is: `messages` (an array) is chat, a

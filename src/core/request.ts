@@ -1,4 +1,24 @@
-import type { JsonObject } from "./backend.ts";
+/**
+ * The request types of the Backend contract, and how a field is read as the
+ * server reads it.
+ *
+ * @module
+ */
+
+/** A JSON request body in the OpenAI chat completions shape (or another shape a backend counts). */
+export type JsonObject = { readonly [key: string]: unknown };
+
+/** The cap fields incontext reads from a request, at the top level and in `extra_body`. */
+export type CapField =
+  | "max_tokens"
+  | "max_completion_tokens"
+  | "max_output_tokens";
+
+/**
+ * The shape of a request: OpenAI chat completions (`messages`), completions
+ * (`prompt` string), or Responses (`instructions` + `input`).
+ */
+export type RequestKind = "chat" | "completion" | "responses";
 
 /** Tells a JSON object from an array, `null` or a primitive. */
 export function isJsonObject(value: unknown): value is JsonObject {

@@ -5,7 +5,7 @@
 // to closures that give the value the interpreter would give, and gives
 // up (undefined) wherever they could differ: the interpreter then runs.
 import { make, type Value } from "./values.ts";
-import { type Node, resolve, type Scope } from "./memo.ts";
+import { type Node, resolve, type Scope } from "./scope.ts";
 
 /** A compiled check: the expression's value, or undefined to let the interpreter evaluate it. */
 export type Check = (scope: Scope) => Value | undefined;

@@ -14,12 +14,14 @@ import {
   markMacro,
   memoOf,
   memoStats,
-  type Node as MemoNode,
   Recorder,
   replay,
+} from "./memo.ts";
+import {
+  type Node as MemoNode,
   resolve,
   type Scope as MemoScope,
-} from "./memo.ts";
+} from "./scope.ts";
 
 type Node = { type: string } & Record<string, unknown>;
 

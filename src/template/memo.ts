@@ -22,16 +22,7 @@ import { Environment } from "@huggingface/jinja";
 import { make, type Value } from "./values.ts";
 import { CALLABLE } from "./ast.ts";
 import { type Check, compileCheck } from "./check.ts";
-
-/** A template AST node. */
-export type Node = { type: string } & Record<string, unknown>;
-
-/** A scope of @huggingface/jinja: its variables and its parent. */
-export interface Scope {
-  readonly variables: Map<string, Value>;
-  readonly parent?: Scope;
-  setVariable(name: string, value: Value): Value;
-}
+import { type Node, resolve, type Scope } from "./scope.ts";
 
 /** An expression read from outside the body, with the value it gave. */
 interface Read {
@@ -338,15 +329,6 @@ export class Recorder {
       writes: this.#writes,
     };
   }
-}
-
-/** The scope that defines `name`, seen from `scope` (as @huggingface/jinja resolves it). */
-export function resolve(scope: Scope, name: string): Scope | undefined {
-  let found: Scope | undefined = scope;
-  while (found !== undefined && !found.variables.has(name)) {
-    found = found.parent;
-  }
-  return found;
 }
 
 /** What an expression may read, whatever path it takes. */
