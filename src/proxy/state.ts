@@ -3,7 +3,7 @@ import type { RequestKind } from "../core/backend.ts";
 import type { BudgetResult } from "../core/budget.ts";
 import { Counter, Histogram } from "./metrics.ts";
 import type { AnchorStore } from "../anchors/store.ts";
-import type { ProxyOptions } from "./mod.ts";
+import type { ProxyOptions } from "./options.ts";
 import type { TimedBackend } from "./timed_backend.ts";
 
 /** The proxy's validated bounds. */

@@ -11,13 +11,11 @@ import { hashCountKey } from "../../cache/key.ts";
 import { type Deadline, startDeadline } from "../../_internal/deadline.ts";
 import { CountError } from "../../core/errors.ts";
 import { errorType, safeCause } from "../../core/error_type.ts";
-import { readLimited } from "../../proxy/forward.ts";
+import { readLimited } from "../../_internal/limited_read.ts";
 import { isJsonObject } from "../../core/request.ts";
 import { checkHttpUrl } from "../../_internal/url.ts";
+import { MAX_TIMEOUT_MS } from "../../_internal/timer_limit.ts";
 import { VERSION } from "../../core/version.ts";
-
-/** Timers beyond 2^31 - 1 ms fire at once on Node, so longer timeouts are clamped. */
-export const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /** Answers larger than this fail a count that expects a small JSON object. */
 export const SMALL_ANSWER_BYTES = 64 * 1024;

@@ -1,0 +1,368 @@
+/** The budgeting proxy's handler: routing, body reads, budgeting and the answer. */
+import type { RequestKind } from "../core/backend.ts";
+import { validateBudgetOptions } from "../core/budget.ts";
+import type { BridgeOptions } from "../bridges/options.ts";
+import {
+  decide,
+  type Decision,
+  decisionHeaders,
+  errorResponse,
+  isJsonContentType,
+  pathKind,
+  withDecisionHeaders,
+} from "../bridges/decision.ts";
+import { checkHttpUrl } from "../_internal/url.ts";
+import { MAX_TIMEOUT_SECONDS } from "../_internal/timer_limit.ts";
+import { type HeaderPairs, upstreamUrl } from "./forward.ts";
+import { readLimited } from "../_internal/limited_read.ts";
+import { forward, sendUpstream, type UpstreamAnswer } from "./upstream.ts";
+import { TimedBackend } from "./timed_backend.ts";
+import {
+  countKind,
+  type ProxyContext,
+  type ProxySettings,
+  ProxyState,
+} from "./state.ts";
+import {
+  anchorEstimate,
+  anchorFromKeys,
+  type AnchorKeys,
+  anchorKeys,
+} from "../anchors/keys.ts";
+import { ownEndpoint } from "./endpoints.ts";
+import type { ProxyHandler, ProxyOptions } from "./options.ts";
+import { AnchorStore } from "../anchors/store.ts";
+import { readUsage, tapFor, tapUsage, type Usage } from "../anchors/usage.ts";
+import { effectiveField } from "../core/request.ts";
+import { requireInteger } from "../core/compute.ts";
+import { getLogger } from "@logtape/logtape";
+import { setImmediate } from "node:timers";
+
+const logger = getLogger(["incontext", "proxy"]);
+
+/**
+ * Creates the budgeting proxy handler.
+ *
+ * @param options The upstream, the budget options and the proxy's bounds.
+ * @returns The handler.
+ * @throws {RangeError} When a budget option or bound is invalid.
+ * @throws {TypeError} When `upstream` is not an http(s) URL.
+ *
+ * @example Budgeting through the proxy
+ * ```ts
+ * import { createProxyHandler } from "@incontext/incontext/proxy";
+ * import { FakeBackend } from "@incontext/incontext/testing";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const proxy = createProxyHandler({
+ *   upstream: "http://upstream.test",
+ *   window: 55705,
+ *   contextLength: 65536,
+ *   backend: new FakeBackend({ count: 5 }),
+ *   fetch: async (input, init) => Response.json({ sent: JSON.parse(String(init?.body)) }),
+ * });
+ * const response = await proxy(new Request("http://proxy.test/v1/chat/completions", {
+ *   method: "POST",
+ *   headers: { "content-type": "application/json" },
+ *   body: JSON.stringify({ messages: [], max_tokens: 65536 }),
+ * }));
+ * strictEqual((await response.json()).sent.max_tokens, 55700);
+ * strictEqual(response.headers.get("x-incontext-action"), "set");
+ * ```
+ */
+export function createProxyHandler(options: ProxyOptions): ProxyHandler {
+  const settings = readSettings(options);
+  const state = new ProxyState(
+    options.anchors ?? new AnchorStore({ maxEntries: settings.anchorEntries }),
+    settings.recentDecisions,
+  );
+  const backend = new TimedBackend(options.backend, (seconds, ok) => {
+    state.tokenizer.observe(seconds, { outcome: ok ? "ok" : "error" });
+  });
+  const bridge: BridgeOptions = {
+    ...options,
+    backend,
+    anchor: (parsed) => anchorEstimate(state.anchors, parsed),
+  };
+  const context = { options, settings, state, backend };
+  return async function incontextProxy(request) {
+    const url = new URL(request.url);
+    if (url.pathname.startsWith("/incontext/")) {
+      return await ownEndpoint(request, url, context);
+    }
+    const target = upstreamUrl(settings.upstream, url);
+    const kind = request.method === "POST" ? pathKind(url.pathname) : undefined;
+    if (
+      kind === undefined ||
+      !isJsonContentType(request.headers.get("content-type"))
+    ) {
+      state.requests.inc({ route: "passthrough", action: "forwarded" });
+      return await forward(request, target, undefined, context);
+    }
+    return await budgeted(request, target, kind, bridge, context);
+  };
+}
+
+function readSettings(options: ProxyOptions): ProxySettings {
+  validateBudgetOptions(options);
+  const rule = typeof options.upstream === "string"
+    ? checkHttpUrl(options.upstream)
+    : "must be a string";
+  if (rule !== undefined) {
+    throw new TypeError(`Cannot create the proxy as 'upstream' ${rule}`);
+  }
+  const {
+    maxRequestBytes = 32 * 1024 * 1024,
+    anchorEntries = 4096,
+    anchorTolerance = 0.02,
+    recentDecisions = 50,
+    upstreamTimeoutSeconds = 600,
+    upstreamIdleTimeoutSeconds = 600,
+  } = options;
+  const what = "create the proxy";
+  requireInteger(what, "maxRequestBytes", maxRequestBytes, 1);
+  requireInteger(what, "anchorEntries", anchorEntries, 1);
+  requireInteger(what, "recentDecisions", recentDecisions, 1);
+  if (
+    options.anchors !== undefined && !(options.anchors instanceof AnchorStore)
+  ) {
+    throw new TypeError(
+      "Cannot create the proxy as 'anchors' must be an AnchorStore",
+    );
+  }
+  if (!(anchorTolerance >= 0 && anchorTolerance < 1)) {
+    throw new RangeError(
+      `Cannot create the proxy as 'anchorTolerance' must be a fraction in [0, 1): current value is ${anchorTolerance}`,
+    );
+  }
+  return {
+    upstream: new URL(options.upstream),
+    maxRequestBytes,
+    anchorEntries,
+    anchorTolerance,
+    recentDecisions,
+    upstreamTimeoutMs: timeoutMs(
+      "upstreamTimeoutSeconds",
+      upstreamTimeoutSeconds,
+    ),
+    upstreamIdleTimeoutMs: timeoutMs(
+      "upstreamIdleTimeoutSeconds",
+      upstreamIdleTimeoutSeconds,
+    ),
+  };
+}
+
+function timeoutMs(name: string, seconds: number): number {
+  if (!(seconds > 0 && seconds <= MAX_TIMEOUT_SECONDS)) {
+    throw new RangeError(
+      `Cannot create the proxy as '${name}' must be a number of seconds in (0, ${MAX_TIMEOUT_SECONDS}]: current value is ${seconds}`,
+    );
+  }
+  return Math.ceil(seconds * 1000);
+}
+
+async function budgeted(
+  request: Request,
+  target: string,
+  kind: RequestKind,
+  bridge: BridgeOptions,
+  context: ProxyContext,
+): Promise<Response> {
+  const { settings, state } = context;
+  const route = kind;
+  const bytes = await readBody(request, settings.maxRequestBytes);
+  if (bytes === "unreadable") {
+    state.requests.inc({ route, action: "unreadable" });
+    return request.signal.aborted
+      ? new Response(null, { status: 499 })
+      : errorResponse(
+        400,
+        "invalid_body",
+        "Cannot budget the request as its body could not be read in full",
+      );
+  }
+  if (bytes === undefined) {
+    await request.body?.cancel().catch(() => {});
+    state.requests.inc({ route, action: "too_large" });
+    return errorResponse(
+      413,
+      "request_too_large",
+      `Cannot budget the request as its body exceeds ${settings.maxRequestBytes} bytes; reduce the length of the messages or the size of attached media`,
+    );
+  }
+  const decision = await decide(bytes, kind, bridge, request.signal);
+  if (decision.malformed !== undefined) {
+    state.requests.inc({ route, action: "malformed" });
+    return errorResponse(
+      400,
+      "invalid_json",
+      `Cannot budget the request as ${decision.malformed}`,
+    );
+  }
+  if (decision.reject) {
+    observe(decision, kind, context);
+    state.requests.inc({ route, action: "rejected" });
+    return withDecisionHeaders(decision.reject, decision);
+  }
+  const sending = sendUpstream(
+    request,
+    target,
+    decision.body === undefined ? bytes : decision.body,
+    context,
+  );
+  // The bookkeeping (anchor keys, the decision record) must not delay the
+  // send: network I/O runs on this thread's loop, so work done right now
+  // holds the request back. A streamed answer's first bytes are what its
+  // client waits for: the bookkeeping runs after one turn of the loop, while
+  // the upstream works. A whole answer comes at the end of a generation: the
+  // bookkeeping waits for it, which spares each request a turn of the loop
+  // (8% more requests a second at 2 KB, for ~0.04 ms more latency at 40 KB).
+  if (streams(decision)) await nextTurn();
+  else await sending;
+  const conversation = observe(decision, kind, context);
+  return finish(await sending, decision, conversation, context);
+}
+
+/** Whether the client asked for a streamed answer. */
+function streams(decision: Decision): boolean {
+  return decision.sent !== undefined &&
+    effectiveField(decision.sent, "stream") === true;
+}
+
+/** Resolves after the event loop has polled I/O once (`setImmediate` runs in the check phase, after the poll). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * The body, or undefined past `limit` bytes, or "unreadable" when the client
+ * broke it off (a connection closed early, a body shorter than its length).
+ */
+async function readBody(
+  request: Request,
+  limit: number,
+): Promise<Uint8Array<ArrayBuffer> | undefined | "unreadable"> {
+  const length = request.headers.get("content-length");
+  const declared = Number(length ?? "0");
+  if (declared > limit) return undefined;
+  try {
+    // (Reading `request.body` would build a stream the fast path does not need.)
+    if (length === null) return await readLimited(request.body, limit);
+    // A declared length within the limit: the server's framing holds the
+    // body to it, so it is read whole at once, which costs a fraction of
+    // reading chunk by chunk. A body longer than it declared (a Request
+    // built in process) still gets the limit, once read.
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    return bytes.byteLength > limit ? undefined : bytes;
+  } catch {
+    return "unreadable";
+  }
+}
+
+/**
+ * Counts, cross-checks and remembers a decision. Returns the prefix keys of
+ * the chat conversation as sent, for recording its usage later.
+ */
+function observe(
+  decision: Decision,
+  kind: RequestKind,
+  context: ProxyContext,
+): AnchorKeys | undefined {
+  const { result } = decision;
+  if (result === undefined) return undefined;
+  const { state, settings } = context;
+  state.requests.inc({ route: kind, action: result.action });
+  state.counts.inc({ kind: countKind(result) });
+  const conversation = kind === "chat" && decision.sent
+    ? anchorKeys(state.anchors, decision.sent)
+    : undefined;
+  const anchored = conversation && anchorFromKeys(state.anchors, conversation);
+  const exact = countKind(result) === "exact" ? result.promptTokens : undefined;
+  if (anchored !== undefined && exact !== undefined && exact > 0) {
+    const drift = Math.abs(anchored - exact) / exact;
+    if (drift > settings.anchorTolerance) {
+      state.disagreements.inc();
+      logger.warn(
+        "usage anchor disagrees with the exact count: exact={exact} anchor={anchor} source={source}",
+        { exact, anchor: anchored, source: result.source },
+      );
+    }
+  }
+  const model = effectiveField(result.request, "model");
+  state.remember({
+    kind,
+    model: typeof model === "string" ? model.slice(0, 200) : null,
+    action: result.action,
+    source: result.source,
+    promptTokens: result.promptTokens ?? null,
+    anchorTokens: anchored ?? null,
+    maxTokens: decision.maxTokens ?? null,
+  });
+  return conversation;
+}
+
+/**
+ * The response the client gets: the upstream's, with the decision headers,
+ * built once. A chat response's usage is learned on the way: from a JSON
+ * body read whole (the forwarder already buffered it), or by tapping an SSE
+ * stream; the bytes stay as they are.
+ */
+function finish(
+  answer: UpstreamAnswer | Response,
+  decision: Decision,
+  conversation: AnchorKeys | undefined,
+  context: ProxyContext,
+): Response {
+  // An error the proxy wrote itself (502, 503, 504): only the headers to add.
+  if (answer instanceof Response) return withDecisionHeaders(answer, decision);
+  const { status, statusText, bytes, stream = null } = answer;
+  const headers = withHeaders(answer.headers, decisionHeaders(decision));
+  const init = { status, statusText, headers };
+  const keys = conversation?.keys;
+  const ok = status >= 200 && status < 300;
+  if (keys === undefined || !ok) return new Response(bytes ?? stream, init);
+  const record = (usage: Usage) =>
+    context.state.anchors.recordKeys(keys, usage);
+  if (bytes !== undefined) {
+    learnFromJson(bytes, record);
+    return new Response(bytes, init);
+  }
+  if (stream === null || answer.tap === undefined) {
+    return new Response(
+      stream && tapUsage(stream, answer.contentType, record),
+      init,
+    );
+  }
+  // The idle guard's stream reads the usage too: one stream, one hop a chunk.
+  const tap = tapFor(answer.contentType, record);
+  if (tap !== undefined) answer.tap(tap);
+  return new Response(stream, init);
+}
+
+/** `headers` with `added` set in place of any same-named ones. */
+function withHeaders(
+  headers: HeaderPairs,
+  added: readonly [string, string][],
+): HeaderPairs {
+  if (added.length === 0) return headers;
+  // At most four names: a scan costs less than building a set each request.
+  const kept = headers.filter(([name]) =>
+    !added.some(([replaced]) => replaced === name)
+  );
+  kept.push(...added);
+  return kept;
+}
+
+const decoder = new TextDecoder();
+
+function learnFromJson(
+  bytes: Uint8Array,
+  record: (usage: Usage) => void,
+): void {
+  try {
+    const usage = readUsage(JSON.parse(decoder.decode(bytes)));
+    if (usage !== undefined) record(usage);
+  } catch {
+    // Not JSON after all, or no usage: nothing to learn, the bytes go on.
+  }
+}
