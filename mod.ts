@@ -59,11 +59,11 @@ export type {
 } from "./src/core/backend.ts";
 export { CountError } from "./src/core/errors.ts";
 export {
-  backends,
   createBackendRegistry,
   DuplicateBackendError,
   UnknownBackendError,
 } from "./src/core/registry.ts";
+export { backends } from "./src/backends/registry.ts";
 export type {
   BackendFactory,
   BackendPluginOptions,

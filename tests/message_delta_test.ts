@@ -15,8 +15,8 @@ import { CountCore } from "../src/cache/core.ts";
 import type { CacheResponse } from "../src/cache/protocol.ts";
 import { CountError, LocalBackend } from "../src/backends/local/mod.ts";
 import { createCountCache } from "../src/cache/mod.ts";
-import { localChannelOf } from "../src/cache/client.ts";
-import { tokenizePayload } from "../src/local/chat_render.ts";
+import { remoteEngine } from "../src/backends/_shared/local_engine.ts";
+import { localTokenizeBody } from "../src/backends/_shared/vllm_count.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { mulberry32 } from "./_prng.ts";
 
@@ -126,9 +126,14 @@ Deno.test("CountCore answers a delta on an unknown base with rebase", () => {
   );
   const base: DeltaBase = { id: 41, keep: 1 };
   session.receive({
-    type: "count",
+    type: "engine",
     id: 42,
-    job: { spec: { dir: DIR }, kind: "chat", payload: { messages: [] } },
+    call: {
+      op: "count",
+      spec: { dir: DIR },
+      kind: "chat",
+      payload: { messages: [] },
+    },
     base,
   });
   deepStrictEqual(answers, [{ type: "rebase", id: 42 }]);
@@ -158,16 +163,16 @@ Deno.test("LocalBackend through the worker counts as the calling thread while it
   }
 });
 
-Deno.test("The worker's channel recovers when the core lacks a delta's base", async () => {
+Deno.test("remoteEngine() recovers when the core lacks a delta's base", async () => {
   await using cache = createCountCache();
-  const channel = localChannelOf(cache)!;
+  const engine = remoteEngine(cache)!;
   await using local = new LocalBackend({ dir: DIR, cache: null });
   const spec = { dir: DIR };
   const first = [user("hello"), { role: "assistant", content: "hi" }];
   // A function cannot cross the port: this count fails before the core sees
   // these messages, though the client remembers sending them.
   await rejects(
-    channel.countLocal({
+    engine.count({
       spec,
       kind: "chat",
       payload: { messages: [...first, { role: "user", content: "x", f() {} }] },
@@ -178,10 +183,10 @@ Deno.test("The worker's channel recovers when the core lacks a delta's base", as
   // asks for the whole list, and the count is right.
   const request = { messages: [...first, user("x"), user("y")] };
   strictEqual(
-    await channel.countLocal({
+    await engine.count({
       spec,
       kind: "chat",
-      payload: tokenizePayload(request, "chat"),
+      payload: localTokenizeBody(request, "chat"),
     }),
     await local.count(request, C),
   );

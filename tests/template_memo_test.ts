@@ -5,6 +5,7 @@
 // and for random loop bodies over random context sequences. Each test also
 // checks that outputs were reused, so that a memo that never hits cannot
 // pass.
+import { localTokenizeBody } from "../src/backends/_shared/vllm_count.ts";
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
 import { getLogger } from "@logtape/logtape";
@@ -15,7 +16,6 @@ import {
   renderChat,
   renderChatParts,
   templateFor,
-  tokenizePayload,
 } from "../src/local/chat_render.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { mulberry32, type Rand } from "./_prng.ts";
@@ -59,7 +59,7 @@ Deno.test("real templates render alike with reused item outputs, over growing, e
       const stable = (message: Message) => {
         let kept = payloadOf.get(message);
         if (kept === undefined) {
-          const body = tokenizePayload({ messages: [message] }, "chat");
+          const body = localTokenizeBody({ messages: [message] }, "chat");
           kept = (body.messages as Record<string, unknown>[])[0]!;
           payloadOf.set(message, kept);
         }
@@ -91,7 +91,7 @@ Deno.test("real templates render alike with reused item outputs, over growing, e
           const kwargs = random() < 0.2
             ? { chat_template_kwargs: { enable_thinking: false } }
             : {};
-          const body = tokenizePayload({
+          const body = localTokenizeBody({
             messages,
             ...(conversation.tools ? { tools: TOOLS } : {}),
             add_generation_prompt: random() < 0.7,

@@ -4,47 +4,28 @@ import {
   type CacheResponse,
   type CoreSettings,
   fromErrorData,
-  type Link,
-  openLocalLink,
   toErrorData,
-  WorkerLink,
 } from "./protocol.ts";
+import { type Link, openLocalLink, WorkerLink } from "./links.ts";
+import { CountCore } from "./core.ts";
+import type { EngineCall, EngineChannel, EngineLoader } from "./engine.ts";
 import type {
   CountCache,
   CountCacheKind,
   CountCacheOptions,
   CountCacheStats,
-} from "./mod.ts";
+} from "./types.ts";
 import { CountError } from "../core/errors.ts";
 import { errorType } from "../core/error_type.ts";
-import type { LocalCountJob, ModelSpec } from "../local/models.ts";
-import type { FilesSha256 } from "../local/chat_render.ts";
 import { SentMessages } from "./message_delta.ts";
-import type { JsonObject } from "../core/backend.ts";
-import type { DecodeForm } from "../local/tokenize.ts";
 
-/** Counting inside a cache's core: its worker, or in process as the fallback. */
-export interface LocalCountChannel {
-  /** Counts a request in the core; `signal` rejects this caller only. */
-  countLocal(job: LocalCountJob, signal?: AbortSignal): Promise<number>;
-  /** Renders a chat request's prompt in the core; `signal` rejects this caller only. */
-  renderLocal(job: LocalCountJob, signal?: AbortSignal): Promise<string>;
-  /** Loads a model folder in the core. */
-  loadLocal(spec: ModelSpec): Promise<FilesSha256>;
-  /** The ids of a `/tokenize` body, computed in the core. */
-  tokenizeLocal(spec: ModelSpec, body: JsonObject): Promise<number[]>;
-  /** The text or token strings of ids, computed in the core. */
-  decodeLocal(
-    spec: ModelSpec,
-    ids: readonly number[],
-    form: DecodeForm,
-  ): Promise<string | string[]>;
-}
-
-/** The channel of a cache this module created, or `undefined` for any other cache. */
-export function localChannelOf(
+/**
+ * The engine channel of `cache`: a cache this module made runs its engine
+ * calls in its core (its worker, or in process); any other cache has none.
+ */
+export function engineChannelOf(
   cache: CountCache | null,
-): LocalCountChannel | undefined {
+): EngineChannel | undefined {
   return cache instanceof CountCacheClient ? cache : undefined;
 }
 
@@ -101,9 +82,21 @@ function disposedError(): CountError {
   return new CountError("Cannot count as the count cache is disposed");
 }
 
+/** What a {@linkcode CountCacheClient} is made with. */
+export interface ClientSetup {
+  readonly settings: CoreSettings;
+  /** The worker entry; `undefined` runs the core in process. */
+  readonly workerUrl: URL | undefined;
+  /** The engine of an in-process core (a worker makes its own). */
+  readonly engine?: EngineLoader;
+  /** Called once when the cache is disposed. */
+  readonly onDispose?: () => void;
+}
+
 /** The client side: ids, aborts, leading computations and the link to the core. */
-export class CountCacheClient implements CountCache {
+export class CountCacheClient implements CountCache, EngineChannel {
   readonly #settings: CoreSettings;
+  readonly #engine: EngineLoader | undefined;
   readonly #onDispose: (() => void) | undefined;
   #workerUrl: URL | undefined;
   #kind: CountCacheKind;
@@ -117,15 +110,14 @@ export class CountCacheClient implements CountCache {
   /** The message lists sent to the current core, for deltas. */
   readonly #sent = new SentMessages();
 
-  constructor(
-    settings: CoreSettings,
-    workerUrl: URL | undefined,
-    onDispose?: () => void,
-  ) {
-    this.#settings = settings;
-    this.#workerUrl = workerUrl;
-    this.#kind = workerUrl === undefined ? "in-process" : "worker_threads";
-    this.#onDispose = onDispose;
+  constructor(setup: ClientSetup) {
+    this.#settings = setup.settings;
+    this.#workerUrl = setup.workerUrl;
+    this.#kind = setup.workerUrl === undefined
+      ? "in-process"
+      : "worker_threads";
+    this.#engine = setup.engine;
+    this.#onDispose = setup.onDispose;
   }
 
   get kind(): CountCacheKind {
@@ -206,66 +198,28 @@ export class CountCacheClient implements CountCache {
     return link.peek(text);
   }
 
-  countLocal(job: LocalCountJob, signal?: AbortSignal): Promise<number> {
+  runEngine(call: EngineCall, signal?: AbortSignal): Promise<unknown> {
     return this.#call(
-      (id) => this.#jobRequest("count", id, job),
-      (response) => response.type === "value" ? response.count : undefined,
+      (id) => this.#engineRequest(id, call),
+      (response) => response.type === "result" ? response : undefined,
       signal,
-      (id) => ({ type: "count", id, job }),
-    );
+      (id) => ({ type: "engine", id, call }),
+    ).then((response) => response.value);
   }
 
-  renderLocal(job: LocalCountJob, signal?: AbortSignal): Promise<string> {
-    return this.#call(
-      (id) => this.#jobRequest("render", id, job),
-      (response) => response.type === "rendered" ? response.text : undefined,
-      signal,
-      (id) => ({ type: "render", id, job }),
-    );
-  }
-
-  /** A count or render request: only the new messages when the core has seen the rest. */
-  #jobRequest(
-    type: "count" | "render",
-    id: number,
-    job: LocalCountJob,
-  ): CacheRequest {
-    const messages = job.payload.messages;
-    if (!Array.isArray(messages)) return { type, id, job };
+  /** An engine call: only the new messages when the core has seen the rest. */
+  #engineRequest(id: number, call: EngineCall): CacheRequest {
+    const messages = call.payload?.messages;
+    if (!Array.isArray(messages)) return { type: "engine", id, call };
     const base = this.#sent.record(id, messages);
-    if (base === undefined) return { type, id, job };
+    if (base === undefined) return { type: "engine", id, call };
     const tail = messages.slice(base.keep);
     return {
-      type,
+      type: "engine",
       id,
-      job: { ...job, payload: { ...job.payload, messages: tail } },
+      call: { ...call, payload: { ...call.payload, messages: tail } },
       base,
     };
-  }
-
-  loadLocal(spec: ModelSpec): Promise<FilesSha256> {
-    return this.#call(
-      (id) => ({ type: "load", id, spec }),
-      (response) => response.type === "loaded" ? response.files : undefined,
-    );
-  }
-
-  tokenizeLocal(spec: ModelSpec, body: JsonObject): Promise<number[]> {
-    return this.#call(
-      (id) => ({ type: "tokenize", id, spec, body }),
-      (response) => response.type === "tokens" ? response.ids : undefined,
-    );
-  }
-
-  decodeLocal(
-    spec: ModelSpec,
-    ids: readonly number[],
-    form: DecodeForm,
-  ): Promise<string | string[]> {
-    return this.#call(
-      (id) => ({ type: "decode", id, spec, ids, form }),
-      (response) => response.type === "decoded" ? response.value : undefined,
-    );
   }
 
   clear(): Promise<void> {
@@ -416,7 +370,7 @@ export class CountCacheClient implements CountCache {
       },
     };
     const link: Link = this.#workerUrl === undefined
-      ? openLocalLink(this.#settings, events)
+      ? openLocalLink(new CountCore(this.#settings, this.#engine), events)
       : new WorkerLink(this.#workerUrl, this.#settings, events);
     return link;
   }

@@ -3,7 +3,9 @@
  * singleflight table so that one caller computes a missing key while the
  * others wait, and an epoch that keeps counts started before a clear out of
  * the LRU. The worker and the in-process fallback both run this code, behind
- * the same request/response protocol, so they cannot drift apart.
+ * the same request/response protocol, so they cannot drift apart. An
+ * engine, when one is plugged in, runs beside the counts and keeps its own
+ * in the same LRU.
  *
  * @module
  */
@@ -15,9 +17,15 @@ import type {
   ErrorData,
   StatsData,
 } from "./protocol.ts";
-import type { HostStore, LocalCountJob, LocalModels } from "../local/models.ts";
+import type {
+  Engine,
+  EngineCall,
+  EngineLoader,
+  EngineStore,
+} from "./engine.ts";
+import { CountError } from "../core/errors.ts";
+import { Lru } from "./lru.ts";
 import { ReceivedMessages } from "./message_delta.ts";
-import { RecentMap } from "../_internal/recent_map.ts";
 
 /** One caller of a flight: told either to compute, or the flight's outcome. */
 interface Waiter {
@@ -41,169 +49,85 @@ export interface CoreSession {
   close(): void;
 }
 
-/** UTF-8 length without encoding: keys are counted on every store. */
-function byteLength(text: string): number {
-  let bytes = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      // A surrogate pair is 2 code units and 4 bytes.
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 2;
-        i++;
-        continue;
-      }
-    }
-    if (code >= 0x800) bytes += 2;
-    else if (code >= 0x80) bytes += 1;
-  }
-  return bytes;
-}
-
-/** Counts by key, least recently used first. */
-export class Lru {
-  readonly #counts = new RecentMap<string, number>();
-  readonly #settings: CoreSettings;
-  #keyBytes = 0;
-
-  constructor(settings: CoreSettings) {
-    this.#settings = settings;
-  }
-
-  get size(): number {
-    return this.#counts.size;
-  }
-
-  get keyBytes(): number {
-    return this.#keyBytes;
-  }
-
-  get(key: string): number | undefined {
-    return this.#counts.use(key);
-  }
-
-  set(key: string, count: number): void {
-    const bytes = byteLength(key);
-    // A key that alone exceeds the budget would evict everything and then itself.
-    if (bytes > this.#settings.maxKeyBytes) return;
-    if (this.#counts.peek(key) === undefined) this.#keyBytes += bytes;
-    this.#counts.put(key, count);
-    const { maxEntries, maxKeyBytes } = this.#settings;
-    while (this.#counts.size > maxEntries || this.#keyBytes > maxKeyBytes) {
-      const oldest = this.#counts.oldest()!;
-      this.#counts.delete(oldest);
-      this.#keyBytes -= byteLength(oldest);
-    }
-  }
-
-  clear(): void {
-    this.#counts.clear();
-    this.#keyBytes = 0;
-  }
-}
-
 /**
  * The LRU, the singleflight table and the epoch, shared by all sessions;
- * and the local counting host, loaded on the first local count, whose
- * whole-request and piece counts live in the same LRU.
+ * and the engine, made on its first call, whose counts live in the same LRU.
  */
 export class CountCore {
   readonly #lru: Lru;
+  readonly #loadEngine: EngineLoader | undefined;
   #flights = new Map<string, Flight>();
   #epoch = 0;
   #hits = 0;
   #misses = 0;
   #pieceHits = 0;
   #pieceMisses = 0;
-  #local: Promise<LocalModels> | undefined;
-  #models: LocalModels | undefined;
-
-  constructor(settings: CoreSettings) {
-    this.#lru = new Lru(settings);
-  }
-
-  /** The local counting host; its modules load only when a local count first comes. */
-  #host(): Promise<LocalModels> {
-    this.#local ??= import("../local/models.ts").then(({ LocalModels }) => {
-      const store: HostStore = {
-        lookup: (key) => {
-          const count = this.#lru.get(key);
-          if (count === undefined) this.#misses++;
-          else this.#hits++;
-          return count;
-        },
-        store: (key, count, epoch) => {
-          if (epoch === this.#epoch) this.#lru.set(key, count);
-        },
-        epoch: () => this.#epoch,
-        pieces: {
-          get: (key) => {
-            const count = this.#lru.get(key);
-            if (count === undefined) this.#pieceMisses++;
-            else this.#pieceHits++;
-            return count;
-          },
-          set: (key, count) => this.#lru.set(key, count),
-        },
-      };
-      // The core's payloads are its own clones: their messages can keep
-      // their template values from render to render.
-      return this.#models = new LocalModels(store, { ownsPayloads: true });
-    });
-    return this.#local;
-  }
+  #loading: Promise<Engine> | undefined;
+  #engine: Engine | undefined;
 
   /**
-   * Runs a local count, render or load; the answer is a value, a text, the
-   * files' hashes, or the error's name and message.
+   * @param settings The LRU's bounds.
+   * @param engine Makes the engine that answers engine calls; without it they fail.
    */
-  #runLocal(
-    request: Extract<
-      CacheRequest,
-      { type: "count" | "render" | "load" | "tokenize" | "decode" }
-    >,
+  constructor(settings: CoreSettings, engine?: EngineLoader) {
+    this.#lru = new Lru(settings);
+    this.#loadEngine = engine;
+  }
+
+  /** The engine; it is made, and its modules load, only when a call first comes. */
+  #engineReady(): Promise<Engine> {
+    const load = this.#loadEngine;
+    if (load === undefined) {
+      return Promise.reject(
+        new CountError("Cannot run the call as this count cache has no engine"),
+      );
+    }
+    this.#loading ??= load(this.#store()).then((engine) =>
+      this.#engine = engine
+    );
+    return this.#loading;
+  }
+
+  #store(): EngineStore {
+    return {
+      lookup: (key) => {
+        const count = this.#lru.get(key);
+        if (count === undefined) this.#misses++;
+        else this.#hits++;
+        return count;
+      },
+      store: (key, count, epoch) => {
+        if (epoch === this.#epoch) this.#lru.set(key, count);
+      },
+      epoch: () => this.#epoch,
+      pieces: {
+        get: (key) => {
+          const count = this.#lru.get(key);
+          if (count === undefined) this.#pieceMisses++;
+          else this.#pieceHits++;
+          return count;
+        },
+        set: (key, count) => this.#lru.set(key, count),
+      },
+    };
+  }
+
+  /** Runs an engine call; the answer is its value, or the error's name and message. */
+  #runEngine(
+    id: number,
+    call: EngineCall,
     send: (response: CacheResponse) => void,
   ): void {
-    const { id } = request;
-    this.#host().then((host): Promise<CacheResponse> => {
-      switch (request.type) {
-        case "count":
-          return host.count(request.job).then((count) => ({
-            type: "value",
-            id,
-            count,
-          }));
-        case "render":
-          return host.render(request.job).then((text) => ({
-            type: "rendered",
-            id,
-            text,
-          }));
-        case "load":
-          return host.load(request.spec).then((files) => ({
-            type: "loaded",
-            id,
-            files,
-          }));
-        case "tokenize":
-          return host.tokenize(request.spec, request.body).then((ids) => ({
-            type: "tokens",
-            id,
-            ids,
-          }));
-        case "decode":
-          return host.decode(request.spec, request.ids, request.form).then((
-            value,
-          ) => ({ type: "decoded", id, value }));
-      }
-    }).then(send, (error: unknown) => {
-      // LocalModels throws only CountErrors, whose messages hold no prompt text.
-      const { name, message } = error instanceof Error
-        ? error
-        : { name: "CountError", message: "The local count failed" };
-      send({ type: "error", id, error: { name, message } });
-    });
+    this.#engineReady().then((engine) => engine.run(call)).then(
+      (value) => send({ type: "result", id, value }),
+      (error: unknown) => {
+        // An engine's errors hold no prompt text (its contract).
+        const { name, message } = error instanceof Error
+          ? error
+          : { name: "CountError", message: "The engine call failed" };
+        send({ type: "error", id, error: { name, message } });
+      },
+    );
   }
 
   /**
@@ -259,17 +183,11 @@ export class CountCore {
         case "stats":
           send({ type: "stats", id, stats: this.#stats() });
           return;
-        case "count":
-        case "render": {
-          const job = wholeJob(received, request);
-          if (job === undefined) send({ type: "rebase", id });
-          else this.#runLocal({ type: request.type, id, job }, send);
-          return;
+        case "engine": {
+          const call = wholeCall(received, request);
+          if (call === undefined) send({ type: "rebase", id });
+          else this.#runEngine(id, call, send);
         }
-        case "load":
-        case "tokenize":
-        case "decode":
-          this.#runLocal(request, send);
       }
     };
     const close = (): void => {
@@ -354,7 +272,7 @@ export class CountCore {
       hits: this.#hits,
       misses: this.#misses,
       epoch: this.#epoch,
-      modelLoads: this.#models?.loads ?? 0,
+      modelLoads: this.#engine?.loads ?? 0,
       segmentHits: this.#pieceHits,
       segmentMisses: this.#pieceMisses,
     };
@@ -362,18 +280,18 @@ export class CountCore {
 }
 
 /**
- * A count request's job with its messages whole again, or `undefined` when
- * its delta names a base this session does not remember.
+ * An engine call with its payload's messages whole again, or `undefined`
+ * when its delta names a base this connection does not remember.
  */
-function wholeJob(
+function wholeCall(
   received: ReceivedMessages,
-  request: Extract<CacheRequest, { type: "count" | "render" }>,
-): LocalCountJob | undefined {
-  const { job, base } = request;
-  const messages = job.payload.messages;
-  if (!Array.isArray(messages)) return job;
+  request: Extract<CacheRequest, { type: "engine" }>,
+): EngineCall | undefined {
+  const { call, base } = request;
+  const messages = call.payload?.messages;
+  if (!Array.isArray(messages)) return call;
   const whole = received.resolve(request.id, messages, base);
   return whole === undefined
     ? undefined
-    : { ...job, payload: { ...job.payload, messages: whole } };
+    : { ...call, payload: { ...call.payload, messages: whole } };
 }

@@ -27,6 +27,7 @@ import {
 } from "node:worker_threads";
 import type { CacheRequest, CountWorkerData } from "./protocol.ts";
 import { CountCore } from "./core.ts";
+import { loadLocalEngine } from "./local_engine.ts";
 
 function isCountWorkerData(
   data: unknown,
@@ -37,9 +38,10 @@ function isCountWorkerData(
 
 if (!isMainThread && isCountWorkerData(workerData)) {
   const { port, maxEntries, maxKeyBytes } = workerData;
-  const session = new CountCore({ maxEntries, maxKeyBytes }).connect((
-    response,
-  ) => port.postMessage(response));
+  const session = new CountCore({ maxEntries, maxKeyBytes }, loadLocalEngine)
+    .connect((
+      response,
+    ) => port.postMessage(response));
   port.on("message", (request: CacheRequest) => session.receive(request));
   port.postMessage({ type: "ready" });
 }

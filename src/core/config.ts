@@ -1,5 +1,234 @@
-import type { Config } from "../config/mod.ts";
+/**
+ * The configuration as a plain type: every setting, the environment variable
+ * each one is read from, and the defaults. Reading and checking the
+ * environment is `loadConfig()`'s work, in the `./config` entry.
+ *
+ * @module
+ */
 import { VERSION } from "./version.ts";
+
+/**
+ * The validated configuration: a plain, immutable object. Each property names
+ * its variable and, where one exists, the original plugin's legacy alias.
+ *
+ * @example Deriving a configuration for a test
+ * ```ts
+ * import { type Config, loadConfig } from "@incontext/incontext/config";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const base = loadConfig({ INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize" });
+ * const config: Config = { ...base, model: "Qwen/Qwen3-8B" };
+ * strictEqual(config.model, "Qwen/Qwen3-8B");
+ * strictEqual(config.cacheEntries, 4096);
+ * ```
+ */
+export interface Config {
+  /**
+   * `INCONTEXT_BACKEND` (legacy `HERMES_DYNAMIC_BUDGET_BACKEND`): the backend name.
+   *
+   * @default "vllm"
+   */
+  readonly backend: string;
+  /** `INCONTEXT_TOKENIZER_URL` (legacy `HERMES_VLLM_TOKENIZER_URL`): an http(s) URL; `vllm` requires it. */
+  readonly tokenizerUrl?: string;
+  /**
+   * `INCONTEXT_TOKENIZER_TIMEOUT_SECONDS` (legacy `HERMES_VLLM_TOKENIZER_TIMEOUT_SECONDS`).
+   *
+   * @default 30
+   */
+  readonly tokenizerTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_TOKENIZER_USER_AGENT` (legacy `HERMES_VLLM_TOKENIZER_USER_AGENT`).
+   *
+   * @default "incontext/VERSION"
+   */
+  readonly tokenizerUserAgent: string;
+  /** `INCONTEXT_TOKENIZER_API_KEY`: a secret, never echoed in errors or logs. */
+  readonly tokenizerApiKey?: string;
+  /** `INCONTEXT_ANTHROPIC_API_KEY`: sent as `x-api-key` by the `anthropic` backend only; a secret. */
+  readonly anthropicApiKey?: string;
+  /** `INCONTEXT_GEMINI_API_KEY`: sent as `x-goog-api-key` by the `gemini` backend only; a secret. */
+  readonly geminiApiKey?: string;
+  /** `INCONTEXT_OPENAI_API_KEY`: sent as a bearer token by the `openai` backend only; a secret. */
+  readonly openaiApiKey?: string;
+  /**
+   * `INCONTEXT_TOKENIZER_DIR`: the Hugging Face model folder the vLLM server
+   * serves; `local` requires it.
+   */
+  readonly tokenizerDir?: string;
+  /**
+   * `INCONTEXT_CHAT_TEMPLATE`: a chat template overriding the folder's (as
+   * vLLM's `--chat-template`): a file path, or the template text itself when
+   * it contains `{%` or `{{`.
+   */
+  readonly chatTemplate?: string;
+  /** `INCONTEXT_TOKENIZER_SHA256`: the expected SHA-256 of `tokenizer.json`, 64 hex characters. */
+  readonly tokenizerSha256?: string;
+  /**
+   * `INCONTEXT_FALLBACK_MARGIN_TOKENS` (legacy `HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS`):
+   * subtracted when only an estimate is available.
+   *
+   * @default 1024
+   */
+  readonly fallbackMarginTokens: number;
+  /**
+   * `INCONTEXT_COMPRESSION_WINDOW_TOKENS` (legacy `HERMES_DYNAMIC_BUDGET_COMPRESSION_WINDOW_TOKENS`):
+   * the window W; unset means the host supplies it.
+   */
+  readonly compressionWindowTokens?: number;
+  /**
+   * `INCONTEXT_MIN_OUTPUT_TOKENS` (legacy `HERMES_DYNAMIC_BUDGET_MIN_OUTPUT_TOKENS`): the
+   * smallest output worth sending a request for.
+   *
+   * @default 4096
+   */
+  readonly minOutputTokens: number;
+  /** `INCONTEXT_CONTEXT_LENGTH`: the served context length, in tokens. */
+  readonly contextLength?: number;
+  /** `INCONTEXT_MODEL`: the only model whose requests are budgeted. */
+  readonly model?: string;
+  /**
+   * `INCONTEXT_HERMES_CONFIG`: the path of a Hermes `config.yaml` whose
+   * compression settings give the window W when
+   * `INCONTEXT_COMPRESSION_WINDOW_TOKENS` is unset (see the `./hermes` entry).
+   * Only the path is checked here; the file is read by `loadHermesSettings()`.
+   */
+  readonly hermesConfig?: string;
+  /**
+   * `INCONTEXT_BACKEND_MODULES`: comma-separated `jsr:`, `npm:` or `file:`
+   * modules that register backends.
+   *
+   * @default []
+   */
+  readonly backendModules: readonly string[];
+  /**
+   * `INCONTEXT_CACHE_ENTRIES`: how many exact counts the cache keeps.
+   *
+   * @default 4096
+   */
+  readonly cacheEntries: number;
+  /** `INCONTEXT_UPSTREAM_URL`: the proxy's upstream server root, an http(s) URL. */
+  readonly upstreamUrl?: string;
+  /**
+   * `INCONTEXT_LISTEN`: where the proxy listens, `HOST:PORT` (`[::1]:PORT` for IPv6).
+   *
+   * @default "127.0.0.1:8787"
+   */
+  readonly listen: string;
+  /**
+   * `INCONTEXT_ON_EXHAUSTED`: what the proxy does when less than the minimum
+   * output is left: `clamp`, `reject` or `unchanged`.
+   *
+   * @default "clamp"
+   */
+  readonly onExhausted: "clamp" | "reject" | "unchanged";
+  /**
+   * `INCONTEXT_ANCHOR_ENTRIES`: how many conversations' usage anchors the proxy keeps.
+   *
+   * @default 4096
+   */
+  readonly anchorEntries: number;
+  /**
+   * `INCONTEXT_ANCHOR_TOLERANCE`: the fraction (`0.02`) or percentage (`2%`)
+   * by which an exact count may differ from the usage anchor before it is
+   * logged and counted.
+   *
+   * @default 0.02
+   */
+  readonly anchorTolerance: number;
+  /**
+   * `INCONTEXT_MAX_REQUEST_BYTES`: request bodies above this size get a 413.
+   *
+   * @default 33554432 (32 MiB)
+   */
+  readonly maxRequestBytes: number;
+  /**
+   * `INCONTEXT_UPSTREAM_TIMEOUT_SECONDS`: how long the upstream may take to
+   * send its response headers before the proxy answers 504. A non-streamed
+   * generation sends them only once it is complete, so this bounds the
+   * longest non-streamed generation.
+   *
+   * @default 600
+   */
+  readonly upstreamTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS`: how long a response body may
+   * wait for the upstream's next bytes before the proxy ends the stream.
+   *
+   * @default 600
+   */
+  readonly upstreamIdleTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_SHUTDOWN_GRACE_SECONDS`: how long the proxy server lets
+   * requests in flight finish after SIGTERM or SIGINT before it ends them.
+   *
+   * @default 30
+   */
+  readonly shutdownGraceSeconds: number;
+}
+
+/** Where a setting is read from: its variable, then the original plugin's legacy alias. */
+export interface ConfigVariable {
+  readonly name: string;
+  readonly alias?: string;
+}
+
+/** The variable of every setting. */
+export const CONFIG_VARIABLES: {
+  readonly [K in keyof Config]-?: ConfigVariable;
+} = {
+  backend: {
+    name: "INCONTEXT_BACKEND",
+    alias: "HERMES_DYNAMIC_BUDGET_BACKEND",
+  },
+  tokenizerUrl: {
+    name: "INCONTEXT_TOKENIZER_URL",
+    alias: "HERMES_VLLM_TOKENIZER_URL",
+  },
+  tokenizerTimeoutSeconds: {
+    name: "INCONTEXT_TOKENIZER_TIMEOUT_SECONDS",
+    alias: "HERMES_VLLM_TOKENIZER_TIMEOUT_SECONDS",
+  },
+  tokenizerUserAgent: {
+    name: "INCONTEXT_TOKENIZER_USER_AGENT",
+    alias: "HERMES_VLLM_TOKENIZER_USER_AGENT",
+  },
+  tokenizerApiKey: { name: "INCONTEXT_TOKENIZER_API_KEY" },
+  anthropicApiKey: { name: "INCONTEXT_ANTHROPIC_API_KEY" },
+  geminiApiKey: { name: "INCONTEXT_GEMINI_API_KEY" },
+  openaiApiKey: { name: "INCONTEXT_OPENAI_API_KEY" },
+  tokenizerDir: { name: "INCONTEXT_TOKENIZER_DIR" },
+  chatTemplate: { name: "INCONTEXT_CHAT_TEMPLATE" },
+  tokenizerSha256: { name: "INCONTEXT_TOKENIZER_SHA256" },
+  fallbackMarginTokens: {
+    name: "INCONTEXT_FALLBACK_MARGIN_TOKENS",
+    alias: "HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS",
+  },
+  compressionWindowTokens: {
+    name: "INCONTEXT_COMPRESSION_WINDOW_TOKENS",
+    alias: "HERMES_DYNAMIC_BUDGET_COMPRESSION_WINDOW_TOKENS",
+  },
+  minOutputTokens: {
+    name: "INCONTEXT_MIN_OUTPUT_TOKENS",
+    alias: "HERMES_DYNAMIC_BUDGET_MIN_OUTPUT_TOKENS",
+  },
+  contextLength: { name: "INCONTEXT_CONTEXT_LENGTH" },
+  model: { name: "INCONTEXT_MODEL" },
+  hermesConfig: { name: "INCONTEXT_HERMES_CONFIG" },
+  upstreamUrl: { name: "INCONTEXT_UPSTREAM_URL" },
+  listen: { name: "INCONTEXT_LISTEN" },
+  onExhausted: { name: "INCONTEXT_ON_EXHAUSTED" },
+  anchorEntries: { name: "INCONTEXT_ANCHOR_ENTRIES" },
+  anchorTolerance: { name: "INCONTEXT_ANCHOR_TOLERANCE" },
+  maxRequestBytes: { name: "INCONTEXT_MAX_REQUEST_BYTES" },
+  upstreamTimeoutSeconds: { name: "INCONTEXT_UPSTREAM_TIMEOUT_SECONDS" },
+  upstreamIdleTimeoutSeconds: {
+    name: "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
+  },
+  shutdownGraceSeconds: { name: "INCONTEXT_SHUTDOWN_GRACE_SECONDS" },
+  backendModules: { name: "INCONTEXT_BACKEND_MODULES" },
+  cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES" },
+};
 
 /**
  * The configuration with every default and nothing from the environment: what

@@ -1,25 +1,12 @@
 /**
- * The named registry of counting backends, with lazy factories.
+ * The contract of a registry of counting backends: names bound to lazy
+ * factories, each built at most once. The bundled backends are registered
+ * in `backends/registry.ts`.
  *
  * @module
  */
 import type { Backend } from "./backend.ts";
-import { sharedCountCache } from "../cache/mod.ts";
-import { DEFAULT_CONFIG } from "./config.ts";
-import type { Config } from "../config/mod.ts";
-import {
-  httpOptionsFromConfig,
-  requireConfig,
-} from "../backends/_shared/from_config.ts";
-import { VllmBackend } from "../backends/vllm/mod.ts";
-import { LocalBackend } from "../backends/local/mod.ts";
-import { anchoredFromConfig } from "../backends/anchored/mod.ts";
-import { anthropicFromConfig } from "../backends/anthropic/mod.ts";
-import { geminiFromConfig } from "../backends/gemini/mod.ts";
-import { llamacppFromConfig } from "../backends/llamacpp/mod.ts";
-import { tgiFromConfig } from "../backends/tgi/mod.ts";
-import { openaiFromConfig } from "../backends/openai/mod.ts";
-import { sglangFromConfig } from "../backends/sglang/mod.ts";
+import { type Config, DEFAULT_CONFIG } from "./config.ts";
 
 /** Builds a backend from the loaded configuration. Called at most once per registry. */
 export type BackendFactory = (config: Config) => Backend;
@@ -173,73 +160,3 @@ export function createBackendRegistry(): BackendRegistry {
     },
   };
 }
-
-function localFromConfig(config: Config): Backend {
-  const { INCONTEXT_TOKENIZER_DIR: dir } = requireConfig("local", {
-    INCONTEXT_TOKENIZER_DIR: config.tokenizerDir,
-  });
-  // Nothing is read here: the files load on the first count.
-  return new LocalBackend({
-    dir,
-    ...(config.chatTemplate === undefined
-      ? {}
-      : { chatTemplate: config.chatTemplate }),
-    ...(config.tokenizerSha256 === undefined
-      ? {}
-      : { expectedSha256: config.tokenizerSha256 }),
-    cache: sharedCountCache({ maxEntries: config.cacheEntries }),
-  });
-}
-
-function vllmFromConfig(config: Config): Backend {
-  const { INCONTEXT_TOKENIZER_URL: url } = requireConfig("vllm", {
-    INCONTEXT_TOKENIZER_URL: config.tokenizerUrl,
-  });
-  return new VllmBackend({
-    ...httpOptionsFromConfig(config, config.tokenizerApiKey),
-    url,
-  });
-}
-
-/**
- * The process-wide backend registry. The bundled `vllm` backend is
- * registered here; third-party modules register theirs with
- * `backends.plugin(name, factory)`.
- *
- * @example Selecting the bundled backend
- * ```ts
- * import { backends, loadConfig } from "@incontext/incontext";
- * import { ok, strictEqual } from "node:assert/strict";
- *
- * ok(backends.names().includes("vllm"));
- * const config = loadConfig({ INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize" });
- * strictEqual(backends.one("vllm", config).source, "vllm-tokenize");
- * ```
- */
-export const backends: BackendRegistry = createBackendRegistry();
-backends.plugin("vllm", vllmFromConfig, {
-  requires: ["INCONTEXT_TOKENIZER_URL"],
-});
-backends.plugin("local", localFromConfig, {
-  requires: ["INCONTEXT_TOKENIZER_DIR"],
-});
-backends.plugin("anchored", anchoredFromConfig);
-backends.plugin("llamacpp", llamacppFromConfig, {
-  requires: ["INCONTEXT_TOKENIZER_URL"],
-});
-backends.plugin("tgi", tgiFromConfig, {
-  requires: ["INCONTEXT_TOKENIZER_URL"],
-});
-backends.plugin("sglang", sglangFromConfig, {
-  requires: ["INCONTEXT_TOKENIZER_URL", "INCONTEXT_TOKENIZER_DIR"],
-});
-backends.plugin("anthropic", anthropicFromConfig, {
-  requires: ["INCONTEXT_ANTHROPIC_API_KEY"],
-});
-backends.plugin("gemini", geminiFromConfig, {
-  requires: ["INCONTEXT_GEMINI_API_KEY"],
-});
-// Nothing required: the base URL defaults to https://api.openai.com and
-// Chat Completions counts are local (Responses counts without a key fail
-// with 401 and fall back).
-backends.plugin("openai", openaiFromConfig);

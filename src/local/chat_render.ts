@@ -7,11 +7,9 @@
 import type { Logger } from "@logtape/logtape";
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import type { JsonObject, RequestKind } from "../core/backend.ts";
 import { CountError, TemplateRejectedError } from "../core/errors.ts";
 import { isJsonObject } from "../core/request.ts";
 import { errorType, safeCause } from "../core/error_type.ts";
-import { vllmTokenizeBody } from "../backends/_shared/vllm_count.ts";
 import type { ChatTemplate } from "../template/chat_template.ts";
 import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
 import type { ContentFormat, Reuse } from "./preprocess.ts";
@@ -98,23 +96,6 @@ async function importEngine(): Promise<Engine> {
       import("./line_chunks.ts"),
     ]);
   return { ...template, ...tokenizer, ...preprocess, ...segments, ...lines };
-}
-
-/**
- * The `/tokenize` body vLLM would receive: the text form for completions.
- * A request's own `chat_template` fails: the server may refuse it.
- */
-export function tokenizePayload(
-  request: JsonObject,
-  kind: RequestKind,
-): Record<string, unknown> {
-  const payload = vllmTokenizeBody(request, kind);
-  if (payload.chat_template !== undefined && payload.chat_template !== null) {
-    throw new CountError(
-      "Cannot count a request's own chat_template locally: the server may refuse it",
-    );
-  }
-  return payload;
 }
 
 /** A template's converted messages and tools, by the payload object they came from. */

@@ -5,6 +5,7 @@
  * @module
  */
 import { checkSettings, CountCacheClient } from "../cache/client.ts";
+import { loadLocalEngine } from "../cache/local_engine.ts";
 import type { CountCache, CountCacheOptions } from "../cache/mod.ts";
 
 /**
@@ -58,5 +59,9 @@ export function createCountCacheForTesting(
   workerUrl: URL,
   options: CountCacheOptions = {},
 ): CountCache {
-  return new CountCacheClient(checkSettings(options), workerUrl);
+  return new CountCacheClient({
+    settings: checkSettings(options),
+    workerUrl,
+    engine: loadLocalEngine,
+  });
 }

@@ -1,30 +1,52 @@
 /**
- * How a bundled backend reads the configuration: the variables it requires,
- * and the HTTP options every HTTP backend takes from the same variables.
+ * How a bundled backend reads the configuration: its name and the settings
+ * it requires, declared once beside its factory, and the HTTP options every
+ * HTTP backend takes from the same settings.
  *
  * @module
  */
-import type { Config } from "../../config/mod.ts";
+import type { Backend } from "../../core/backend.ts";
+import { type Config, CONFIG_VARIABLES } from "../../core/config.ts";
 import { ConfigError } from "../../core/config_error.ts";
 import { type CountCache, sharedCountCache } from "../../cache/mod.ts";
 
 /**
- * The values `backend` requires, by variable name, once each is set.
- *
- * @throws {ConfigError} Listing every one that is missing.
+ * A bundled backend as the registry plugs it in: its name, the settings it
+ * cannot work without (the registry reports their variables), and its factory.
  */
-export function requireConfig<K extends string>(
-  backend: string,
-  values: Readonly<Record<K, string | undefined>>,
-): Readonly<Record<K, string>> {
-  const issues = Object.entries(values).filter(([, value]) =>
-    value === undefined
-  ).map(([variable]) => ({
-    variable,
-    rule: `is required by the '${backend}' backend`,
-  }));
+export interface BundledBackend<K extends keyof Config = keyof Config> {
+  readonly name: string;
+  readonly requires: readonly K[];
+  readonly factory: (config: Config) => Backend;
+}
+
+/** The values of `K`, each known to be set. */
+export type Required<K extends keyof Config> = {
+  readonly [P in K]-?: Exclude<Config[P], undefined>;
+};
+
+/**
+ * The settings `backend` requires, read from `config`.
+ *
+ * @throws {ConfigError} Listing the variable of every one that is unset.
+ */
+export function requireConfig<K extends keyof Config>(
+  backend: Pick<BundledBackend<K>, "name" | "requires">,
+  config: Config,
+): Required<K> {
+  const issues = backend.requires
+    .filter((key) => config[key] === undefined)
+    .map((key) => ({
+      variable: CONFIG_VARIABLES[key].name,
+      rule: `is required by the '${backend.name}' backend`,
+    }));
   if (issues.length > 0) throw new ConfigError(issues);
-  return values as Readonly<Record<K, string>>;
+  return config as Config & Required<K>;
+}
+
+/** The variables of the settings `backend` requires, for the registry. */
+export function requiredVariables(backend: BundledBackend): string[] {
+  return backend.requires.map((key) => CONFIG_VARIABLES[key].name);
 }
 
 /** The options {@linkcode httpOptionsFromConfig} reads. */

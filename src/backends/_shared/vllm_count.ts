@@ -10,6 +10,7 @@ import type {
   JsonObject,
   RequestKind,
 } from "../../core/backend.ts";
+import { CountError } from "../../core/errors.ts";
 import type { GuardedCount } from "./count_guard.ts";
 import { responsesToChat } from "./responses.ts";
 import {
@@ -30,6 +31,23 @@ export function vllmTokenizeBody(
   const chat = kind === "responses" ? responsesToChat(request) : request;
   assertMirrorable(chat);
   return buildTokenizePayload(chat);
+}
+
+/**
+ * The `/tokenize` body a local render mirrors: {@linkcode vllmTokenizeBody},
+ * except that a request's own `chat_template` fails, as the server may refuse it.
+ */
+export function localTokenizeBody(
+  request: JsonObject,
+  kind: RequestKind,
+): Record<string, unknown> {
+  const payload = vllmTokenizeBody(request, kind);
+  if (payload.chat_template !== undefined && payload.chat_template !== null) {
+    throw new CountError(
+      "Cannot count a request's own chat_template locally: the server may refuse it",
+    );
+  }
+  return payload;
 }
 
 /**

@@ -1,0 +1,278 @@
+// The `vllm` backend: its class, and how it is built from the configuration.
+import { getLogger } from "@logtape/logtape";
+import {
+  Backend,
+  type CapField,
+  type CountOptions,
+  type JsonObject,
+  type OutputFieldOptions,
+  type OutputLimitOptions,
+  type RequestKind,
+} from "../../core/backend.ts";
+import { laxPositiveInteger } from "../_shared/vllm_caps.ts";
+import {
+  maxTokenizeResponseBytes,
+  vllmOutputField,
+  vllmOutputLimit,
+} from "../_shared/vllm_payload.ts";
+import { vllmCount, vllmTokenizeBody } from "../_shared/vllm_count.ts";
+import {
+  answerInteger,
+  checkServedContext,
+  payloadJson,
+} from "../_shared/http_count.ts";
+import { HttpCounter } from "../_shared/http_counter.ts";
+import { countGuard } from "../_shared/count_guard.ts";
+import type { Config } from "../../core/config.ts";
+import {
+  type BundledBackend,
+  httpOptionsFromConfig,
+  requireConfig,
+} from "../_shared/from_config.ts";
+import type { HttpCountOptions } from "../_shared/http_count_options.ts";
+
+const WHAT = "the vLLM backend";
+const LABEL = "vLLM /tokenize";
+const guardedCount = countGuard({
+  what: WHAT,
+  failure: `${LABEL} count failed`,
+  logger: getLogger(["incontext", "vllm"]),
+});
+
+/** Options for {@linkcode VllmBackend}. */
+export interface VllmBackendOptions extends HttpCountOptions {
+  /** The `/tokenize` URL, such as `http://127.0.0.1:8000/tokenize`; a query string is fine. */
+  readonly url: string;
+  /**
+   * Sent as `Authorization: Bearer <apiKey>` (vLLM's `--api-key`).
+   *
+   * @default {undefined} no `Authorization` header
+   */
+  readonly apiKey?: string;
+}
+
+/**
+ * Counts the exact prompt tokens of an OpenAI chat completions request with
+ * vLLM's `POST /tokenize`, and reads output caps as vLLM does.
+ *
+ * A request `/tokenize` cannot mirror (a `tool_choice` other than `"auto"`
+ * with tools, or a `response_format`) fails its count on purpose, with no
+ * HTTP call, so that the caller falls back to an estimate.
+ *
+ * @example Counting with an injected fetch
+ * ```ts
+ * import { VllmBackend } from "@incontext/incontext/vllm";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const backend = new VllmBackend({
+ *   url: "http://127.0.0.1:8000/tokenize",
+ *   cache: null,
+ *   fetch: () => Promise.resolve(Response.json({ count: 17, max_model_len: 8192, tokens: [], token_strs: null })),
+ * });
+ * strictEqual(await backend.count({ messages: [{ role: "user", content: "Hi" }] }, { contextLength: 8192 }), 17);
+ * strictEqual(backend.outputBudgetField("max_output_tokens"), "max_tokens");
+ * strictEqual(backend.coerceOutputBudget(" 2_048 "), 2048);
+ * ```
+ */
+export class VllmBackend extends Backend {
+  /** The label of vLLM counts: `"vllm-tokenize"`. */
+  override readonly source: string = "vllm-tokenize";
+  readonly #http: HttpCounter;
+
+  /**
+   * Creates a vLLM backend. Nothing starts until the first count.
+   *
+   * @param options The URL and the optional settings.
+   * @throws {TypeError} If `url` breaks a URL rule, or `userAgent` or `apiKey` is not a valid header value.
+   * @throws {RangeError} If `timeoutSeconds` is not a finite number greater than 0.
+   */
+  constructor(options: VllmBackendOptions) {
+    super();
+    this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
+  }
+
+  /**
+   * Counts the prompt tokens of `request` with `/tokenize`, through the
+   * count cache. Identical concurrent counts share one HTTP request.
+   *
+   * @param request A chat completions request body, never mutated.
+   * @param options The served context length, which must equal the server's
+   * `max_model_len`, and an abort signal.
+   * @returns The exact prompt token count, capped at `truncate_prompt_tokens`
+   * for text-only prompts.
+   * @throws {RangeError} If `options.contextLength` is not a positive integer.
+   * @throws {CountError} On every counting failure: a request `/tokenize`
+   * cannot mirror, a network error, a timeout, an abort, an invalid answer,
+   * or an answer over 64 KiB + 16 bytes per context token (read no further).
+   *
+   * @example Failing on purpose
+   * ```ts
+   * import { CountError } from "@incontext/incontext";
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { rejects } from "node:assert/strict";
+   *
+   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize", cache: null });
+   * const request = { messages: [], response_format: { type: "json_object" } };
+   * await rejects(backend.count(request, { contextLength: 8192 }), CountError);
+   * ```
+   */
+  override async count(
+    request: JsonObject,
+    options: CountOptions,
+  ): Promise<number> {
+    return await guardedCount(
+      this.source,
+      request,
+      options,
+      vllmCount(options, (...args) => this.#countTemplated(...args)),
+    );
+  }
+
+  /**
+   * Forgets cached counts: clears the backend's count cache (with the
+   * default, the process-wide one).
+   *
+   * @returns A promise that settles once the clear has taken effect.
+   * @throws {CountError} If the cache is disposed.
+   *
+   * @example Counting again after a clear
+   * ```ts
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { createCountCache } from "@incontext/incontext/cache";
+   * import { createFakeVllmTokenizerHandler } from "@incontext/incontext/testing";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const fake = createFakeVllmTokenizerHandler();
+   * await using cache = createCountCache({ inProcess: true });
+   * const backend = new VllmBackend({ url: "http://fake.test/tokenize", fetch: fake.fetch, cache });
+   * const request = { messages: [{ role: "user", content: "Hi" }] };
+   * await backend.count(request, { contextLength: 65536 });
+   * await backend.count(request, { contextLength: 65536 }); // from the cache
+   * await backend.clearCache();
+   * await backend.count(request, { contextLength: 65536 });
+   * strictEqual(fake.requests.length, 2);
+   * ```
+   */
+  override clearCache(): Promise<void> {
+    return this.#http.clearCache();
+  }
+
+  /**
+   * Maps a cap field to the one the vLLM endpoint reads: chat completions
+   * and completions ignore `max_output_tokens`, so that one becomes
+   * `max_tokens`; the Responses endpoint reads only `max_output_tokens`.
+   *
+   * @param field The field incontext would write.
+   * @param options The request's kind.
+   * @returns `"max_output_tokens"` for Responses requests; otherwise
+   * `"max_tokens"` for `"max_output_tokens"`, else `field`.
+   *
+   * @example Mapping the Responses cap
+   * ```ts
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
+   * strictEqual(backend.outputBudgetField("max_output_tokens"), "max_tokens");
+   * strictEqual(backend.outputBudgetField("max_completion_tokens"), "max_completion_tokens");
+   * strictEqual(backend.outputBudgetField("max_tokens", { kind: "responses" }), "max_output_tokens");
+   * ```
+   */
+  override outputBudgetField(
+    field: CapField,
+    options: OutputFieldOptions = {},
+  ): string {
+    return vllmOutputField(field, options.kind);
+  }
+
+  /**
+   * Reads a cap value as vLLM's request validation does (pydantic, lax
+   * mode): integers, integral floats, digit strings such as `" 5 "`, `"+5"`,
+   * `"5.0"` or `"1_0"`, and `true` (1).
+   *
+   * @param value A cap field's value.
+   * @returns The cap as a positive safe integer, or `undefined` when vLLM
+   * would not read a positive integer.
+   *
+   * @example Lax integers
+   * ```ts
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
+   * strictEqual(backend.coerceOutputBudget("512"), 512);
+   * strictEqual(backend.coerceOutputBudget(512.0), 512);
+   * strictEqual(backend.coerceOutputBudget("1.5"), undefined);
+   * strictEqual(backend.coerceOutputBudget(false), undefined);
+   * ```
+   */
+  override coerceOutputBudget(value: unknown): number | undefined {
+    return laxPositiveInteger(value);
+  }
+
+  /**
+   * The largest output cap vLLM accepts beyond the window: with
+   * `truncate_prompt_tokens` T >= 0, the context length minus T.
+   *
+   * @param request The request body.
+   * @param options The served context length.
+   * @returns `contextLength - T` (never below 0), or `undefined` without truncation.
+   *
+   * @example Truncated prompts
+   * ```ts
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
+   * strictEqual(backend.outputBudgetLimit({ truncate_prompt_tokens: 1000 }, { contextLength: 8192 }), 7192);
+   * strictEqual(backend.outputBudgetLimit({ truncate_prompt_tokens: -1 }, { contextLength: 8192 }), undefined);
+   * ```
+   */
+  override outputBudgetLimit(
+    request: JsonObject,
+    options: OutputLimitOptions,
+  ): number | undefined {
+    return vllmOutputLimit(request, options.contextLength);
+  }
+
+  #countTemplated(
+    request: JsonObject,
+    kind: RequestKind,
+    contextLength: number,
+    signal: AbortSignal | undefined,
+  ): Promise<number> {
+    return this.#http.postCount({
+      source: this.source,
+      url: this.#http.url,
+      json: payloadJson(vllmTokenizeBody(request, kind)),
+      contextLength,
+      signal,
+      maxBytes: maxTokenizeResponseBytes(contextLength),
+      read: (answer) => readCount(answer, contextLength),
+    });
+  }
+}
+
+/** The count in a `/tokenize` answer, once its `max_model_len` is the configured one. */
+function readCount(body: JsonObject, contextLength: number): number {
+  const count = answerInteger(LABEL, body, "count");
+  const maxModelLen = answerInteger(LABEL, body, "max_model_len", 1);
+  checkServedContext("vLLM max_model_len", maxModelLen, contextLength);
+  return count;
+}
+
+/** Builds the `vllm` backend from configuration: `INCONTEXT_TOKENIZER_URL` is its `/tokenize`. */
+function vllmFromConfig(config: Config): Backend {
+  const { tokenizerUrl } = requireConfig(VLLM, config);
+  return new VllmBackend({
+    ...httpOptionsFromConfig(config, config.tokenizerApiKey),
+    url: tokenizerUrl,
+  });
+}
+
+/** The `vllm` backend as the bundled registry plugs it in. */
+export const VLLM: BundledBackend<"tokenizerUrl"> = {
+  name: "vllm",
+  requires: ["tokenizerUrl"],
+  factory: vllmFromConfig,
+};

@@ -1,0 +1,15 @@
+/**
+ * The engine the bundled count caches plug into their cores: the local
+ * counting engine, whose modules load only when a local count first comes.
+ *
+ * @module
+ */
+import type { EngineLoader } from "./engine.ts";
+
+/** Loads the local counting engine over a core's store. */
+export const loadLocalEngine: EngineLoader = async (store) => {
+  const { createLocalEngine } = await import("../local/engine.ts");
+  // The core's calls are its own clones: their messages can keep their
+  // template values from render to render.
+  return createLocalEngine(store, { ownsPayloads: true });
+};
