@@ -72,21 +72,21 @@ export interface Loaded {
   /** The clock of `strftime_now`. */
   readonly now: () => Date;
   /** The template and preprocessing code, imported with the files. */
-  readonly engine: Engine;
+  readonly engine: RenderModules;
 }
 
 /**
  * The heavy modules (@huggingface/jinja, @huggingface/tokenizers), imported
  * on the first count so that importing the registry stays cheap.
  */
-export type Engine =
+export type RenderModules =
   & typeof import("../template/chat_template.ts")
   & typeof import("../tokenizer/tokenizer.ts")
   & typeof import("./preprocess.ts")
   & typeof import("./segments.ts")
   & typeof import("./line_chunks.ts");
 
-async function importEngine(): Promise<Engine> {
+async function importRenderModules(): Promise<RenderModules> {
   const [template, tokenizer, preprocess, segments, lines] = await Promise
     .all([
       import("../template/chat_template.ts"),
@@ -284,7 +284,7 @@ export async function loadFolder(
   options: ChatFolderOptions,
   logger: Logger,
 ): Promise<Loaded> {
-  const engine = await importEngine();
+  const engine = await importRenderModules();
   const folder = await engine.readModelFolder(options.dir);
   const expected = options.expectedSha256?.toLowerCase();
   if (expected !== undefined && expected !== folder.tokenizerSha256) {

@@ -21,12 +21,12 @@ import {
 import {
   defaultReply,
   deliver,
-  errorResponse,
   type GenerationKind,
   type JsonBody,
   plan,
   type Planner,
   timerSleep,
+  upstreamError,
 } from "./upstream_sse.ts";
 
 /**
@@ -484,13 +484,13 @@ async function faulted(
 ): Promise<Response | undefined> {
   switch (applied.fault) {
     case "http-500":
-      return errorResponse(
+      return upstreamError(
         500,
         "InternalServerError",
         "The fake upstream failed on purpose",
       );
     case "http-503":
-      return errorResponse(
+      return upstreamError(
         503,
         "ServiceUnavailableError",
         "The fake upstream is unavailable on purpose",
@@ -516,7 +516,7 @@ async function faulted(
 }
 
 function closedResponse(): Response {
-  return errorResponse(
+  return upstreamError(
     503,
     "ServiceUnavailableError",
     "The fake upstream was closed",

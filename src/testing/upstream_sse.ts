@@ -111,7 +111,7 @@ function generationEvents(
 }
 
 /** An error in the shape vLLM's OpenAI server answers with. */
-export function errorResponse(
+export function upstreamError(
   status: number,
   type: string,
   message: string,
@@ -448,7 +448,7 @@ function tokensOf(text: string): number {
 }
 
 function badRequest(message: string, param: string | null = null): Response {
-  return errorResponse(400, "BadRequestError", message, param);
+  return upstreamError(400, "BadRequestError", message, param);
 }
 
 /**

@@ -83,7 +83,7 @@ export interface HttpCacheOptions {
 }
 
 /** Options for {@linkcode HttpCounter.count}. */
-export interface HttpCountOptions {
+export interface CounterCountOptions {
   /** The endpoint part of the cache key, such as the source and the URL (hashed, never stored). */
   readonly key: string;
   readonly contextLength: number;
@@ -212,7 +212,7 @@ export class HttpCounter {
    * cache), every failure a CountError naming the endpoint.
    */
   count(
-    options: HttpCountOptions,
+    options: CounterCountOptions,
     run: (deadline: Deadline) => Promise<number>,
   ): Promise<number> {
     const { key, contextLength, json, check } = options;

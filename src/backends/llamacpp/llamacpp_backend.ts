@@ -34,8 +34,8 @@ import {
   applyTemplatePayload,
   completionPrompt,
   llamaCppCap,
+  llamacppTokenizeBody,
   nPredictCap,
-  tokenizePayload,
   withoutNPredict,
 } from "./payload.ts";
 import type { HttpCountOptions } from "../_shared/http_count_options.ts";
@@ -155,7 +155,7 @@ export class LlamaCppBackend extends Backend {
         const kind = options.kind ?? "chat";
         const completion = kind === "completion";
         const payload = completion
-          ? tokenizePayload(completionPrompt(request))
+          ? llamacppTokenizeBody(completionPrompt(request))
           : applyTemplatePayload(
             kind === "responses" ? responsesToChat(request) : request,
           );
@@ -379,7 +379,7 @@ export class LlamaCppBackend extends Backend {
       );
     }
     return this.#tokenize(
-      payloadJson(tokenizePayload(prompt)),
+      payloadJson(llamacppTokenizeBody(prompt)),
       prompt,
       deadline,
     );

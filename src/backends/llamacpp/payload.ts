@@ -72,7 +72,7 @@ function hasMedia(message: unknown): boolean {
  * The `/tokenize` body for a text the server tokenizes as a prompt: with
  * special tokens added (BOS) and parsed, as its completion path does.
  */
-export function tokenizePayload(content: string): Record<string, unknown> {
+export function llamacppTokenizeBody(content: string): Record<string, unknown> {
   return { content, add_special: true, parse_special: true };
 }
 

@@ -55,7 +55,7 @@ export function chatTokenizePayload(
  *
  * @throws {CountError} When `prompt` is not a single string.
  */
-export function tokenizePayload(request: JsonObject): { inputs: string } {
+export function tgiTokenizeBody(request: JsonObject): { inputs: string } {
   const prompt = effectiveField(request, "prompt");
   if (typeof prompt !== "string") {
     throw new CountError(

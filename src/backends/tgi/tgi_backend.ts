@@ -32,7 +32,7 @@ import {
   readLimits,
   tgiCap,
   type TgiLimits,
-  tokenizePayload,
+  tgiTokenizeBody,
 } from "./payload.ts";
 import type { HttpCountOptions } from "../_shared/http_count_options.ts";
 
@@ -151,7 +151,7 @@ export class TgiBackend extends Backend {
         const path = kind === "completion" ? "/tokenize" : "/chat_tokenize";
         const json = payloadJson(
           kind === "completion"
-            ? tokenizePayload(request)
+            ? tgiTokenizeBody(request)
             : chatTokenizePayload(
               kind === "responses" ? responsesToChat(request) : request,
             ),
