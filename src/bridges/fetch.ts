@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { validateBudgetOptions } from "../core/budget.ts";
+import { validateBudgetOptions } from "../core/budget_settings.ts";
 import {
   decide,
   type Decision,

@@ -40,3 +40,10 @@ export function effectiveField(request: JsonObject, field: string): unknown {
   }
   return Object.hasOwn(request, field) ? request[field] : undefined;
 }
+
+/** The effective model name for logs: a string of at most 200 characters, else "unknown". */
+export function modelLabel(request: unknown): string {
+  if (!isJsonObject(request)) return "unknown";
+  const model = effectiveField(request, "model");
+  return typeof model === "string" ? model.slice(0, 200) : "unknown";
+}

@@ -1,6 +1,6 @@
 /** The budgeting proxy's handler: routing, body reads, budgeting and the answer. */
 import type { RequestKind } from "../core/backend.ts";
-import { validateBudgetOptions } from "../core/budget.ts";
+import { validateBudgetOptions } from "../core/budget_settings.ts";
 import type { BridgeOptions } from "../bridges/options.ts";
 import {
   decide,

@@ -1,0 +1,94 @@
+/**
+ * What budget() takes and what it answers.
+ *
+ * @module
+ */
+import type { Backend, CapField, JsonObject, RequestKind } from "./backend.ts";
+import type { Estimator } from "./estimate.ts";
+import type { BudgetRoute, BudgetTarget } from "./route.ts";
+
+/** Options for {@linkcode budget}. */
+export interface BudgetOptions {
+  /** The compression window W: the prompt size at which the host compresses. */
+  readonly window: number;
+  /** The served context length, at least W. */
+  readonly contextLength: number;
+  /** Counts the prompt exactly. */
+  readonly backend: Backend;
+  /**
+   * F: tokens kept free on top of a rough estimate when the exact count fails.
+   *
+   * @default 1024
+   */
+  readonly fallbackMarginTokens?: number;
+  /**
+   * R: the smallest output worth asking for; below it the host must compress.
+   *
+   * @default 4096
+   */
+  readonly minOutputTokens?: number;
+  /**
+   * The rough estimator used when the exact count fails.
+   *
+   * @default roughEstimate
+   */
+  readonly estimate?: Estimator;
+  /**
+   * The field to write when the caller gave no cap (mapped through the
+   * backend's `outputBudgetField`).
+   *
+   * @default "max_output_tokens" for Responses requests, else "max_tokens"
+   */
+  readonly defaultField?: CapField;
+  /**
+   * The request's shape. Bridges that know the endpoint pass it; a request
+   * whose shape does not match is left unchanged.
+   *
+   * @default detected from the shape: `messages` chat, `prompt` completion, `input` Responses
+   */
+  readonly kind?: RequestKind;
+  /** The one route this budget applies to; other requests pass untouched. */
+  readonly route?: BudgetRoute;
+  /** Where this request is going, when the host knows. */
+  readonly target?: BudgetTarget;
+  /** Aborts the exact count; the rough estimate is used instead. */
+  readonly signal?: AbortSignal;
+  /**
+   * A count from usage anchors, used when the exact count fails and before
+   * the rough estimate (source `"usage-anchor"`, no margin): the last
+   * response's `usage` for the conversation this request extends, plus an
+   * estimate of what was appended since. Return `undefined` without one.
+   */
+  readonly anchor?: (request: JsonObject) => number | undefined;
+}
+
+/** What {@linkcode budget} decided. */
+export interface BudgetResult {
+  /**
+   * `"set"`: `request` carries the budget; `"compress"`: less than the
+   * minimum is left, the host must compress (request unchanged);
+   * `"unchanged"`: not budgeted (other route, unsupported shape, or every
+   * count failed).
+   */
+  readonly action: "set" | "compress" | "unchanged";
+  /** A rewritten copy for "set", else the caller's own object. */
+  readonly request: JsonObject;
+  /** The backend's source label, `"usage-anchor"`, `"rough-fallback"`, or `"none"`. */
+  readonly source: string;
+  /** A one-line explanation without prompt text. */
+  readonly reason: string;
+  /** The prompt tokens counted (or estimated). */
+  readonly promptTokens?: number;
+  /** The cap written ("set") or that would be allowed ("compress"). */
+  readonly maxTokens?: number;
+  /** The wire field written ("set") or to write ("compress"). */
+  readonly field?: string;
+  /** "compress": the smallest output worth sending, min(R, caller's cap). */
+  readonly requiredTokens?: number;
+  /**
+   * "compress": the largest cap the server itself accepts, min(caller's cap,
+   * context length - P (- F for an estimate), backend limit). A bridge that
+   * clamps instead of compressing writes this; it can be below 1.
+   */
+  readonly hardLimitTokens?: number;
+}
