@@ -178,6 +178,8 @@ Deno.test("budgetedFetch() follows the exhausted policy", async (t) => {
       );
       strictEqual(sent.length, 0);
       strictEqual(response.status, 400);
+      // The same decision headers as the proxy's and the middleware's answer.
+      strictEqual(response.headers.get("x-incontext-action"), "compress");
       const { error } = await response.json();
       strictEqual(error.code, "context_length_exceeded");
       strictEqual(error.type, "invalid_request_error");

@@ -1,62 +1,65 @@
 /**
- * What the HTTP bridges (budgetedFetch, budgetMiddleware, the proxy) share:
- * which endpoints are budgeted, how a JSON body is read without altering its
- * bytes, and what happens when less than the minimum output is left.
+ * What a bridge (budgetedFetch, budgetMiddleware, the proxy) does with one
+ * request body: read it as JSON without altering its bytes, budget it,
+ * apply the policy for an exhausted window, and say so in headers. The
+ * answer is one {@linkcode Decision}, which carries everything its
+ * consumer needs.
+ *
+ * @module
  */
-import type { JsonObject, RequestKind } from "../core/backend.ts";
+import type { JsonObject, RequestKind } from "../core/request.ts";
 import { budget, type BudgetResult } from "../core/budget.ts";
 import type { BridgeOptions } from "./options.ts";
 import { isJsonObject } from "../core/request.ts";
+import { contextLengthExceeded } from "./answers.ts";
+import { holdsUnsafeNumber, numbersSurviveRewrite } from "./number_safety.ts";
 import { getLogger } from "@logtape/logtape";
 import { isUtf8 } from "node:buffer";
 
 const logger = getLogger(["incontext", "bridge"]);
 
-/** What a bridge does with one request body. */
-export interface Decision {
-  /** The budget decision, when the body was budgeted. */
-  readonly result?: BudgetResult;
-  /** A rewritten body to send instead of the original bytes. */
-  readonly body?: string;
-  /** The cap the rewritten body carries. */
-  readonly maxTokens?: number;
+/** The `x-incontext-*` headers that tell a client what happened, as name/value pairs. */
+export type DecisionHeaders = readonly [string, string][];
+
+/** The body is not a JSON object: nothing was budgeted. */
+export interface Malformed {
+  readonly kind: "malformed";
+  /** Why, fit for the client: "the body is not valid JSON". */
+  readonly reason: string;
+}
+
+/** Less than the minimum output is left and the policy refuses: answer without the upstream. */
+export interface Rejected {
+  readonly kind: "reject";
+  readonly result: BudgetResult;
+  /** The 400 to answer, with the decision headers. */
+  readonly response: Response;
+  readonly headers: DecisionHeaders;
+}
+
+/** Send the request on: rewritten, or as its original bytes. */
+export interface Sending {
+  readonly kind: "send";
+  readonly result: BudgetResult;
   /** The request as it will be sent: the rewritten object, or the parsed original. */
-  readonly sent?: JsonObject;
-  /** An answer to give without calling the upstream. */
-  readonly reject?: Response;
-  /** Why the body is not a JSON object, when it is not. */
-  readonly malformed?: string;
+  readonly sent: JsonObject;
+  /** A rewritten body to send instead of the original bytes, or `undefined` for the bytes as they came. */
+  readonly body: string | undefined;
+  /** The cap the sent request carries, when incontext wrote one. */
+  readonly maxTokens: number | undefined;
+  readonly headers: DecisionHeaders;
 }
 
-const ENDPOINTS: readonly [string, RequestKind][] = [
-  ["/chat/completions", "chat"],
-  ["/completions", "completion"],
-  ["/responses", "responses"],
-];
+/** What a bridge does with one request body. */
+export type Decision = Malformed | Rejected | Sending;
 
-/** The kind of a budgeted endpoint (`.../chat/completions`, `.../completions`, `.../responses`), else undefined. */
-export function endpointKind(url: string): RequestKind | undefined {
-  let pathname: string;
-  try {
-    pathname = new URL(url).pathname;
-  } catch {
-    return undefined;
-  }
-  return pathKind(pathname);
-}
-
-/** {@linkcode endpointKind} of a URL's path, for a caller that parsed the URL already. */
-export function pathKind(pathname: string): RequestKind | undefined {
-  const path = pathname.replace(/\/+$/, "");
-  return ENDPOINTS.find(([suffix]) => path.endsWith(suffix))?.[1];
-}
-
-/** True for `application/json` and `application/*+json`, with or without parameters. */
-export function isJsonContentType(value: string | null): boolean {
-  if (value === null) return false;
-  const type = value.split(";")[0]!.trim().toLowerCase();
-  return type === "application/json" ||
-    (type.startsWith("application/") && type.endsWith("+json"));
+/** Options for {@linkcode decide}. */
+export interface DecideOptions {
+  /** The kind of the endpoint the body was sent to. */
+  readonly kind: RequestKind;
+  readonly bridge: BridgeOptions;
+  /** Aborts the count; the rough estimate is used instead. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 // Validating first and then decoding leniently is several times faster than
@@ -65,44 +68,96 @@ export function isJsonContentType(value: string | null): boolean {
 const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /**
- * Budgets one body. Invalid UTF-8, invalid JSON and non-objects come back as
+ * Budgets one body. Invalid UTF-8, invalid JSON and non-objects are
  * `malformed` (re-encoding them would alter bytes); budget() itself never
  * throws for content, so neither does this.
  */
 export async function decide(
   bytes: Uint8Array,
-  kind: RequestKind,
-  options: BridgeOptions,
-  signal?: AbortSignal,
+  options: DecideOptions,
 ): Promise<Decision> {
+  const { kind, bridge, signal } = options;
   let text: string;
   let parsed: unknown;
-  if (!isUtf8(bytes)) return { malformed: "the body is not valid UTF-8" };
+  if (!isUtf8(bytes)) return malformed("the body is not valid UTF-8");
   try {
     text = utf8.decode(bytes);
     parsed = JSON.parse(text);
   } catch (error) {
-    return {
-      malformed: error instanceof SyntaxError
+    return malformed(
+      error instanceof SyntaxError
         ? "the body is not valid JSON"
         : "the body is not valid UTF-8",
-    };
+    );
   }
-  if (!isJsonObject(parsed)) {
-    return { malformed: "the body is not a JSON object" };
-  }
+  if (!isJsonObject(parsed)) return malformed("the body is not a JSON object");
   const result = await budget(parsed, {
-    ...options,
+    ...bridge,
     kind,
     ...(signal ? { signal } : {}),
   });
-  const decision = serialized(exhaust(parsed, result, options), parsed, text);
+  const decision = exhaust(parsed, result, bridge);
+  const final = decision.kind === "send"
+    ? serialized(decision, parsed, text)
+    : decision;
   try {
-    options.onDecision?.(decision.result ?? result, kind);
+    bridge.onDecision?.(final.result, kind);
   } catch {
     // An observer's failure must not change what is sent.
   }
-  return decision;
+  return final;
+}
+
+function malformed(reason: string): Malformed {
+  return { kind: "malformed", reason };
+}
+
+function sending(
+  result: BudgetResult,
+  sent: JsonObject,
+  maxTokens?: number,
+): Sending {
+  return {
+    kind: "send",
+    result,
+    sent,
+    body: undefined,
+    maxTokens,
+    headers: decisionHeaders(result, maxTokens),
+  };
+}
+
+/** What the policy makes of budget()'s answer: send it, clamp it, or refuse it. */
+function exhaust(
+  request: JsonObject,
+  result: BudgetResult,
+  options: BridgeOptions,
+): Sending | Rejected {
+  if (result.action === "set") {
+    return sending(result, result.request, result.maxTokens);
+  }
+  const policy = options.onExhausted ?? "clamp";
+  if (result.action !== "compress" || policy === "unchanged") {
+    return sending(result, request);
+  }
+  const { hardLimitTokens: hard, field } = result;
+  if (policy === "clamp" && hard !== undefined && hard >= 2 && field) {
+    let sent: JsonObject;
+    try {
+      sent = options.backend.writeCap(request, field, hard);
+      if (!isJsonObject(sent)) throw new TypeError("not an object");
+    } catch {
+      // A failing hook leaves the request as it came (fail-open).
+      return sending(result, request);
+    }
+    return sending(result, sent, hard);
+  }
+  const headers = decisionHeaders(result, undefined);
+  const response = withDecisionHeaders(
+    contextLengthExceeded(result, options),
+    headers,
+  );
+  return { kind: "reject", result, response, headers };
 }
 
 /**
@@ -111,17 +166,14 @@ export async function decide(
  * unbudgeted, and the decision says so.
  */
 function serialized(
-  decision: Decision,
+  decision: Sending,
   request: JsonObject,
   text: string,
-): Decision {
+): Sending {
   const { result, sent } = decision;
-  if (result === undefined || sent === undefined || sent === request) {
-    return decision;
-  }
-  // The caller's cap was the budget already: the rewrite holds the same
-  // fields, so the bytes go on as they came instead of being written again.
-  if (sameFields(sent, request)) return decision;
+  // The caller's cap was the budget already, or nothing was written: the
+  // bytes go on as they came instead of being written again.
+  if (sent === request || sameFields(sent, request)) return decision;
   if (holdsUnsafeNumber(request) && !numbersSurviveRewrite(text)) {
     return keepBytes(
       request,
@@ -157,183 +209,25 @@ function keepBytes(
   request: JsonObject,
   result: BudgetResult,
   why: string,
-): Decision {
+): Sending {
   logger.warn("request left unchanged as {why}: source={source}", {
     why,
     source: result.source,
   });
   const { maxTokens: _, field: __, ...rest } = result;
-  return {
-    result: {
-      ...rest,
-      action: "unchanged",
-      request,
-      reason: `${result.source}: left unchanged as ${why}`,
-    },
-    sent: request,
-  };
+  return sending({
+    ...rest,
+    action: "unchanged",
+    request,
+    reason: `${result.source}: left unchanged as ${why}`,
+  }, request);
 }
 
-/**
- * Whether a parsed value holds a number its literal may not have meant: an
- * infinity (a literal beyond a double) or an integer beyond 2^53. Walking
- * the parsed values costs far less than scanning the text, which only these
- * rare bodies need.
- */
-function holdsUnsafeNumber(value: unknown): boolean {
-  // A stack, not recursion: the body may nest deeper than the call stack.
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const item = stack.pop();
-    if (typeof item === "number") {
-      if (!Number.isFinite(item) || Math.abs(item) > Number.MAX_SAFE_INTEGER) {
-        return true;
-      }
-    } else if (typeof item === "object" && item !== null) {
-      for (const child of Object.values(item)) {
-        if (typeof child === "object" || typeof child === "number") {
-          stack.push(child);
-        }
-      }
-    }
-  }
-  return false;
-}
-
-const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-
-/**
- * Whether `text` survives `JSON.parse` + `JSON.stringify` with every number's
- * value intact, as a server in Python or Go reads it. JavaScript numbers are
- * doubles: an integer beyond 2^53 (a 64-bit `seed`) comes back as another
- * integer, and a literal beyond a double (`1e400`) as `null`. Floats in range
- * are safe: the server reads both spellings as the same double.
- *
- * @param text A valid JSON text.
- */
-export function numbersSurviveRewrite(text: string): boolean {
-  // A scan, not a regular expression over strings: V8 runs out of stack on
-  // long strings of escapes. Strings are skipped with indexOf.
-  for (let i = 0; i < text.length;) {
-    const code = text.charCodeAt(i);
-    if (code === 0x22) {
-      i = stringEnd(text, i + 1);
-    } else if (code === 0x2d || (code >= 0x30 && code <= 0x39)) {
-      NUMBER.lastIndex = i;
-      const literal = NUMBER.exec(text)?.[0] ?? text[i]!;
-      if (!numberSurvives(literal)) return false;
-      i += literal.length;
-    } else i++;
-  }
-  return true;
-}
-
-/** The index after the quote that closes the string whose body starts at `from`. */
-function stringEnd(text: string, from: number): number {
-  for (let i = from;;) {
-    const quote = text.indexOf('"', i);
-    if (quote === -1) return text.length;
-    let slashes = 0;
-    while (text.charCodeAt(quote - 1 - slashes) === 0x5c) slashes++;
-    if (slashes % 2 === 0) return quote + 1;
-    i = quote + 1;
-  }
-}
-
-function numberSurvives(literal: string): boolean {
-  const value = Number(literal);
-  if (/[.eE]/.test(literal)) return Number.isFinite(value);
-  return JSON.stringify(value) === literal || literal === "-0";
-}
-
-function exhaust(
-  request: JsonObject,
+/** The `x-incontext-*` headers of a budget answer and the cap sent. */
+function decisionHeaders(
   result: BudgetResult,
-  options: BridgeOptions,
-): Decision {
-  if (result.action === "set") {
-    const { maxTokens } = result;
-    return {
-      result,
-      sent: result.request,
-      ...(maxTokens === undefined ? {} : { maxTokens }),
-    };
-  }
-  const policy = options.onExhausted ?? "clamp";
-  if (result.action !== "compress" || policy === "unchanged") {
-    return { result, sent: request };
-  }
-  const { hardLimitTokens: hard, field } = result;
-  if (policy === "clamp" && hard !== undefined && hard >= 2 && field) {
-    let sent: JsonObject;
-    try {
-      sent = options.backend.writeCap(request, field, hard);
-      if (!isJsonObject(sent)) throw new TypeError("not an object");
-    } catch {
-      // A failing hook leaves the request as it came (fail-open).
-      return { result, sent: request };
-    }
-    return { result, sent, maxTokens: hard };
-  }
-  return { result, reject: contextLengthExceeded(result, options) };
-}
-
-/**
- * A 400 in OpenAI's shape that makes Hermes and OpenAI-style clients
- * compress and retry: "prompt is too long" / "reduce the length of the
- * messages", code `context_length_exceeded`. It never quotes a context
- * length below the real one, and none of the output-cap phrasings
- * ("requested N output tokens", "available_tokens", "Range of max_tokens")
- * that hosts treat differently.
- */
-export function contextLengthExceeded(
-  result: BudgetResult,
-  options: Pick<BridgeOptions, "window" | "contextLength">,
-): Response {
-  const message =
-    `The prompt is too long: its ${result.promptTokens} tokens leave fewer than ${result.requiredTokens} tokens to generate below the compression window of ${options.window} tokens (context length ${options.contextLength}). Please reduce the length of the messages.`;
-  return Response.json({
-    error: {
-      message,
-      type: "invalid_request_error",
-      param: "messages",
-      code: "context_length_exceeded",
-    },
-  }, { status: 400 });
-}
-
-/** An error answer in OpenAI's shape, with a message fit for the client. */
-export function errorResponse(
-  status: number,
-  code: string,
-  message: string,
-  type = "invalid_request_error",
-): Response {
-  return Response.json({ error: { message, type, param: null, code } }, {
-    status,
-  });
-}
-
-/** Copies the response with the decision headers; the body streams through. */
-export function withDecisionHeaders(
-  response: Response,
-  decision: Decision,
-): Response {
-  const added = decisionHeaders(decision);
-  if (added.length === 0) return response;
-  const headers = new Headers(response.headers);
-  for (const [name, value] of added) headers.set(name, value);
-  return new Response(response.body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
-}
-
-/** The `x-incontext-*` headers that tell a client what happened. */
-export function decisionHeaders(decision: Decision): [string, string][] {
-  const { result, maxTokens } = decision;
-  if (result === undefined) return [];
+  maxTokens: number | undefined,
+): DecisionHeaders {
   const headers: [string, string][] = [
     ["x-incontext-action", result.action],
     // A third-party source label could hold characters a header cannot.
@@ -346,4 +240,18 @@ export function decisionHeaders(decision: Decision): [string, string][] {
     headers.push(["x-incontext-max-tokens", String(maxTokens)]);
   }
   return headers;
+}
+
+/** Copies the response with `headers` set on it; the body streams through. */
+export function withDecisionHeaders(
+  response: Response,
+  headers: DecisionHeaders,
+): Response {
+  const copied = new Headers(response.headers);
+  for (const [name, value] of headers) copied.set(name, value);
+  return new Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: copied,
+  });
 }

@@ -20,12 +20,9 @@
  * @module
  */
 import { validateBudgetOptions } from "../core/budget_settings.ts";
-import {
-  decide,
-  type Decision,
-  endpointKind,
-  isJsonContentType,
-} from "./decision.ts";
+import { decide } from "./decision.ts";
+import { endpointKind, isJsonContentType } from "./endpoints.ts";
+import type { JsonObject } from "../core/request.ts";
 import type { BridgeOptions } from "./options.ts";
 import type { RequestKind } from "../core/backend.ts";
 import { AnchorStore } from "../anchors/store.ts";
@@ -129,10 +126,9 @@ export function budgetedFetch(
     ? options
     : { ...options, anchor: (parsed) => anchorEstimate(anchors, parsed) };
   const send = anchors === undefined
-    ? (_kind: RequestKind, _decision: Decision, response: Promise<Response>) =>
-      response
-    : (kind: RequestKind, decision: Decision, response: Promise<Response>) =>
-      recording(anchors, kind, decision, response);
+    ? (_sent: Sent, response: Promise<Response>) => response
+    : (sent: Sent, response: Promise<Response>) =>
+      recording(response, { anchors, ...sent });
   return async function budgetedFetch(input, init) {
     const request = input instanceof Request ? input : undefined;
     const method = (init?.method ?? request?.method ?? "GET").toUpperCase();
@@ -145,25 +141,25 @@ export function budgetedFetch(
     const bytes = await readBody(request, init);
     if (bytes === undefined) return fetch(input, init);
     const signal = init?.signal ?? request?.signal;
-    const decision = await decide(bytes, kind, bridge, signal ?? undefined);
-    if (decision.reject) return decision.reject;
-    if (decision.body === undefined) {
-      return send(kind, decision, fetch(input, init));
-    }
+    const decision = await decide(bytes, {
+      kind,
+      bridge,
+      signal: signal ?? undefined,
+    });
+    // A malformed body goes on as it came: the server answers it.
+    if (decision.kind === "malformed") return fetch(input, init);
+    if (decision.kind === "reject") return decision.response;
+    const sent = { kind, request: decision.sent };
+    if (decision.body === undefined) return send(sent, fetch(input, init));
     // The new body has another length; fetch computes it.
     headers.delete("content-length");
     if (request !== undefined && init?.body === undefined) {
       return send(
-        kind,
-        decision,
+        sent,
         fetch(new Request(request, { ...init, body: decision.body, headers })),
       );
     }
-    return send(
-      kind,
-      decision,
-      fetch(input, { ...init, headers, body: decision.body }),
-    );
+    return send(sent, fetch(input, { ...init, headers, body: decision.body }));
   };
 }
 
@@ -173,14 +169,12 @@ export function budgetedFetch(
  * been read to its end, and the bytes reach the caller as they came.
  */
 async function recording(
-  anchors: AnchorStore,
-  kind: RequestKind,
-  decision: Decision,
   pending: Promise<Response>,
+  { anchors, kind, request }: Sent & { readonly anchors: AnchorStore },
 ): Promise<Response> {
   const response = await pending;
-  const conversation = kind === "chat" && decision.sent
-    ? anchorKeys(anchors, decision.sent)
+  const conversation = kind === "chat"
+    ? anchorKeys(anchors, request)
     : undefined;
   if (conversation === undefined || !response.ok || response.body === null) {
     return response;
@@ -197,6 +191,12 @@ async function recording(
     statusText: response.statusText,
     headers: response.headers,
   });
+}
+
+/** A request as sent, and its endpoint's kind. */
+interface Sent {
+  readonly kind: RequestKind;
+  readonly request: JsonObject;
 }
 
 /**

@@ -20,13 +20,9 @@
  * @module
  */
 import { validateBudgetOptions } from "../core/budget_settings.ts";
-import {
-  decide,
-  endpointKind,
-  errorResponse,
-  isJsonContentType,
-  withDecisionHeaders,
-} from "./decision.ts";
+import { decide, withDecisionHeaders } from "./decision.ts";
+import { endpointKind, isJsonContentType } from "./endpoints.ts";
+import { errorResponse } from "./answers.ts";
 import type { BridgeOptions } from "./options.ts";
 
 // The types this entry's API names, so that it stands on its own.
@@ -89,19 +85,27 @@ export function budgetMiddleware(options: BridgeOptions): BudgetMiddleware {
       return await next(request);
     }
     const bytes = new Uint8Array(await request.clone().arrayBuffer());
-    const decision = await decide(bytes, kind, options, request.signal);
-    if (decision.malformed !== undefined) {
-      return errorResponse(
-        400,
-        "invalid_json",
-        `Cannot budget the request as ${decision.malformed}`,
-      );
+    const decision = await decide(bytes, {
+      kind,
+      bridge: options,
+      signal: request.signal,
+    });
+    switch (decision.kind) {
+      case "malformed":
+        return errorResponse(
+          400,
+          "invalid_json",
+          `Cannot budget the request as ${decision.reason}`,
+        );
+      case "reject":
+        return decision.response;
+      case "send": {
+        const forwarded = decision.body === undefined
+          ? request
+          : rewritten(request, decision.body);
+        return withDecisionHeaders(await next(forwarded), decision.headers);
+      }
     }
-    if (decision.reject) return withDecisionHeaders(decision.reject, decision);
-    const forwarded = decision.body === undefined
-      ? request
-      : rewritten(request, decision.body);
-    return withDecisionHeaders(await next(forwarded), decision);
   };
 }
 

@@ -1,5 +1,5 @@
 /** The proxy's own endpoints under `/incontext/`. */
-import { errorResponse } from "../bridges/decision.ts";
+import { errorResponse } from "../bridges/answers.ts";
 import { gauge } from "./metrics.ts";
 import type { ProxyContext } from "./state.ts";
 import { upstreamUrl } from "./forward.ts";

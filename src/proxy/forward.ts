@@ -55,8 +55,8 @@ export function responseHeaders(headers: Headers): HeaderPairs {
  * names, and `drop`. One pass over the headers: copying a `Headers` object
  * and deleting names from it costs several times more. `forEach` visits the
  * pairs the iterator yields (sorted, repeated names joined, `set-cookie`
- * apart: the Fetch standard's one list), at a seventh of the iterator's
- * cost in Deno (0.75 us against 5.3 us for 7 headers).
+ * apart: the Fetch standard's one list) without building an iterator
+ * result per pair, which is most of the iterator's cost in Deno.
  */
 function withoutHopByHop(
   headers: Headers,

@@ -4,6 +4,7 @@ import type { BudgetResult } from "../core/budget.ts";
 import { Counter, Histogram } from "./metrics.ts";
 import type { AnchorStore } from "../anchors/store.ts";
 import type { ProxyOptions } from "./options.ts";
+import type { BridgeOptions } from "../bridges/options.ts";
 import type { TimedBackend } from "./timed_backend.ts";
 
 /** The proxy's validated bounds. */
@@ -25,6 +26,8 @@ export interface ProxyContext {
   readonly settings: ProxySettings;
   readonly state: ProxyState;
   readonly backend: TimedBackend;
+  /** The budget options every request is budgeted with. */
+  readonly bridge: BridgeOptions;
 }
 
 /** One budget decision as `GET /incontext/context` shows it. */

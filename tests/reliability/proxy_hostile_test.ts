@@ -10,7 +10,7 @@ import { budget, createCountCache, VllmBackend } from "../../mod.ts";
 import { budgetedFetch } from "../../src/bridges/fetch.ts";
 import { budgetMiddleware } from "../../src/bridges/middleware.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
-import { numbersSurviveRewrite } from "../../src/bridges/decision.ts";
+import { numbersSurviveRewrite } from "../../src/bridges/number_safety.ts";
 import {
   createFakeUpstreamHandler,
   FakeBackend,

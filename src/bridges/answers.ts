@@ -1,0 +1,43 @@
+/**
+ * The answers the bridges write themselves, in OpenAI's error shape.
+ *
+ * @module
+ */
+import type { BudgetResult } from "../core/budget.ts";
+import type { BridgeOptions } from "./options.ts";
+
+/**
+ * A 400 in OpenAI's shape that makes Hermes and OpenAI-style clients
+ * compress and retry: "prompt is too long" / "reduce the length of the
+ * messages", code `context_length_exceeded`. It never quotes a context
+ * length below the real one, and none of the output-cap phrasings
+ * ("requested N output tokens", "available_tokens", "Range of max_tokens")
+ * that hosts treat differently.
+ */
+export function contextLengthExceeded(
+  result: BudgetResult,
+  options: Pick<BridgeOptions, "window" | "contextLength">,
+): Response {
+  const message =
+    `The prompt is too long: its ${result.promptTokens} tokens leave fewer than ${result.requiredTokens} tokens to generate below the compression window of ${options.window} tokens (context length ${options.contextLength}). Please reduce the length of the messages.`;
+  return Response.json({
+    error: {
+      message,
+      type: "invalid_request_error",
+      param: "messages",
+      code: "context_length_exceeded",
+    },
+  }, { status: 400 });
+}
+
+/** An error answer in OpenAI's shape, with a message fit for the client. */
+export function errorResponse(
+  status: number,
+  code: string,
+  message: string,
+  type = "invalid_request_error",
+): Response {
+  return Response.json({ error: { message, type, param: null, code } }, {
+    status,
+  });
+}
