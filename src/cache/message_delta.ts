@@ -1,9 +1,9 @@
 /**
  * A grown conversation crosses to the count worker as a delta: the messages
  * after the longest prefix it shares with one of the last few conversations
- * sent, and which one. At 128k tokens the whole payload costs about 1.2 ms
- * to clone across the port and back into objects; the messages of one turn
- * cost a few microseconds.
+ * sent, and which one. Cloning a long conversation across the port and back
+ * into objects grows with all of its messages; a delta costs only the
+ * messages of one turn.
  *
  * Both sides remember the messages of the last {@linkcode RECENT} count
  * requests, in the order the port delivers them, under the request's id.

@@ -4,10 +4,9 @@
  *
  * Every request that expects an answer carries an id chosen by the client;
  * the answer carries the same id. Cache keys and counts cross the channel;
- * an engine call sends its data (structured clone: about half the caller's
- * cost of JSON text at 500 KB; a grown conversation sends only its new
- * messages, see `message_delta.ts`), and its errors come back as name and
- * message only.
+ * an engine call sends its data (a structured clone, cheaper for the caller
+ * than JSON text; a grown conversation sends only its new messages, see
+ * `message_delta.ts`), and its errors come back as name and message only.
  *
  * @module
  */
