@@ -4,12 +4,12 @@
  *
  * @module
  */
-import type { EngineLoader } from "./engine.ts";
+import type { Engine, EngineStore } from "./engine.ts";
 
-/** Loads the local counting engine over a core's store. */
-export const loadLocalEngine: EngineLoader = async (store) => {
+/** Loads the local counting engine over a core's store (an `EngineLoader`). */
+export async function loadLocalEngine(store: EngineStore): Promise<Engine> {
   const { createLocalEngine } = await import("../local/engine.ts");
   // The core's calls are its own clones: their messages can keep their
   // template values from render to render.
   return createLocalEngine(store, { ownsPayloads: true });
-};
+}
