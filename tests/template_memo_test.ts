@@ -103,10 +103,11 @@ Deno.test("real templates render alike with reused item outputs, over growing, e
           };
           const entry = templateFor(loaded, payload.tools);
           const plain = outcome(() =>
-            renderChat(loaded, payload, entry, { reuse: false })
+            renderChat(loaded, payload, { template: entry, reuse: false })
           );
           const memo = outcome(() =>
-            renderChatParts(loaded, payload, entry, { reuse: true }).join("")
+            renderChatParts(loaded, payload, { template: entry, reuse: true })
+              .join("")
           );
           strictEqual(memo, plain, `${model.family}, step ${step}`);
           if (plain.startsWith("! ")) {

@@ -282,9 +282,11 @@ function checkWindow(parsed: Parsed, issues: ConfigIssue[]): void {
 // configuration loads, and `backends.one()` reports unknown names.
 function checkRequirements(
   env: Env,
-  backend: string,
-  registry: NonNullable<LoadConfigOptions["registry"]>,
   issues: ConfigIssue[],
+  { backend, registry }: {
+    readonly backend: string;
+    readonly registry: NonNullable<LoadConfigOptions["registry"]>;
+  },
 ): void {
   for (const required of registry.requirements(backend)) {
     const known = Object.values(CONFIG_VARIABLES).find((v: ConfigVariable) =>
@@ -344,12 +346,10 @@ export function loadConfig(
   }
   checkWindow(parsed, issues);
   if (!parsed.failed.has("backend")) {
-    checkRequirements(
-      env,
-      parsed.values.backend ?? DEFAULT_CONFIG.backend,
+    checkRequirements(env, issues, {
+      backend: parsed.values.backend ?? DEFAULT_CONFIG.backend,
       registry,
-      issues,
-    );
+    });
   }
   if (issues.length > 0) throw new ConfigError(issues);
   const { backendModules = DEFAULT_CONFIG.backendModules, ...values } =

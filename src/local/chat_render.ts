@@ -130,41 +130,58 @@ function reuseFor(loaded: Loaded, entry: [ChatTemplate, ContentFormat]): Reuse {
   };
 }
 
-/**
- * Renders a chat payload after vLLM's preprocessing. With `reuse`, message
- * and tool objects seen in an earlier render keep their converted values:
- * only for payloads nobody changes between renders (the count core's own
- * copies), never a caller's objects.
- */
+/** Options for {@linkcode renderChat}. */
+export interface RenderChatOptions {
+  /** The compiled template and its content format ({@linkcode templateFor}, {@linkcode compileTemplate}). */
+  readonly template: [ChatTemplate, ContentFormat];
+  /**
+   * Whether message and tool objects seen in an earlier render keep their
+   * converted values: only for payloads nobody changes between renders (the
+   * count core's own copies), never a caller's objects.
+   *
+   * @default {false}
+   */
+  readonly reuse?: boolean;
+}
+
+/** Options for {@linkcode renderChatParts}. */
+export interface RenderChatPartsOptions extends RenderChatOptions {
+  /**
+   * Whether the text comes in parts; `false` gives it in one part.
+   *
+   * @default {true}
+   */
+  readonly split?: boolean;
+}
+
+/** Renders a chat payload after vLLM's preprocessing. */
 export function renderChat(
   loaded: Loaded,
   payload: Record<string, unknown>,
-  entry: [ChatTemplate, ContentFormat],
-  options: { readonly reuse?: boolean } = {},
+  options: RenderChatOptions,
 ): string {
-  return renderChatParts(loaded, payload, entry, options, false)[0]!;
+  return renderChatParts(loaded, payload, { ...options, split: false })[0]!;
 }
 
 /**
  * {@linkcode renderChat}, the text in parts (see `ChatTemplate.renderParts`),
- * or in one part when `split` is false.
+ * or in one part when `options.split` is false.
  */
 export function renderChatParts(
   loaded: Loaded,
   payload: Record<string, unknown>,
-  entry: [ChatTemplate, ContentFormat],
-  options: { readonly reuse?: boolean } = {},
-  split = true,
+  options: RenderChatPartsOptions,
 ): string[] {
+  const { template: entry, reuse = false, split = true } = options;
   const [template, contentFormat] = entry;
   const engine = loaded.engine;
   const input = engine.templateContext(payload, {
     specialTokens: loaded.tokenizer.specialTokens,
     contentFormat,
-    ...(options.reuse === true ? { reuse: reuseFor(loaded, entry) } : {}),
+    ...(reuse ? { reuse: reuseFor(loaded, entry) } : {}),
   });
   // Converted values kept between renders let loops reuse item outputs.
-  const memo = { memo: options.reuse === true };
+  const memo = { memo: reuse };
   let parts: string[];
   try {
     parts = split && !("continueFrom" in input)

@@ -154,7 +154,8 @@ export class LocalModels {
     try {
       const { loaded } = await this.#model(job.spec);
       const { payload } = job;
-      return renderChat(loaded, payload, templateFor(loaded, payload.tools), {
+      return renderChat(loaded, payload, {
+        template: templateFor(loaded, payload.tools),
         reuse: this.#ownsPayloads,
       });
     } catch (error) {
@@ -239,13 +240,11 @@ function countPayload(
   const pieces = addSpecialTokens ? null : model.pieces;
   // In parts for the pieces: a reused loop item's part is compared with the
   // previous render's as the same string, and the whole text is never joined.
-  const parts = renderChatParts(
-    loaded,
-    payload,
-    templateFor(loaded, payload.tools),
-    { reuse },
-    pieces !== null,
-  );
+  const parts = renderChatParts(loaded, payload, {
+    template: templateFor(loaded, payload.tools),
+    reuse,
+    split: pieces !== null,
+  });
   // A grown conversation re-tokenizes only its new pieces.
   return pieces !== null
     ? pieces.count(parts)

@@ -41,7 +41,8 @@ export function payloadIds(loaded: Loaded, payload: JsonObject): number[] {
   const entry = typeof own === "string"
     ? compileTemplate(loaded, own)
     : templateFor(loaded, payload.tools);
-  return loaded.tokenizer.encode(renderChat(loaded, chat, entry), {
+  const text = renderChat(loaded, chat, { template: entry });
+  return loaded.tokenizer.encode(text, {
     addSpecialTokens: payload.add_special_tokens === true,
   });
 }

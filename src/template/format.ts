@@ -12,13 +12,11 @@ function num(v: Value): number {
   return v.type === "BooleanValue" ? (v.value ? 1 : 0) : v.value as number;
 }
 
-function pad(
-  body: string,
-  sign: string,
-  width: number,
-  align: string,
-  fill: string,
-): string {
+/** The fields of a {@linkcode Spec} that {@linkcode pad} reads: callers pass their spec, so padding costs no object. */
+type Layout = Pick<Spec, "width" | "align" | "fill">;
+
+function pad(body: string, sign: string, layout: Layout): string {
+  const { width, align, fill } = layout;
   const len = Array.from(sign + body).length;
   if (len >= width) return sign + body;
   const n = width - len;
@@ -113,7 +111,7 @@ function formatNumber(v: Value, spec: Spec): string {
     : spec.sign === " "
     ? " "
     : "";
-  return pad(body, sign, spec.width, spec.align, spec.fill);
+  return pad(body, sign, spec);
 }
 
 /** Python's `text % args` (`args` a tuple, or a mapping for `%(name)s`). */
@@ -168,13 +166,10 @@ export function pyFormatPercent(
         if (spec.precision !== null) {
           s = Array.from(s).slice(0, spec.precision).join("");
         }
-        return pad(
-          s,
-          "",
-          spec.width,
-          spec.align === "=" ? ">" : spec.align,
-          " ",
-        );
+        // `%s` pads with spaces, and `0` right-aligns it: the spec is this field's own.
+        spec.fill = " ";
+        if (spec.align === "=") spec.align = ">";
+        return pad(s, "", spec);
       }
       if ("diuxXof".includes(type) && type !== "") {
         if (spec.type === "f" && spec.precision === null) spec.precision = 6;
@@ -232,7 +227,8 @@ function formatField(v: Value, specText: string): string {
     if (spec.precision !== null) {
       s = Array.from(s).slice(0, spec.precision).join("");
     }
-    return pad(s, "", spec.width, spec.align || "<", spec.fill);
+    spec.align ||= "<";
+    return pad(s, "", spec);
   }
   if (v.type === "BooleanValue" && type === "" && specText === "") {
     return pyStr(v);
@@ -249,23 +245,29 @@ function formatField(v: Value, specText: string): string {
   return formatNumber(v, { ...spec, align: spec.align || ">" });
 }
 
-function lookup(
-  field: string,
-  args: Value[],
-  kw: Map<string, Value>,
-  auto: { n: number; mode: string | null },
-): Value {
+/** A `str.format()` call's arguments, with its field numbering so far. */
+interface FormatArgs {
+  readonly args: Value[];
+  readonly kw: Map<string, Value>;
+  /** The next automatic field's index. */
+  n: number;
+  /** Whether fields are numbered `"auto"` or `"manual"`; null before the first. */
+  mode: string | null;
+}
+
+function lookup(field: string, call: FormatArgs): Value {
+  const { args, kw } = call;
   const m = /^([^.[]*)(.*)$/s.exec(field)!;
   const [, head = "", rest = ""] = m;
   let v: Value | undefined;
   const mode = head === "" ? "auto" : /^\d+$/.test(head) ? "manual" : null;
   if (mode !== null) {
-    if (auto.mode !== null && auto.mode !== mode) {
+    if (call.mode !== null && call.mode !== mode) {
       throw new RangeError("cannot mix manual and automatic field numbering");
     }
-    auto.mode = mode;
+    call.mode = mode;
   }
-  if (head === "") v = args[auto.n++];
+  if (head === "") v = args[call.n++];
   else if (/^\d+$/.test(head)) v = args[Number(head)];
   else v = kw.get(head);
   if (v === undefined) {
@@ -294,7 +296,7 @@ export function pyStrFormat(
   args: Value[],
   kw: Map<string, Value>,
 ): string {
-  const auto = { n: 0, mode: null as string | null };
+  const call: FormatArgs = { args, kw, n: 0, mode: null };
   return text.replace(
     /\{\{|\}\}|\{([^{}]*)\}|[{}]/g,
     (m, inner: string | undefined) => {
@@ -308,7 +310,7 @@ export function pyStrFormat(
       const fm = /^([^!:]*)(?:!([rsa]))?(?::(.*))?$/s.exec(inner);
       if (fm === null) throw new RangeError("Invalid format field");
       const [, field = "", conv, spec = ""] = fm;
-      let v = lookup(field, args, kw, auto);
+      let v = lookup(field, call);
       if (conv === "r") {
         v = {
           ...v,

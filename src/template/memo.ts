@@ -343,16 +343,19 @@ interface StaticInfo {
 
 const staticInfos = new WeakMap<Node, StaticInfo | null>();
 
+/** A {@linkcode StaticInfo} being filled in by {@linkcode collect}. */
+interface Collected {
+  readonly names: Set<string>;
+  readonly callees: Set<string>;
+  readonly keys: [string, string][];
+}
+
 /** An expression's {@linkcode StaticInfo}, or null for a shape not followed. */
 function staticInfo(node: Node): StaticInfo | null {
   let info = staticInfos.get(node);
   if (info === undefined) {
-    const names = new Set<string>();
-    const callees = new Set<string>();
-    const keys: [string, string][] = [];
-    info = collect(node, names, callees, keys)
-      ? { names, callees, keys }
-      : null;
+    const found: Collected = { names: new Set(), callees: new Set(), keys: [] };
+    info = collect(node, found) ? found : null;
     staticInfos.set(node, info);
   }
   return info;
@@ -389,15 +392,14 @@ const LITERALS = new Set([
   "BooleanLiteral",
 ]);
 
-function collect(
-  node: Node | undefined | null,
-  names: Set<string>,
-  callees: Set<string>,
-  keys: [string, string][],
-): boolean {
+/**
+ * Adds what `node` may read to `found`; false for a shape not followed.
+ * One `found` travels down the whole walk, so a node costs no object of its own.
+ */
+function collect(node: Node | undefined | null, found: Collected): boolean {
   if (node === undefined || node === null) return true;
-  const walk = (child: unknown) =>
-    collect(child as Node | undefined, names, callees, keys);
+  const { names, callees, keys } = found;
+  const walk = (child: unknown) => collect(child as Node | undefined, found);
   if (LITERALS.has(node.type)) return true;
   switch (node.type) {
     case "Identifier":

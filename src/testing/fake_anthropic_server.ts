@@ -171,26 +171,32 @@ export function createFakeAnthropicHandler(
     options;
   positiveInteger(IDENTITY.what, "maxInputTokens", maxInputTokens);
   const core = createFakeCore(IDENTITY, options, {
-    slow: () => anthropicError(529, "overloaded_error", "Overloaded"),
+    slow: () =>
+      anthropicError(529, { type: "overloaded_error", message: "Overloaded" }),
     respond(request, recorded, fault) {
       if (recorded.path !== "/v1/messages/count_tokens") {
-        return anthropicError(404, "not_found_error", "Not found");
+        return anthropicError(404, {
+          type: "not_found_error",
+          message: "Not found",
+        });
       }
       if (request.method !== "POST") {
-        return anthropicError(
-          405,
-          "invalid_request_error",
-          "Method not allowed",
-        );
+        return anthropicError(405, {
+          type: "invalid_request_error",
+          message: "Method not allowed",
+        });
       }
       const refused = headerProblem(recorded.headers, options.apiKey);
       if (refused !== undefined) return refused;
       const problem = anthropicRequestProblem(recorded.body);
       if (problem !== undefined) {
-        return anthropicError(400, "invalid_request_error", problem);
+        return anthropicError(400, {
+          type: "invalid_request_error",
+          message: problem,
+        });
       }
       const tokens = countTokens(recorded.body as { [key: string]: unknown });
-      return answer(fault, tokens, maxInputTokens, recorded);
+      return answer(fault, { tokens, limit: maxInputTokens, recorded });
     },
   });
   return liveView(core, HANDLER_KEYS);
@@ -235,38 +241,43 @@ function headerProblem(
 ): Response | undefined {
   const key = headers["x-api-key"];
   if (apiKey !== undefined && key === undefined) {
-    return anthropicError(
-      401,
-      "authentication_error",
-      "x-api-key header is required",
-    );
+    return anthropicError(401, {
+      type: "authentication_error",
+      message: "x-api-key header is required",
+    });
   }
   if (apiKey !== undefined && key !== apiKey) {
-    return anthropicError(401, "authentication_error", "invalid x-api-key");
+    return anthropicError(401, {
+      type: "authentication_error",
+      message: "invalid x-api-key",
+    });
   }
   const version = headers["anthropic-version"];
   if (version === undefined) {
-    return anthropicError(
-      400,
-      "invalid_request_error",
-      "anthropic-version: header is required",
-    );
+    return anthropicError(400, {
+      type: "invalid_request_error",
+      message: "anthropic-version: header is required",
+    });
   }
   if (!/^\d{4}-\d{2}-\d{2}$/.test(version)) {
-    return anthropicError(
-      400,
-      "invalid_request_error",
-      "anthropic-version: invalid version",
-    );
+    return anthropicError(400, {
+      type: "invalid_request_error",
+      message: "anthropic-version: invalid version",
+    });
   }
   return undefined;
 }
 
 function answer(
   fault: FakeAnthropicFault,
-  tokens: number,
-  limit: number,
-  recorded: FakeServerRequest,
+  { tokens, limit, recorded }: {
+    /** The request's count. */
+    readonly tokens: number;
+    /** The model's `maxInputTokens`, named by "prompt-too-long". */
+    readonly limit: number;
+    /** The request, echoed by "http-500" and "non-json". */
+    readonly recorded: FakeServerRequest;
+  },
 ): Response {
   const broken = brokenAnswer(
     fault,
@@ -279,33 +290,37 @@ function answer(
   if (broken !== undefined) return broken;
   switch (fault) {
     case "prompt-too-long":
-      return anthropicError(
-        400,
-        "invalid_request_error",
-        `prompt is too long: ${
+      return anthropicError(400, {
+        type: "invalid_request_error",
+        message: `prompt is too long: ${
           Math.max(tokens, limit + 1)
         } tokens > ${limit} maximum`,
-      );
+      });
     case "http-401":
-      return anthropicError(401, "authentication_error", "invalid x-api-key");
+      return anthropicError(401, {
+        type: "authentication_error",
+        message: "invalid x-api-key",
+      });
     case "http-429":
-      return anthropicError(
-        429,
-        "rate_limit_error",
-        "Number of request tokens has exceeded your per-minute rate limit",
-        { "retry-after": "30" },
-      );
+      return anthropicError(429, {
+        type: "rate_limit_error",
+        message:
+          "Number of request tokens has exceeded your per-minute rate limit",
+        headers: { "retry-after": "30" },
+      });
     case "http-500":
       // Echoes the request and key: tests prove neither ever leaks.
-      return anthropicError(
-        500,
-        "api_error",
-        `Internal server error for key ${recorded.headers["x-api-key"]}: ${
-          recorded.text.slice(0, 2000)
-        }`,
-      );
+      return anthropicError(500, {
+        type: "api_error",
+        message: `Internal server error for key ${
+          recorded.headers["x-api-key"]
+        }: ${recorded.text.slice(0, 2000)}`,
+      });
     case "http-529":
-      return anthropicError(529, "overloaded_error", "Overloaded");
+      return anthropicError(529, {
+        type: "overloaded_error",
+        message: "Overloaded",
+      });
     case "non-json":
       return htmlAnswer(
         `<html><body>Bad gateway: ${
@@ -322,9 +337,12 @@ function answer(
 /** Anthropic's error body: `{"type":"error","error":{"type","message"}}`. */
 function anthropicError(
   status: number,
-  type: string,
-  message: string,
-  headers: Record<string, string> = {},
+  { type, message, headers = {} }: {
+    readonly type: string;
+    readonly message: string;
+    /** Headers besides `request-id`. */
+    readonly headers?: Record<string, string>;
+  },
 ): Response {
   return Response.json(
     { type: "error", error: { type, message } },

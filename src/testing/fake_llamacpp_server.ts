@@ -162,18 +162,19 @@ export function createFakeLlamaCppHandler(
       if (apiKey === undefined || PUBLIC_PATHS.has(path)) return undefined;
       const given = headers["x-api-key"] ??
         headers["authorization"]?.replace(/^Bearer /, "");
-      return given === apiKey
-        ? undefined
-        : llamaError(401, "Invalid API Key", "authentication_error");
+      return given === apiKey ? undefined : llamaError(401, {
+        message: "Invalid API Key",
+        type: "authentication_error",
+      });
     },
-    slow: () => llamaError(503, "Loading model", "unavailable_error"),
-    respond: (request, received, fault) =>
-      failure(fault, received.text) ?? routedAnswer(
-        fault,
-        route(request.method, received.path, received.body, nCtx),
-        () => huge(received.text, nCtx),
-        wrongField,
-      ),
+    slow: () =>
+      llamaError(503, { message: "Loading model", type: "unavailable_error" }),
+    respond: (_request, received, fault) =>
+      failure(fault, received.text) ??
+        routedAnswer(fault, route(received, nCtx), {
+          huge: () => huge(received.text, nCtx),
+          wrong: wrongField,
+        }),
   });
 }
 
@@ -212,9 +213,12 @@ export async function serveFakeLlamaCpp(
 /** llama.cpp's error body: `{"error": {code, message, type, ...extra}}`. */
 function llamaError(
   code: number,
-  message: string,
-  type: string,
-  extra: Record<string, unknown> = {},
+  { message, type, extra = {} }: {
+    readonly message: string;
+    readonly type: string;
+    /** Fields after `type`, such as `n_ctx`. */
+    readonly extra?: Record<string, unknown>;
+  },
 ): Response {
   return Response.json({ error: { code, message, type, ...extra } }, {
     status: code,
@@ -224,14 +228,26 @@ function llamaError(
 function failure(fault: string, text: string): Response | undefined {
   switch (fault) {
     case "http-400":
-      return llamaError(400, "Invalid request", "invalid_request_error");
+      return llamaError(400, {
+        message: "Invalid request",
+        type: "invalid_request_error",
+      });
     case "http-429":
-      return llamaError(429, "Too many requests", "rate_limit_error");
+      return llamaError(429, {
+        message: "Too many requests",
+        type: "rate_limit_error",
+      });
     case "http-500":
       // Real servers echo input in errors; the echo lets tests prove it never leaks.
-      return llamaError(500, `Failed to process ${text}`, "server_error");
+      return llamaError(500, {
+        message: `Failed to process ${text}`,
+        type: "server_error",
+      });
     case "http-503":
-      return llamaError(503, "Loading model", "unavailable_error");
+      return llamaError(503, {
+        message: "Loading model",
+        type: "unavailable_error",
+      });
     case "non-json":
       return htmlAnswer(`<html><body>Bad gateway: ${text}</body></html>`);
     default:
@@ -241,9 +257,7 @@ function failure(fault: string, text: string): Response | undefined {
 
 /** The valid answer of each route. */
 function route(
-  method: string,
-  path: string,
-  body: unknown,
+  { method, path, body }: FakeServerRequest,
   nCtx: number,
 ): Response {
   const key = `${method} ${path}`;
@@ -264,14 +278,20 @@ function route(
   if (key === "POST /apply-template" || key === "POST /v1/chat/completions") {
     const problem = chatProblem(body);
     if (problem !== undefined) {
-      return llamaError(400, problem, "invalid_request_error");
+      return llamaError(400, {
+        message: problem,
+        type: "invalid_request_error",
+      });
     }
     const prompt = renderChatMl(body as { [key: string]: unknown });
     return path === "/apply-template"
       ? Response.json({ prompt })
       : completion(prompt, nCtx);
   }
-  return llamaError(404, "File Not Found", "not_found_error");
+  return llamaError(404, {
+    message: "File Not Found",
+    type: "not_found_error",
+  });
 }
 
 function props(nCtx: number): Record<string, unknown> {
@@ -296,12 +316,12 @@ function props(nCtx: number): Record<string, unknown> {
 function completion(prompt: string, nCtx: number): Response {
   const promptTokens = fakeTokenize(prompt, true, true).length;
   if (promptTokens >= nCtx) {
-    return llamaError(
-      400,
-      "the request exceeds the available context size, try increasing it",
-      "exceed_context_size_error",
-      { n_prompt_tokens: promptTokens, n_ctx: nCtx },
-    );
+    return llamaError(400, {
+      message:
+        "the request exceeds the available context size, try increasing it",
+      type: "exceed_context_size_error",
+      extra: { n_prompt_tokens: promptTokens, n_ctx: nCtx },
+    });
   }
   return Response.json({
     id: "chatcmpl-fake",

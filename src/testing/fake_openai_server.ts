@@ -149,7 +149,12 @@ export function createFakeOpenAIHandler(
 ): FakeOpenAIHandler {
   const { countTokens = defaultCount, apiKey } = options;
   const core = createFakeCore(IDENTITY, options, {
-    slow: () => openaiError(503, "The fake was released", "server_error", null),
+    slow: () =>
+      openaiError(503, {
+        message: "The fake was released",
+        type: "server_error",
+        code: null,
+      }),
     respond(request, recorded, fault) {
       const problem = rejection(request, recorded, apiKey);
       if (problem !== undefined) return problem;
@@ -203,42 +208,38 @@ function rejection(
 ): Response | undefined {
   const { path } = recorded;
   if (request.method !== "POST" || path !== PATH) {
-    return openaiError(
-      404,
-      `Invalid URL (${request.method} ${path})`,
-      "invalid_request_error",
-      null,
-    );
+    return openaiError(404, {
+      message: `Invalid URL (${request.method} ${path})`,
+      type: "invalid_request_error",
+      code: null,
+    });
   }
   const sent = request.headers.get("authorization");
   if (apiKey !== undefined && sent !== `Bearer ${apiKey}`) {
     // OpenAI quotes the start of a wrong key: tests prove it never leaks.
     const shown = (sent ?? "").replace(/^Bearer /, "").slice(0, 12);
-    return openaiError(
-      401,
-      `Incorrect API key provided: ${shown}****.`,
-      "invalid_request_error",
-      "invalid_api_key",
-    );
+    return openaiError(401, {
+      message: `Incorrect API key provided: ${shown}****.`,
+      type: "invalid_request_error",
+      code: "invalid_api_key",
+    });
   }
   const body = recorded.body;
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    return openaiError(
-      400,
-      "We could not parse the JSON body of your request.",
-      "invalid_request_error",
-      null,
-    );
+    return openaiError(400, {
+      message: "We could not parse the JSON body of your request.",
+      type: "invalid_request_error",
+      code: null,
+    });
   }
   const unknown = Object.keys(body).find((key) => !ACCEPTED.has(key));
   if (unknown !== undefined) {
-    return openaiError(
-      400,
-      `Unknown parameter: '${unknown}'.`,
-      "invalid_request_error",
-      "unknown_parameter",
-      unknown,
-    );
+    return openaiError(400, {
+      message: `Unknown parameter: '${unknown}'.`,
+      type: "invalid_request_error",
+      code: "unknown_parameter",
+      param: unknown,
+    });
   }
   return undefined;
 }
@@ -257,29 +258,26 @@ function answer(fault: FakeOpenAIFault, count: number, text: string): Response {
   const ok = { object: "response.input_tokens", input_tokens: count };
   switch (fault) {
     case "http-429":
-      return openaiError(
-        429,
-        "Rate limit reached for requests. Please try again in 20ms.",
-        "requests",
-        "rate_limit_exceeded",
-      );
+      return openaiError(429, {
+        message: "Rate limit reached for requests. Please try again in 20ms.",
+        type: "requests",
+        code: "rate_limit_exceeded",
+      });
     case "http-500":
       // Real errors can echo input; the echo lets tests prove it never leaks.
-      return openaiError(
-        500,
-        `The server had an error while processing your request: ${
+      return openaiError(500, {
+        message: `The server had an error while processing your request: ${
           text.slice(0, 2000)
         }`,
-        "server_error",
-        null,
-      );
+        type: "server_error",
+        code: null,
+      });
     case "http-503":
-      return openaiError(
-        503,
-        "The engine is currently overloaded, please try again later.",
-        "server_error",
-        null,
-      );
+      return openaiError(503, {
+        message: "The engine is currently overloaded, please try again later.",
+        type: "server_error",
+        code: null,
+      });
     case "non-json":
       return htmlAnswer(`<html>Bad gateway ${text.slice(0, 2000)}</html>`);
     case "non-object":
@@ -293,10 +291,12 @@ function answer(fault: FakeOpenAIFault, count: number, text: string): Response {
 
 function openaiError(
   status: number,
-  message: string,
-  type: string,
-  code: string | null,
-  param: string | null = null,
+  { message, type, code, param = null }: {
+    readonly message: string;
+    readonly type: string;
+    readonly code: string | null;
+    readonly param?: string | null;
+  },
 ): Response {
   return Response.json({ error: { message, type, param, code } }, { status });
 }

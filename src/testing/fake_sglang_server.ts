@@ -153,7 +153,7 @@ export function createFakeSglangHandler(
       const tokens = [
         ...await tokenize(body.prompt, body.add_special_tokens !== false),
       ];
-      return answer(fault, tokens, maxModelLen, recorded.text);
+      return answer(fault, { tokens, maxModelLen, text: recorded.text });
     },
   });
   return liveView(core, HANDLER_KEYS);
@@ -229,9 +229,12 @@ function defaultTokenize(text: string, addSpecialTokens: boolean): number[] {
 
 function answer(
   fault: FakeSglangFault,
-  tokens: number[],
-  maxModelLen: number,
-  text: string,
+  { tokens, maxModelLen, text }: {
+    readonly tokens: number[];
+    readonly maxModelLen: number;
+    /** The request's text, echoed by "http-500" and "non-json". */
+    readonly text: string;
+  },
 ): Response {
   const ok = { tokens, count: tokens.length, max_model_len: maxModelLen };
   switch (fault) {

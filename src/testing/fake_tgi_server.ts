@@ -168,13 +168,12 @@ export function createFakeTgiHandler(
         ? new Response(null, { status: 401 })
         : undefined,
     slow: () => tgiError(503, "unhealthy", "healthcheck"),
-    respond: (request, received, fault) =>
-      failure(fault, received.text) ?? routedAnswer(
-        fault,
-        route(request.method, received.path, received.body, limits),
-        () => huge(received.text, limits),
-        wrongField,
-      ),
+    respond: (_request, received, fault) =>
+      failure(fault, received.text) ??
+        routedAnswer(fault, route(received, limits), {
+          huge: () => huge(received.text, limits),
+          wrong: wrongField,
+        }),
   });
 }
 
@@ -303,9 +302,7 @@ function tokenList(text: string, addSpecial: boolean) {
 }
 
 function route(
-  method: string,
-  path: string,
-  body: unknown,
+  { method, path, body }: FakeServerRequest,
   limits: Limits,
 ): Response {
   const key = `${method} ${path}`;

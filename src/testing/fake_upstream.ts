@@ -259,14 +259,14 @@ export function createFakeUpstreamHandler(
     hold: AbortSignal[],
   ): Promise<Response> {
     const received = await readRequest(request);
-    const { path, text, body } = received;
+    const { path, body } = received;
     const kind = request.method === "POST" ? GENERATION.get(path) : undefined;
     const applied = kind === undefined ? NONE : nextFault();
     requests.push({ ...received, fault: applied.fault });
     if (kind !== undefined) {
       const early = await faulted(applied, hold, settings.sleep);
       if (early !== undefined) return early;
-      const planned = await plan(kind, body, planner, ++serial);
+      const planned = await plan(kind, body, { planner, serial: ++serial });
       if (planned instanceof Response) return planned;
       return deliver(planned, body as JsonBody, {
         chunkDelayMs: settings.chunkDelayMs,
@@ -275,7 +275,7 @@ export function createFakeUpstreamHandler(
         sleep: settings.sleep,
       });
     }
-    return await serveOther(request.method, path, text, settings, tokenizer);
+    return await serveOther(received, { settings, tokenizer });
   }
 
   return {
@@ -484,17 +484,15 @@ async function faulted(
 ): Promise<Response | undefined> {
   switch (applied.fault) {
     case "http-500":
-      return upstreamError(
-        500,
-        "InternalServerError",
-        "The fake upstream failed on purpose",
-      );
+      return upstreamError(500, {
+        type: "InternalServerError",
+        message: "The fake upstream failed on purpose",
+      });
     case "http-503":
-      return upstreamError(
-        503,
-        "ServiceUnavailableError",
-        "The fake upstream is unavailable on purpose",
-      );
+      return upstreamError(503, {
+        type: "ServiceUnavailableError",
+        message: "The fake upstream is unavailable on purpose",
+      });
     case "non-json":
       return new Response(
         "<html><body><h1>Welcome to nginx!</h1></body></html>",
@@ -516,20 +514,20 @@ async function faulted(
 }
 
 function closedResponse(): Response {
-  return upstreamError(
-    503,
-    "ServiceUnavailableError",
-    "The fake upstream was closed",
-  );
+  return upstreamError(503, {
+    type: "ServiceUnavailableError",
+    message: "The fake upstream was closed",
+  });
 }
 
 /** The non-generation routes: /tokenize, /v1/models, /health, and 404/405. */
 async function serveOther(
-  method: string,
-  path: string,
-  text: string,
-  settings: Settings,
-  tokenizer: FakeVllmTokenizerHandler,
+  { method, path, text }: FakeServerRequest,
+  { settings, tokenizer }: {
+    readonly settings: Settings;
+    /** Answers `/tokenize`, and counts what the generation routes count. */
+    readonly tokenizer: FakeVllmTokenizerHandler;
+  },
 ): Promise<Response> {
   if (method === "POST" && path === "/tokenize") {
     return await tokenize(tokenizer, text);

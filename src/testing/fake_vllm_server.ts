@@ -185,7 +185,12 @@ export function createFakeVllmTokenizerHandler(
       if (received.path !== "/tokenize") return errorResponse(404, "Not Found");
       const counted = countBody(received.body, countTokens);
       if (typeof counted === "string") return errorResponse(400, counted);
-      return answer(fault, counted, maxModelLen, received.text, hold);
+      return answer(fault, {
+        count: counted,
+        maxModelLen,
+        text: received.text,
+        hold,
+      });
     },
   });
   return liveView(core, HANDLER_KEYS);
@@ -249,12 +254,20 @@ function defaultCount(body: JsonBody): number {
   return Math.ceil((JSON.stringify(body.messages).length + tools.length) / 4);
 }
 
+/** What {@linkcode answer} answers with, besides the fault. */
+interface Answered {
+  /** The request's count. */
+  readonly count: number;
+  readonly maxModelLen: number;
+  /** The request's text, echoed by the faults that echo it. */
+  readonly text: string;
+  /** Where a stalled answer's hold signals go. */
+  readonly hold: AbortSignal[];
+}
+
 function answer(
   fault: FakeVllmFault,
-  count: number,
-  maxModelLen: number,
-  text: string,
-  hold: AbortSignal[],
+  { count, maxModelLen, text, hold }: Answered,
 ): Response {
   const shown = Number.isSafeInteger(count) && count > 0
     ? Math.min(count, MAX_TOKENS_SHOWN)

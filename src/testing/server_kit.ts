@@ -212,17 +212,25 @@ export const COUNT_FAULTS = [
   "invalid-count",
 ] as const;
 
+/** How {@linkcode routedAnswer} breaks an answer. */
+export interface RoutedAnswerOptions {
+  /** The oversized body, for "oversized". */
+  readonly huge: () => string;
+  /** The answer under a fault {@linkcode brokenAnswer} does not know, given the parsed valid one. */
+  readonly wrong: (fault: string, ok: unknown) => Response;
+}
+
 /**
  * A route's valid answer `ok` broken as `fault` says: as it is when it is
  * not a 200 or there is no fault, else by {@linkcode brokenAnswer} (with
- * `huge` for "oversized"), else by `wrong` given the parsed answer.
+ * `options.huge` for "oversized"), else by `options.wrong` given the parsed answer.
  */
 export async function routedAnswer(
   fault: string,
   ok: Response,
-  huge: () => string,
-  wrong: (fault: string, ok: unknown) => Response,
+  options: RoutedAnswerOptions,
 ): Promise<Response> {
+  const { huge, wrong } = options;
   if (ok.status !== 200 || fault === "none") return ok;
   const text = await ok.text();
   return brokenAnswer(fault, text, huge) ?? wrong(fault, JSON.parse(text));

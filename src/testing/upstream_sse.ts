@@ -110,13 +110,25 @@ function generationEvents(
   }
 }
 
+/** The error body of {@linkcode upstreamError}, besides its status. */
+export interface UpstreamErrorOptions {
+  /** The exception's class name, such as `"BadRequestError"`. */
+  readonly type: string;
+  readonly message: string;
+  /**
+   * The request field at fault.
+   *
+   * @default {null}
+   */
+  readonly param?: string | null;
+}
+
 /** An error in the shape vLLM's OpenAI server answers with. */
 export function upstreamError(
   status: number,
-  type: string,
-  message: string,
-  param: string | null = null,
+  options: UpstreamErrorOptions,
 ): Response {
+  const { type, message, param = null } = options;
   return Response.json(
     { error: { message, type, param, code: status } },
     { status },
@@ -382,6 +394,14 @@ const CHAT_FORM_KEYS = [
   "mm_processor_kwargs",
 ];
 
+/** Options for {@linkcode plan}. */
+export interface PlanOptions {
+  /** What reading the request needs from the fake. */
+  readonly planner: Planner;
+  /** The request's number, which ends the generation's id. */
+  readonly serial: number;
+}
+
 /**
  * Reads a generation request as vLLM would: the generation it answers, or
  * the 400 it answers instead.
@@ -389,9 +409,9 @@ const CHAT_FORM_KEYS = [
 export async function plan(
   kind: GenerationKind,
   body: unknown,
-  planner: Planner,
-  serial: number,
+  options: PlanOptions,
 ): Promise<Generation | Response> {
+  const { planner, serial } = options;
   if (!isObject(body)) {
     return badRequest("The request body must be a JSON object");
   }
@@ -448,7 +468,7 @@ function tokensOf(text: string): number {
 }
 
 function badRequest(message: string, param: string | null = null): Response {
-  return upstreamError(400, "BadRequestError", message, param);
+  return upstreamError(400, { type: "BadRequestError", message, param });
 }
 
 /**

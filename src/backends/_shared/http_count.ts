@@ -234,20 +234,28 @@ export function resolveCountCache(
   return cache === undefined ? sharedCountCache() : cache;
 }
 
+/** Options for {@linkcode cachedCount}: the cache and what its key is made of. */
+export interface CachedCountOptions {
+  /** The cache to count through; `null` counts straight through. */
+  readonly cache: CountCache | null;
+  /** The endpoint: hashed into the key, never stored, so two servers never share counts. */
+  readonly endpoint: string;
+  readonly contextLength: number;
+  /** The payload's JSON text. */
+  readonly payload: string;
+  /** Stops the wait on another caller's identical count. */
+  readonly signal?: AbortSignal | undefined;
+}
+
 /**
- * `count()` through `cache` under a key made of the endpoint (hashed, never
- * stored, so two servers never share counts), the context length and the
- * payload; straight through when `cache` is null. `signal` stops the wait
- * on another caller's identical count.
+ * `count()` through `options.cache` under a key made of the endpoint, the
+ * context length and the payload; straight through when the cache is null.
  */
 export function cachedCount(
-  cache: CountCache | null,
-  endpoint: string,
-  contextLength: number,
-  payload: string,
-  signal: AbortSignal | undefined,
+  options: CachedCountOptions,
   count: () => Promise<number>,
 ): Promise<number> {
+  const { cache, endpoint, contextLength, payload, signal } = options;
   return countByKey(
     cache,
     () => hashCountKey(endpoint, contextLength, payload),
@@ -284,13 +292,26 @@ export function payloadJson(payload: unknown): string {
   throw new CountError("Cannot count the request as it is not JSON");
 }
 
-/** A non-negative safe integer read from an answer field, or a CountError naming the field. */
+/** Options for {@linkcode answerInteger}. */
+export interface AnswerIntegerOptions {
+  /** Names the endpoint in errors: never a URL. */
+  readonly label: string;
+  /** The answer's field to read. */
+  readonly field: string;
+  /**
+   * The smallest valid value.
+   *
+   * @default {0}
+   */
+  readonly min?: number;
+}
+
+/** A safe integer of at least `min` read from an answer field, or a CountError naming the field. */
 export function answerInteger(
-  label: string,
   body: JsonObject,
-  field: string,
-  min = 0,
+  options: AnswerIntegerOptions,
 ): number {
+  const { label, field, min = 0 } = options;
   const value = body[field];
   if (
     typeof value !== "number" || !Number.isSafeInteger(value) || value < min

@@ -184,14 +184,13 @@ export class HttpCounter {
     count: () => Promise<number>,
   ): Promise<number> {
     const { key, contextLength, json, deadline } = options;
-    return cachedCount(
-      this.countCache(),
-      key,
+    return cachedCount({
+      cache: this.countCache(),
+      endpoint: key,
       contextLength,
-      json,
-      deadline.signal,
-      count,
-    );
+      payload: json,
+      signal: deadline.signal,
+    }, count);
   }
 
   /** One request with the backend's headers: {@linkcode fetchJson}. */

@@ -66,12 +66,20 @@ export async function vllmPromptTokens(
     : counted;
 }
 
+/** What a {@linkcode TemplatedCount} counts for: one count's settled options. */
+export interface TemplatedCountOptions {
+  /** The request's kind, defaulted. */
+  readonly kind: RequestKind;
+  /** The context length the count guard checked. */
+  readonly contextLength: number;
+  /** The caller's abort signal. */
+  readonly signal?: AbortSignal | undefined;
+}
+
 /** Counts a request's template render: what each vLLM-mirroring backend does its own way. */
 export type TemplatedCount = (
   request: JsonObject,
-  kind: RequestKind,
-  contextLength: number,
-  signal: AbortSignal | undefined,
+  options: TemplatedCountOptions,
 ) => Promise<number>;
 
 /**
@@ -87,11 +95,10 @@ export function vllmCount(
     vllmPromptTokens(
       request,
       () =>
-        countTemplated(
-          request,
-          options.kind ?? "chat",
+        countTemplated(request, {
+          kind: options.kind ?? "chat",
           contextLength,
-          options.signal,
-        ),
+          signal: options.signal,
+        }),
     );
 }

@@ -175,7 +175,8 @@ export class AnthropicBackend extends Backend {
           contextLength,
           signal: options.signal,
           maxBytes: SMALL_ANSWER_BYTES,
-          read: (answer) => answerInteger(LABEL, answer, "input_tokens"),
+          read: (answer) =>
+            answerInteger(answer, { label: LABEL, field: "input_tokens" }),
         }),
     );
   }

@@ -171,7 +171,8 @@ export class GeminiBackend extends Backend {
           contextLength,
           signal: options.signal,
           maxBytes: SMALL_ANSWER_BYTES,
-          read: (answer) => answerInteger(LABEL, answer, "totalTokens"),
+          read: (answer) =>
+            answerInteger(answer, { label: LABEL, field: "totalTokens" }),
         });
       },
     );

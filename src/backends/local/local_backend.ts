@@ -7,7 +7,6 @@ import {
   type JsonObject,
   type OutputFieldOptions,
   type OutputLimitOptions,
-  type RequestKind,
 } from "../../core/backend.ts";
 import type { CountCache } from "../../cache/mod.ts";
 import { CountError } from "../../core/errors.ts";
@@ -18,7 +17,11 @@ import { isJsonObject } from "../../core/request.ts";
 import { asCountError } from "../../core/error_type.ts";
 import { laxPositiveInteger } from "../_shared/vllm_caps.ts";
 import { vllmOutputField, vllmOutputLimit } from "../_shared/vllm_payload.ts";
-import { localTokenizeBody, vllmCount } from "../_shared/vllm_count.ts";
+import {
+  localTokenizeBody,
+  type TemplatedCountOptions,
+  vllmCount,
+} from "../_shared/vllm_count.ts";
 import type { DecodeForm } from "../../local/tokenize.ts";
 import {
   checkFolderOptions,
@@ -198,7 +201,10 @@ export class LocalBackend extends Backend implements AsyncDisposable {
       this.source,
       request,
       options,
-      vllmCount(options, (...args) => this.#countTemplated(...args)),
+      vllmCount(
+        options,
+        (request, templated) => this.#countTemplated(request, templated),
+      ),
     );
   }
 
@@ -390,9 +396,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
 
   async #countTemplated(
     request: JsonObject,
-    kind: RequestKind,
-    contextLength: number,
-    signal: AbortSignal | undefined,
+    { kind, contextLength, signal }: TemplatedCountOptions,
   ): Promise<number> {
     if (this.#disposed) throw disposedError();
     const payload = localTokenizeBody(request, kind);
@@ -412,14 +416,13 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     // A cache of another make (or a clock): whole counts through it, keyed by the files.
     const files = await host.load(this.#spec);
     signal?.throwIfAborted();
-    return await cachedCount(
+    return await cachedCount({
       cache,
-      `${this.source} ${filesIdentity(files)}`,
+      endpoint: `${this.source} ${filesIdentity(files)}`,
       contextLength,
-      payloadJson(payload),
+      payload: payloadJson(payload),
       signal,
-      () => host.count(job),
-    );
+    }, () => host.count(job));
   }
 }
 

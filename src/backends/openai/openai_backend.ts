@@ -160,7 +160,11 @@ export class OpenAIBackend extends Backend {
         const kind = options.kind ?? "chat";
         return kind === "responses"
           ? await this.#countResponses(request, contextLength, options.signal)
-          : await this.#estimateChat(request, kind, contextLength, options);
+          : await this.#estimateChat(request, {
+            kind,
+            contextLength,
+            signal: options.signal,
+          });
       },
     );
   }
@@ -240,16 +244,19 @@ export class OpenAIBackend extends Backend {
       contextLength,
       signal,
       maxBytes: SMALL_ANSWER_BYTES,
-      read: (answer) => answerInteger(LABEL, answer, "input_tokens"),
+      read: (answer) =>
+        answerInteger(answer, { label: LABEL, field: "input_tokens" }),
     });
     return { tokens, estimatedTokens: 0 };
   }
 
   async #estimateChat(
     request: JsonObject,
-    kind: RequestKind,
-    contextLength: number,
-    options: CountOptions,
+    { kind, contextLength, signal }: {
+      readonly kind: RequestKind;
+      readonly contextLength: number;
+      readonly signal?: AbortSignal | undefined;
+    },
   ): Promise<CountResult> {
     if (kind !== "chat") {
       throw new CountError(
@@ -271,7 +278,7 @@ export class OpenAIBackend extends Backend {
         key: source,
         contextLength,
         json,
-        signal: options.signal,
+        signal,
         label: ESTIMATE_LABEL,
       },
       async () => estimateChatTokens(request, await loadEncoding(name)),

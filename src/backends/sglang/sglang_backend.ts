@@ -188,12 +188,11 @@ export class SglangBackend extends Backend implements AsyncDisposable {
         this.#http.within(
           options.signal,
           (deadline) =>
-            this.#count(
-              request,
-              options.kind ?? "chat",
+            this.#count(request, {
+              kind: options.kind ?? "chat",
               contextLength,
               deadline,
-            ),
+            }),
         ),
     );
   }
@@ -294,9 +293,11 @@ export class SglangBackend extends Backend implements AsyncDisposable {
 
   async #count(
     request: JsonObject,
-    kind: RequestKind,
-    contextLength: number,
-    deadline: Deadline,
+    { kind, contextLength, deadline }: {
+      readonly kind: RequestKind;
+      readonly contextLength: number;
+      readonly deadline: Deadline;
+    },
   ): Promise<number> {
     const post = (body: string) => this.#post(body, contextLength, deadline);
     const key = `${this.source} ${this.#http.url}`;
@@ -330,7 +331,9 @@ export class SglangBackend extends Backend implements AsyncDisposable {
         );
       }
       const loaded = await this.#folder.load();
-      return renderChat(loaded, payload, templateFor(loaded, payload.tools));
+      return renderChat(loaded, payload, {
+        template: templateFor(loaded, payload.tools),
+      });
     };
     // The key holds the files' identity: another template renders another prompt.
     return await this.#http.cached(
@@ -374,7 +377,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
       signal: deadline.signal,
       maxBytes: maxTokenizeResponseBytes(contextLength),
     });
-    return answerInteger(LABEL, answer, "count");
+    return answerInteger(answer, { label: LABEL, field: "count" });
   }
 }
 

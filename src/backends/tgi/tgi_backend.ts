@@ -169,7 +169,7 @@ export class TgiBackend extends Backend {
                 contextLength,
               ),
           },
-          (deadline) => this.#tokenize(path, json, contextLength, deadline),
+          (deadline) => this.#tokenize(path, { json, contextLength, deadline }),
         );
       },
     );
@@ -294,9 +294,11 @@ export class TgiBackend extends Backend {
 
   async #tokenize(
     path: "/chat_tokenize" | "/tokenize",
-    json: string,
-    contextLength: number,
-    deadline: Deadline,
+    { json, contextLength, deadline }: {
+      readonly json: string;
+      readonly contextLength: number;
+      readonly deadline: Deadline;
+    },
   ): Promise<number> {
     const label = `${LABEL} ${path}`;
     const body = await this.#http.fetchJson({

@@ -7,7 +7,6 @@ import {
   type JsonObject,
   type OutputFieldOptions,
   type OutputLimitOptions,
-  type RequestKind,
 } from "../../core/backend.ts";
 import { laxPositiveInteger } from "../_shared/vllm_caps.ts";
 import {
@@ -15,7 +14,11 @@ import {
   vllmOutputField,
   vllmOutputLimit,
 } from "../_shared/vllm_payload.ts";
-import { vllmCount, vllmTokenizeBody } from "../_shared/vllm_count.ts";
+import {
+  type TemplatedCountOptions,
+  vllmCount,
+  vllmTokenizeBody,
+} from "../_shared/vllm_count.ts";
 import {
   answerInteger,
   checkServedContext,
@@ -124,7 +127,10 @@ export class VllmBackend extends Backend {
       this.source,
       request,
       options,
-      vllmCount(options, (...args) => this.#countTemplated(...args)),
+      vllmCount(
+        options,
+        (request, templated) => this.#countTemplated(request, templated),
+      ),
     );
   }
 
@@ -237,9 +243,7 @@ export class VllmBackend extends Backend {
 
   #countTemplated(
     request: JsonObject,
-    kind: RequestKind,
-    contextLength: number,
-    signal: AbortSignal | undefined,
+    { kind, contextLength, signal }: TemplatedCountOptions,
   ): Promise<number> {
     return this.#http.postCount({
       source: this.source,
@@ -255,8 +259,12 @@ export class VllmBackend extends Backend {
 
 /** The count in a `/tokenize` answer, once its `max_model_len` is the configured one. */
 function readCount(body: JsonObject, contextLength: number): number {
-  const count = answerInteger(LABEL, body, "count");
-  const maxModelLen = answerInteger(LABEL, body, "max_model_len", 1);
+  const count = answerInteger(body, { label: LABEL, field: "count" });
+  const maxModelLen = answerInteger(body, {
+    label: LABEL,
+    field: "max_model_len",
+    min: 1,
+  });
   checkServedContext("vLLM max_model_len", maxModelLen, contextLength);
   return count;
 }
