@@ -16,7 +16,10 @@ Deno.test("countGuard() frames every count the same way", async (t) => {
     "a bad contextLength is a RangeError naming the backend",
     async () => {
       await rejects(
-        guarded("src", {}, { contextLength: 0 }, () => Promise.resolve(1)),
+        guarded(
+          { source: "src", request: {}, options: { contextLength: 0 } },
+          () => Promise.resolve(1),
+        ),
         {
           name: "RangeError",
           message:
@@ -31,10 +34,13 @@ Deno.test("countGuard() frames every count the same way", async (t) => {
     async () => {
       let called = false;
       await rejects(
-        guarded("src", [] as never, options, () => {
-          called = true;
-          return Promise.resolve(1);
-        }),
+        guarded(
+          { source: "src", request: [] as never, options },
+          () => {
+            called = true;
+            return Promise.resolve(1);
+          },
+        ),
         {
           name: "CountError",
           message: "Cannot count the request as it is not a JSON object",
@@ -46,7 +52,10 @@ Deno.test("countGuard() frames every count the same way", async (t) => {
 
   await t.step("the count gets the checked context length", async () => {
     strictEqual(
-      await guarded("src", {}, options, (_r, n) => Promise.resolve(n)),
+      await guarded(
+        { source: "src", request: {}, options },
+        (_r, n) => Promise.resolve(n),
+      ),
       8192,
     );
   });
@@ -56,7 +65,10 @@ Deno.test("countGuard() frames every count the same way", async (t) => {
     async () => {
       const error = new TemplateRejectedError();
       await rejects(
-        guarded("src", {}, options, () => Promise.reject(error)),
+        guarded(
+          { source: "src", request: {}, options },
+          () => Promise.reject(error),
+        ),
         (e) => e === error,
       );
     },
@@ -66,7 +78,11 @@ Deno.test("countGuard() frames every count the same way", async (t) => {
     "any other error becomes a CountError with only its type",
     async () => {
       const secret = "sk-canary-guard";
-      const error = await guarded("src", {}, options, () => {
+      const error = await guarded({
+        source: "src",
+        request: {},
+        options: options,
+      }, () => {
         throw new TypeError(`boom ${secret}`);
       }).catch((e) => e);
       ok(error instanceof CountError);
@@ -88,15 +104,11 @@ Deno.test("countGuard() frames every count the same way", async (t) => {
         messages: [{ role: "user", content: "secret prompt" }],
       };
       await guarded(
-        "vllm-tokenize",
-        request,
-        options,
+        { source: "vllm-tokenize", request, options },
         () => Promise.resolve(7),
       );
       await guarded(
-        "openai-input-tokens",
-        request,
-        options,
+        { source: "openai-input-tokens", request, options },
         () =>
           Promise.resolve({
             tokens: 9,
@@ -105,9 +117,7 @@ Deno.test("countGuard() frames every count the same way", async (t) => {
           }),
       );
       await guarded(
-        "src",
-        request,
-        options,
+        { source: "src", request, options },
         () => Promise.reject(new SyntaxError("secret prompt")),
       )
         .catch(() => {});

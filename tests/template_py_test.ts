@@ -1,5 +1,5 @@
 import { strictEqual } from "node:assert/strict";
-import { pyStrip } from "../src/template/py.ts";
+import { BOTH, pyStrip } from "../src/template/py.ts";
 
 /** The obvious reading of Python's strip over code points, as a reference. */
 function referenceStrip(
@@ -66,7 +66,7 @@ Deno.test("pyStrip() strips code points from each end as Python does", () => {
     const chars = charSets[i % charSets.length]!;
     for (const [left, right] of [[true, true], [true, false], [false, true]]) {
       strictEqual(
-        pyStrip(text, chars, left!, right!),
+        pyStrip(text, chars, { left: left!, right: right! }),
         referenceStrip(text, chars, left!, right!),
         JSON.stringify({ text, chars, left, right }),
       );
@@ -76,7 +76,7 @@ Deno.test("pyStrip() strips code points from each end as Python does", () => {
 
 Deno.test("pyStrip() returns the same string when nothing is stripped", () => {
   const text = "no edges";
-  strictEqual(pyStrip(text, null, true, true), text);
-  strictEqual(pyStrip("  both  ", null, true, true), "both");
-  strictEqual(pyStrip("😀x😀", "😀", true, false), "x😀");
+  strictEqual(pyStrip(text, null, BOTH), text);
+  strictEqual(pyStrip("  both  ", null, BOTH), "both");
+  strictEqual(pyStrip("😀x😀", "😀", { left: true, right: false }), "x😀");
 });

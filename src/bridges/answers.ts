@@ -30,13 +30,23 @@ export function contextLengthExceeded(
   }, { status: 400 });
 }
 
+/** What {@linkcode errorResponse} answers. */
+export interface ErrorAnswer {
+  /** The error's `code`, such as `"invalid_json"`. */
+  readonly code: string;
+  /** A message fit for the client: never prompt text or upstream error text. */
+  readonly message: string;
+  /**
+   * The error's `type`.
+   *
+   * @default {"invalid_request_error"}
+   */
+  readonly type?: string;
+}
+
 /** An error answer in OpenAI's shape, with a message fit for the client. */
-export function errorResponse(
-  status: number,
-  code: string,
-  message: string,
-  type = "invalid_request_error",
-): Response {
+export function errorResponse(status: number, answer: ErrorAnswer): Response {
+  const { code, message, type = "invalid_request_error" } = answer;
   return Response.json({ error: { message, type, param: null, code } }, {
     status,
   });

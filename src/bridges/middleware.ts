@@ -92,11 +92,10 @@ export function budgetMiddleware(options: BridgeOptions): BudgetMiddleware {
     });
     switch (decision.kind) {
       case "malformed":
-        return errorResponse(
-          400,
-          "invalid_json",
-          `Cannot budget the request as ${decision.reason}`,
-        );
+        return errorResponse(400, {
+          code: "invalid_json",
+          message: `Cannot budget the request as ${decision.reason}`,
+        });
       case "reject":
         return decision.response;
       case "send": {

@@ -119,13 +119,16 @@ export async function preflight(
     fallbackMarginTokens = 1024,
     contextLength,
   } = options;
-  requireInteger("run the preflight", "minOutputTokens", minOutputTokens, 1);
-  requireInteger(
-    "run the preflight",
-    "fallbackMarginTokens",
-    fallbackMarginTokens,
-    0,
-  );
+  requireInteger(minOutputTokens, {
+    what: "run the preflight",
+    name: "minOutputTokens",
+    min: 1,
+  });
+  requireInteger(fallbackMarginTokens, {
+    what: "run the preflight",
+    name: "fallbackMarginTokens",
+    min: 0,
+  });
   // budget() does the counting and its fallback; with W = C and no cap, its
   // arithmetic is not needed, only P and the source.
   const result = await budget(chatRequest(input, options.model), {

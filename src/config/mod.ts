@@ -214,11 +214,16 @@ function read(
   return undefined;
 }
 
+/** Where {@linkcode parseVariable} reads and writes. */
+interface Parsing {
+  readonly env: Env;
+  readonly parsed: Parsed;
+  readonly issues: ConfigIssue[];
+}
+
 function parseVariable<K extends Key>(
   key: K,
-  env: Env,
-  parsed: Parsed,
-  issues: ConfigIssue[],
+  { env, parsed, issues }: Parsing,
 ): void {
   const variable = CONFIG_VARIABLES[key];
   const reading = read(env, variable);
@@ -341,9 +346,8 @@ export function loadConfig(
   const { registry = backends } = options;
   const parsed: Parsed = { values: {}, names: new Map(), failed: new Set() };
   const issues: ConfigIssue[] = [];
-  for (const key of Object.keys(SCHEMAS) as Key[]) {
-    parseVariable(key, env, parsed, issues);
-  }
+  const parsing: Parsing = { env, parsed, issues };
+  for (const key of Object.keys(SCHEMAS) as Key[]) parseVariable(key, parsing);
   checkWindow(parsed, issues);
   if (!parsed.failed.has("backend")) {
     checkRequirements(env, issues, {

@@ -24,10 +24,14 @@ export function validateBudgetOptions(options: BudgetOptions): Settings {
     minOutputTokens = 4096,
   } = options;
   const what = "compute the budget";
-  requireInteger(what, "window", window, 1);
-  requireInteger(what, "contextLength", contextLength, 1);
-  requireInteger(what, "fallbackMarginTokens", fallbackMarginTokens, 0);
-  requireInteger(what, "minOutputTokens", minOutputTokens, 1);
+  requireInteger(window, { what, name: "window", min: 1 });
+  requireInteger(contextLength, { what, name: "contextLength", min: 1 });
+  requireInteger(fallbackMarginTokens, {
+    what,
+    name: "fallbackMarginTokens",
+    min: 0,
+  });
+  requireInteger(minOutputTokens, { what, name: "minOutputTokens", min: 1 });
   const rules: [boolean, string, number][] = [
     [
       window <= contextLength,

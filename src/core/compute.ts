@@ -50,10 +50,14 @@ export function computeMaxTokens(
 ): number | null {
   const { safetyMargin = 0, minimumOutputTokens = 1 } = options;
   const what = "compute the output budget";
-  requireInteger(what, "window", window, 1);
-  requireInteger(what, "promptTokens", promptTokens, 0);
-  requireInteger(what, "safetyMargin", safetyMargin, 0);
-  requireInteger(what, "minimumOutputTokens", minimumOutputTokens, 1);
+  requireInteger(window, { what, name: "window", min: 1 });
+  requireInteger(promptTokens, { what, name: "promptTokens", min: 0 });
+  requireInteger(safetyMargin, { what, name: "safetyMargin", min: 0 });
+  requireInteger(minimumOutputTokens, {
+    what,
+    name: "minimumOutputTokens",
+    min: 1,
+  });
   const remaining = window - promptTokens - safetyMargin;
   return remaining >= minimumOutputTokens ? remaining : null;
 }
@@ -83,18 +87,27 @@ export function compressionPressure(
   minOutputTokens: number,
 ): number {
   const what = "compute the compression pressure";
-  requireInteger(what, "promptTokens", promptTokens, 0);
-  requireInteger(what, "minOutputTokens", minOutputTokens, 1);
+  requireInteger(promptTokens, { what, name: "promptTokens", min: 0 });
+  requireInteger(minOutputTokens, { what, name: "minOutputTokens", min: 1 });
   return promptTokens + minOutputTokens - 1;
+}
+
+/** What {@linkcode requireInteger} checks, and how its error names the value. */
+export interface IntegerRule {
+  /** The operation, as in "Cannot compute the budget". */
+  readonly what: string;
+  /** The option's name. */
+  readonly name: string;
+  /** The smallest valid value. */
+  readonly min: number;
 }
 
 /** Throws a std-style RangeError unless `value` is a safe integer >= `min`. */
 export function requireInteger(
-  what: string,
-  name: string,
   value: unknown,
-  min: number,
+  rule: IntegerRule,
 ): asserts value is number {
+  const { what, name, min } = rule;
   if (
     typeof value !== "number" || !Number.isSafeInteger(value) || value < min
   ) {

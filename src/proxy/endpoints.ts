@@ -12,7 +12,10 @@ export async function ownEndpoint(
 ): Promise<Response> {
   context.state.requests.inc({ route: "incontext", action: "served" });
   if (request.method !== "GET" && request.method !== "HEAD") {
-    return errorResponse(405, "method_not_allowed", "Use GET");
+    return errorResponse(405, {
+      code: "method_not_allowed",
+      message: "Use GET",
+    });
   }
   switch (url.pathname) {
     case "/incontext/healthz":
@@ -24,7 +27,10 @@ export async function ownEndpoint(
     case "/incontext/context":
       return Response.json(contextView(context));
     default:
-      return errorResponse(404, "not_found", "No such incontext endpoint");
+      return errorResponse(404, {
+        code: "not_found",
+        message: "No such incontext endpoint",
+      });
   }
 }
 

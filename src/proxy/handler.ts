@@ -120,9 +120,9 @@ function readSettings(options: ProxyOptions): ProxySettings {
     upstreamIdleTimeoutSeconds = 600,
   } = options;
   const what = "create the proxy";
-  requireInteger(what, "maxRequestBytes", maxRequestBytes, 1);
-  requireInteger(what, "anchorEntries", anchorEntries, 1);
-  requireInteger(what, "recentDecisions", recentDecisions, 1);
+  requireInteger(maxRequestBytes, { what, name: "maxRequestBytes", min: 1 });
+  requireInteger(anchorEntries, { what, name: "anchorEntries", min: 1 });
+  requireInteger(recentDecisions, { what, name: "recentDecisions", min: 1 });
   if (
     options.anchors !== undefined && !(options.anchors instanceof AnchorStore)
   ) {
@@ -173,20 +173,20 @@ async function budgeted(
     state.requests.inc({ route, action: "unreadable" });
     return request.signal.aborted
       ? new Response(null, { status: 499 })
-      : errorResponse(
-        400,
-        "invalid_body",
-        "Cannot budget the request as its body could not be read in full",
-      );
+      : errorResponse(400, {
+        code: "invalid_body",
+        message:
+          "Cannot budget the request as its body could not be read in full",
+      });
   }
   if (bytes === undefined) {
     await request.body?.cancel().catch(() => {});
     state.requests.inc({ route, action: "too_large" });
-    return errorResponse(
-      413,
-      "request_too_large",
-      `Cannot budget the request as its body exceeds ${settings.maxRequestBytes} bytes; reduce the length of the messages or the size of attached media`,
-    );
+    return errorResponse(413, {
+      code: "request_too_large",
+      message:
+        `Cannot budget the request as its body exceeds ${settings.maxRequestBytes} bytes; reduce the length of the messages or the size of attached media`,
+    });
   }
   const decision = await decide(bytes, {
     kind,
@@ -196,11 +196,10 @@ async function budgeted(
   switch (decision.kind) {
     case "malformed":
       state.requests.inc({ route, action: "malformed" });
-      return errorResponse(
-        400,
-        "invalid_json",
-        `Cannot budget the request as ${decision.reason}`,
-      );
+      return errorResponse(400, {
+        code: "invalid_json",
+        message: `Cannot budget the request as ${decision.reason}`,
+      });
     case "reject":
       observe(decision, kind, context);
       state.requests.inc({ route, action: "rejected" });

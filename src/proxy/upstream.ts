@@ -210,33 +210,31 @@ function failed(
     logger.warn("upstream sent no response headers in {seconds} s", {
       seconds: settings.upstreamTimeoutMs / 1000,
     });
-    return errorResponse(
-      504,
-      "upstream_timeout",
-      `The upstream server sent no response within ${
+    return errorResponse(504, {
+      code: "upstream_timeout",
+      message: `The upstream server sent no response within ${
         settings.upstreamTimeoutMs / 1000
       } seconds through the incontext proxy`,
-      "upstream_error",
-    );
+      type: "upstream_error",
+    });
   }
   state.upstream.inc({ status: "0" });
   if (context.options.signal?.aborted) {
-    return errorResponse(
-      503,
-      "proxy_shutting_down",
-      "The incontext proxy is shutting down; retry the request",
-      "upstream_error",
-    );
+    return errorResponse(503, {
+      code: "proxy_shutting_down",
+      message: "The incontext proxy is shutting down; retry the request",
+      type: "upstream_error",
+    });
   }
   logger.error("upstream unreachable: error={error}", {
     error: errorType(error),
   });
-  return errorResponse(
-    502,
-    "upstream_unreachable",
-    "The upstream server could not be reached through the incontext proxy",
-    "upstream_error",
-  );
+  return errorResponse(502, {
+    code: "upstream_unreachable",
+    message:
+      "The upstream server could not be reached through the incontext proxy",
+    type: "upstream_error",
+  });
 }
 
 /**

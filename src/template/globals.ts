@@ -15,11 +15,15 @@ import { testNamed } from "./tests.ts";
 import { pyStrFormat } from "./format.ts";
 import { STRING_METHODS } from "./str.ts";
 import {
+  BOTH,
+  LEFT,
   pyCapitalize,
   pySplit,
   pyStrip,
   pyTitleFilter,
   pyTitleMethod,
+  RIGHT,
+  type StripEnds,
 } from "./py.ts";
 import { strftime } from "./strftime.ts";
 import { fn, make, pyJsonDumps, pyStr, type Value } from "./values.ts";
@@ -81,9 +85,9 @@ function method(
   });
 }
 
-function strip(left: boolean, right: boolean) {
+function strip(ends: StripEnds) {
   return (text: string, args: Value[], kw: Kwargs) =>
-    str(pyStrip(text, optionalString(args[0] ?? kw.get("chars")), left, right));
+    str(pyStrip(text, optionalString(args[0] ?? kw.get("chars")), ends));
 }
 
 function tojson(args: Value[]): Value {
@@ -172,7 +176,7 @@ export function globalsFor(options: GlobalsOptions): Map<string, Value> {
     method("", f);
   const own = new Map<string, (args: Value[]) => Value>([
     ["tojson", tojson],
-    ["trim", (a) => call(filterOnText(strip(true, true)), a)],
+    ["trim", (a) => call(filterOnText(strip(BOTH)), a)],
     ["title", (a) => call(filterOnText(text(pyTitleFilter)), a)],
     ["capitalize", (a) => call(filterOnText(text(pyCapitalize)), a)],
     ["length", length],
@@ -269,9 +273,9 @@ export function globalsFor(options: GlobalsOptions): Map<string, Value> {
     ],
     [PRINT, fn(([v]) => str(pyStr(v!)))],
     [CONCAT, fn(([a, b]) => str(pyStr(a!) + pyStr(b!)))],
-    ["__ic_method_strip", method("strip", strip(true, true))],
-    ["__ic_method_lstrip", method("lstrip", strip(true, false))],
-    ["__ic_method_rstrip", method("rstrip", strip(false, true))],
+    ["__ic_method_strip", method("strip", strip(BOTH))],
+    ["__ic_method_lstrip", method("lstrip", strip(LEFT))],
+    ["__ic_method_rstrip", method("rstrip", strip(RIGHT))],
     [
       "__ic_method_split",
       method("split", (t, args, kw) => {

@@ -10,6 +10,7 @@ import {
   isMutable,
   isNamespace,
   isStatement,
+  type LoopScopes,
   markLoopObject,
   markMacro,
   memoOf,
@@ -160,12 +161,7 @@ class PyInterpreter extends Base {
     if (this.rec === null) {
       return super.evaluateIdentifier(node, environment);
     }
-    return this.rec.lookup(
-      node["value"] as string,
-      node as MemoNode,
-      environment as MemoScope,
-      true,
-    );
+    return this.rec.lookup(node as MemoNode, environment as MemoScope, true);
   }
 
   override evaluateMacro(node: Node, environment: unknown): Value {
@@ -202,7 +198,7 @@ class PyInterpreter extends Base {
       }
       const key = property["value"] as string;
       (object.value as Map<string, Value>).set(key, value);
-      rec.wroteKey(name, scope, object, key, value);
+      rec.wroteKey(scope, object, { name, key, value });
       return make("NullValue", null);
     }
     const result = super.evaluateSet(node, environment);
@@ -220,12 +216,7 @@ class PyInterpreter extends Base {
   evaluateMemberExpression(node: Node, environment: unknown): Value {
     const target = node["object"] as Node;
     const object = this.rec !== null && target.type === "Identifier"
-      ? this.rec.lookup(
-        target["value"] as string,
-        target as MemoNode,
-        environment as MemoScope,
-        false,
-      )
+      ? this.rec.lookup(target as MemoNode, environment as MemoScope, false)
       : this.evaluate(target, environment);
     if (this.rec !== null && isMutable(object)) {
       if (node["computed"]) this.rec.unkeep();
@@ -451,7 +442,7 @@ class LoopFields extends Map<string, Value> {
 
 /**
  * One loop's reuse of item outputs from earlier renders (see
- * _template_memo.ts): items that are mappings (messages, tools) are
+ * memo.ts): items that are mappings (messages, tools) are
  * recorded and reused; other items just run.
  */
 class ItemReuse {
@@ -463,6 +454,8 @@ class ItemReuse {
   readonly #memo: WeakMap<object, Entry>;
   /** Evaluates a kept check (one closure per loop, not per item). */
   readonly #evaluate: (node: MemoNode, scope: MemoScope) => Value;
+  /** What a kept entry is checked against before reuse. */
+  readonly #loop: LoopScopes;
 
   constructor(
     interpreter: PyInterpreter,
@@ -479,6 +472,11 @@ class ItemReuse {
     this.#names = new Set([name]);
     this.#memo = memoOf(node as MemoNode);
     this.#evaluate = (check, at) => interpreter.evaluate(check as Node, at);
+    this.#loop = {
+      scope: this.#scope,
+      chain: this.#chain,
+      evaluate: this.#evaluate,
+    };
   }
 
   /** The item's output, reused or recorded; `undefined` for an item that just runs. */
@@ -488,7 +486,7 @@ class ItemReuse {
     const entry = this.#memo.get(item);
     if (
       entry !== undefined &&
-      holds(entry, this.#scope, this.#chain, this.#evaluate)
+      holds(entry, this.#loop)
     ) {
       memoStats.hits++;
       replay(entry, this.#scope);

@@ -35,10 +35,25 @@ interface KeptRead extends Read {
   readonly check: Check | null;
 }
 
+/** A `{% set name.key = value %}` the body made on a namespace outside itself. */
+export interface KeyWrite {
+  readonly name: string;
+  readonly key: string;
+  readonly value: Value;
+}
+
 /** A write the body made outside itself. */
-type Write =
-  | { readonly name: string; readonly value: Value }
-  | { readonly name: string; readonly key: string; readonly value: Value };
+type Write = { readonly name: string; readonly value: Value } | KeyWrite;
+
+/** Where a loop's items run: what {@linkcode holds} checks an entry against. */
+export interface LoopScopes {
+  /** The scope the item runs in. */
+  readonly scope: Scope;
+  /** The scopes from it to the root. */
+  readonly chain: readonly Scope[];
+  /** Evaluates an expression in a scope, as the interpreter does. */
+  readonly evaluate: (node: Node, scope: Scope) => Value;
+}
 
 /** One item's recorded body. */
 export interface Entry {
@@ -235,11 +250,12 @@ export class Recorder {
   }
 
   /**
-   * Looks a name up from `scope` and classifies the read in the current
+   * Looks an identifier's name up from `scope` and classifies the read in the current
    * expression. `whole`: the value is used as it is (not as the object of
    * an attribute read), so a namespace or `loop` cannot be followed.
    */
-  lookup(name: string, node: Node, scope: Scope, whole: boolean): Value {
+  lookup(node: Node, scope: Scope, whole: boolean): Value {
+    const name = node["value"] as string;
     const found = resolve(scope, name);
     const value = found?.variables.get(name) ??
       make("UndefinedValue", undefined);
@@ -293,13 +309,8 @@ export class Recorder {
   }
 
   /** A `{% set name.key = value %}` on `object`, found as `name` from `scope`. */
-  wroteKey(
-    name: string,
-    scope: Scope,
-    object: Value,
-    key: string,
-    value: Value,
-  ): void {
+  wroteKey(scope: Scope, object: Value, write: KeyWrite): void {
+    const { name, key, value } = write;
     const found = resolve(scope, name);
     if (found === undefined || !this.#chain.has(found)) return;
     if (
@@ -309,7 +320,7 @@ export class Recorder {
     let keys = this.#ownKeys.get(object);
     if (keys === undefined) this.#ownKeys.set(object, keys = new Set());
     keys.add(key);
-    this.#writes.push({ name, key, value });
+    this.#writes.push(write);
   }
 
   /** The recorded body, or `undefined` if it cannot be reused. */
@@ -532,12 +543,8 @@ export function alike(a: Value, b: Value, depth = 0): boolean {
  * Whether `entry` holds for the item about to run in `scope`: no global it
  * read is shadowed, and every read gives an alike value again.
  */
-export function holds(
-  entry: Entry,
-  scope: Scope,
-  chain: readonly Scope[],
-  evaluate: (node: Node, scope: Scope) => Value,
-): boolean {
+export function holds(entry: Entry, loop: LoopScopes): boolean {
+  const { scope, chain, evaluate } = loop;
   for (const name of entry.globals) {
     for (let i = 0; i < chain.length - 1; i++) {
       if (chain[i]!.variables.has(name)) return false;

@@ -15,15 +15,28 @@ export function isPySpace(ch: string): boolean {
   return PY_SPACE.has(ch);
 }
 
+/** Which ends {@linkcode pyStrip} strips. */
+export interface StripEnds {
+  readonly left: boolean;
+  readonly right: boolean;
+}
+
+/** `str.strip()`: both ends. */
+export const BOTH: StripEnds = { left: true, right: true };
+/** `str.lstrip()`. */
+export const LEFT: StripEnds = { left: true, right: false };
+/** `str.rstrip()`. */
+export const RIGHT: StripEnds = { left: false, right: true };
+
 /**
  * Python's `str.strip/lstrip/rstrip(chars)`: `chars` null strips whitespace.
  */
 export function pyStrip(
   text: string,
   chars: string | null,
-  left: boolean,
-  right: boolean,
+  ends: StripEnds,
 ): string {
+  const { left, right } = ends;
   const drop = chars === null ? PY_SPACE : new Set(Array.from(chars));
   // Scans code points from each end in place: splitting the whole text into
   // code points first would cost time in proportion to the whole message,
@@ -74,7 +87,7 @@ export function pySplit(
     while (i < points.length && PY_SPACE.has(points[i]!)) i++;
     if (i >= points.length) break;
     if (maxsplit >= 0 && out.length >= maxsplit) {
-      out.push(pyStrip(points.slice(i).join(""), null, false, true));
+      out.push(pyStrip(points.slice(i).join(""), null, RIGHT));
       break;
     }
     const start = i;

@@ -229,10 +229,11 @@ export function createFakeAnthropicHandler(
 export async function serveFakeAnthropic(
   options: FakeAnthropicOptions = {},
 ): Promise<FakeAnthropic> {
-  return await serveFake(IDENTITY, options, createFakeAnthropicHandler, [
-    "requests",
-    "fault",
-  ]);
+  return await serveFake(options, {
+    identity: IDENTITY,
+    create: createFakeAnthropicHandler,
+    keys: ["requests", "fault"],
+  });
 }
 
 function headerProblem(

@@ -208,10 +208,11 @@ export function createFakeGeminiHandler(
 export async function serveFakeGemini(
   options: FakeGeminiOptions = {},
 ): Promise<FakeGemini> {
-  return await serveFake(IDENTITY, options, createFakeGeminiHandler, [
-    "requests",
-    "fault",
-  ]);
+  return await serveFake(options, {
+    identity: IDENTITY,
+    create: createFakeGeminiHandler,
+    keys: ["requests", "fault"],
+  });
 }
 
 function keyProblem(

@@ -203,11 +203,12 @@ export function createFakeLlamaCppHandler(
 export async function serveFakeLlamaCpp(
   options: FakeLlamaCppOptions = {},
 ): Promise<FakeLlamaCppServer> {
-  return await serveFake(IDENTITY, options, createFakeLlamaCppHandler, [
-    "requests",
-    "fault",
-    "faultPath",
-  ], false);
+  return await serveFake(options, {
+    identity: IDENTITY,
+    create: createFakeLlamaCppHandler,
+    keys: ["requests", "fault", "faultPath"],
+    withClose: false,
+  });
 }
 
 /** llama.cpp's error body: `{"error": {code, message, type, ...extra}}`. */

@@ -192,10 +192,11 @@ export function createFakeOpenAIHandler(
 export async function serveFakeOpenAI(
   options: FakeOpenAIOptions = {},
 ): Promise<FakeOpenAI> {
-  return await serveFake(IDENTITY, options, createFakeOpenAIHandler, [
-    "requests",
-    "fault",
-  ]);
+  return await serveFake(options, {
+    identity: IDENTITY,
+    create: createFakeOpenAIHandler,
+    keys: ["requests", "fault"],
+  });
 }
 
 type Body = { readonly [key: string]: unknown };

@@ -186,10 +186,11 @@ export function createFakeSglangHandler(
 export async function serveFakeSglang(
   options: FakeSglangOptions = {},
 ): Promise<FakeSglang> {
-  return await serveFake(IDENTITY, options, createFakeSglangHandler, [
-    "requests",
-    "fault",
-  ]);
+  return await serveFake(options, {
+    identity: IDENTITY,
+    create: createFakeSglangHandler,
+    keys: ["requests", "fault"],
+  });
 }
 
 /** Why SGLang's request validation would answer 400, if it would. */

@@ -202,11 +202,12 @@ export function createFakeTgiHandler(
 export async function serveFakeTgi(
   options: FakeTgiOptions = {},
 ): Promise<FakeTgiServer> {
-  return await serveFake(IDENTITY, options, createFakeTgiHandler, [
-    "requests",
-    "fault",
-    "faultPath",
-  ], false);
+  return await serveFake(options, {
+    identity: IDENTITY,
+    create: createFakeTgiHandler,
+    keys: ["requests", "fault", "faultPath"],
+    withClose: false,
+  });
 }
 
 function checkLimits(options: FakeTgiOptions): Limits {

@@ -331,15 +331,14 @@ export async function serveFakeUpstream(
   options: FakeUpstreamOptions = {},
 ): Promise<FakeUpstream> {
   let fake: FakeUpstreamHandler | undefined;
-  const served = await serveOnLocalPort(
-    "the fake upstream",
-    options.signal,
-    (signal) => {
-      fake = createFakeUpstreamHandler({ ...options, signal });
-      return fake.handler;
-    },
-    "createFakeUpstreamHandler()",
-  );
+  const served = await serveOnLocalPort((signal) => {
+    fake = createFakeUpstreamHandler({ ...options, signal });
+    return fake.handler;
+  }, {
+    what: "the fake upstream",
+    signal: options.signal,
+    instead: "createFakeUpstreamHandler()",
+  });
   const created = fake as FakeUpstreamHandler;
   const { url } = served;
   return {

@@ -224,10 +224,12 @@ export function createFakeVllmTokenizerHandler(
 export async function serveFakeVllmTokenizer(
   options: FakeVllmTokenizerOptions = {},
 ): Promise<FakeVllmTokenizer> {
-  return await serveFake(IDENTITY, options, createFakeVllmTokenizerHandler, [
-    "requests",
-    "fault",
-  ], false);
+  return await serveFake(options, {
+    identity: IDENTITY,
+    create: createFakeVllmTokenizerHandler,
+    keys: ["requests", "fault"],
+    withClose: false,
+  });
 }
 
 function isObject(value: unknown): value is JsonBody {

@@ -135,6 +135,20 @@ export interface ServedFake {
   close(): Promise<void>;
 }
 
+/** Options for {@linkcode serveOnLocalPort}. */
+export interface ServeOptions {
+  /** Names the fake in errors, such as `"the fake upstream"`. */
+  readonly what: string;
+  /** Stops the server when aborted, besides `close()`. */
+  readonly signal?: AbortSignal | undefined;
+  /**
+   * What to use where there is no Deno, in the error.
+   *
+   * @default {"its handler"}
+   */
+  readonly instead?: string;
+}
+
 /**
  * Serves the handler `create` builds (given a signal that aborts on close)
  * on `127.0.0.1`, on a port the system picks. Deno only.
@@ -142,11 +156,10 @@ export interface ServedFake {
  * @throws {TypeError} If the runtime is not Deno.
  */
 export async function serveOnLocalPort(
-  what: string,
-  userSignal: AbortSignal | undefined,
   create: (signal: AbortSignal) => (request: Request) => Promise<Response>,
-  instead = "its handler",
+  options: ServeOptions,
 ): Promise<ServedFake> {
+  const { what, signal: userSignal, instead = "its handler" } = options;
   if (typeof Deno === "undefined") {
     throw new TypeError(
       `Cannot serve ${what} as the runtime is not Deno: serve ${instead} instead`,
@@ -438,6 +451,21 @@ export interface ServedFakeView extends AsyncDisposable {
   close(): Promise<void>;
 }
 
+/** How {@linkcode serveFake} builds and shows one fake. */
+export interface FakeSetup<O, C, K extends keyof C> {
+  readonly identity: FakeIdentity<string>;
+  /** Builds the fake from the options, with the server's signal. */
+  readonly create: (options: O) => C;
+  /** The fake's live properties the served view shows. */
+  readonly keys: readonly K[];
+  /**
+   * Whether the view has `close()`.
+   *
+   * @default {true}
+   */
+  readonly withClose?: boolean;
+}
+
 /**
  * Serves the fake `create` builds from `options` (with a signal that also
  * aborts on close) on `127.0.0.1` port 0, and returns its live view: `url`,
@@ -453,22 +481,19 @@ export async function serveFake<
   },
   K extends keyof C,
 >(
-  identity: FakeIdentity<string>,
   options: O,
-  create: (options: O) => C,
-  keys: readonly K[],
-  withClose = true,
+  setup: FakeSetup<O, C, K>,
 ): Promise<ServedFakeView & Pick<C, K>> {
+  const { identity, create, keys, withClose = true } = setup;
   let fake: C | undefined;
-  const served = await serveOnLocalPort(
-    identity.what,
-    options.signal,
-    (signal) => {
-      fake = create({ ...options, signal });
-      return fake.handler;
-    },
-    identity.instead,
-  );
+  const served = await serveOnLocalPort((signal) => {
+    fake = create({ ...options, signal });
+    return fake.handler;
+  }, {
+    what: identity.what,
+    signal: options.signal,
+    instead: identity.instead,
+  });
   const created = fake as C;
   const path = identity.path ?? "";
   const view = liveView(created, keys) as ServedFakeView & Pick<C, K>;

@@ -32,11 +32,17 @@ export type GuardedCount<T> = (
   contextLength: number,
 ) => Promise<T>;
 
-/** Runs one count in the frame; `source` is the backend's, read at each count. */
+/** One count to run in the frame. */
+export interface GuardedCall {
+  /** The backend's source, read at each count. */
+  readonly source: string;
+  readonly request: JsonObject;
+  readonly options: CountOptions;
+}
+
+/** Runs one count in the frame. */
 export type CountGuard = <T extends number | CountResult>(
-  source: string,
-  request: JsonObject,
-  options: CountOptions,
+  call: GuardedCall,
   count: GuardedCount<T>,
 ) => Promise<T>;
 
@@ -49,7 +55,7 @@ export type CountGuard = <T extends number | CountResult>(
  */
 export function countGuard(guard: CountGuardOptions): CountGuard {
   const { what, failure, logger } = guard;
-  return async function guardedCount(source, request, options, count) {
+  return async function guardedCount({ source, request, options }, count) {
     const contextLength = checkContextLength(what, options?.contextLength);
     try {
       if (!isJsonObject(request)) {

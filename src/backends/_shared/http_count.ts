@@ -256,12 +256,21 @@ export function cachedCount(
   count: () => Promise<number>,
 ): Promise<number> {
   const { cache, endpoint, contextLength, payload, signal } = options;
-  return countByKey(
+  return countByKey({
     cache,
-    () => hashCountKey(endpoint, contextLength, payload),
+    key: () => hashCountKey(endpoint, contextLength, payload),
     signal,
-    count,
-  );
+  }, count);
+}
+
+/** Options for {@linkcode countByKey}. */
+export interface KeyedCountOptions {
+  /** The cache to count through; `null` counts straight through. */
+  readonly cache: CountCache | null;
+  /** Makes the key; called only with a cache. */
+  readonly key: () => string;
+  /** Stops the wait on another caller's identical count. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -269,11 +278,10 @@ export function cachedCount(
  * cache): for a caller that may have made it already.
  */
 export async function countByKey(
-  cache: CountCache | null,
-  key: () => string,
-  signal: AbortSignal | undefined,
+  options: KeyedCountOptions,
   count: () => Promise<number>,
 ): Promise<number> {
+  const { cache, key, signal } = options;
   if (cache === null) return await count();
   return await cache.getOrCount(key(), count, signal);
 }

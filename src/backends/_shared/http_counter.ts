@@ -231,9 +231,7 @@ export class HttpCounter {
       // The wait on another caller's identical count runs under this
       // caller's deadline.
       return await countByKey(
-        cache,
-        cacheKey,
-        deadline.signal,
+        { cache, key: cacheKey, signal: deadline.signal },
         () => run(deadline),
       );
     }, options.label);

@@ -164,9 +164,7 @@ export class AnthropicBackend extends Backend {
     options: CountOptions,
   ): Promise<number> {
     return await guardedCount(
-      this.source,
-      request,
-      options,
+      { source: this.source, request, options },
       (request, contextLength) =>
         this.#http.postCount({
           source: this.source,

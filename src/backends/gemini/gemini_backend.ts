@@ -159,9 +159,7 @@ export class GeminiBackend extends Backend {
     options: CountOptions,
   ): Promise<number> {
     return await guardedCount(
-      this.source,
-      request,
-      options,
+      { source: this.source, request, options },
       (request, contextLength) => {
         const { url, json } = this.#post(request, options.kind ?? "chat");
         return this.#http.postCount({

@@ -148,9 +148,7 @@ export class LlamaCppBackend extends Backend {
     options: CountOptions,
   ): Promise<number> {
     return await guardedCount(
-      this.source,
-      request,
-      options,
+      { source: this.source, request, options },
       (request, contextLength) => {
         const kind = options.kind ?? "chat";
         const completion = kind === "completion";

@@ -198,9 +198,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     options: CountOptions,
   ): Promise<number> {
     return await guardedCount(
-      this.source,
-      request,
-      options,
+      { source: this.source, request, options },
       vllmCount(
         options,
         (request, templated) => this.#countTemplated(request, templated),

@@ -153,9 +153,7 @@ export class OpenAIBackend extends Backend {
     options: CountOptions,
   ): Promise<CountResult> {
     return await guardedCount(
-      this.source,
-      request,
-      options,
+      { source: this.source, request, options },
       async (request, contextLength) => {
         const kind = options.kind ?? "chat";
         return kind === "responses"

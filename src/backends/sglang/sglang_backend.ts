@@ -181,9 +181,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     options: CountOptions,
   ): Promise<number> {
     return await guardedCount(
-      this.source,
-      request,
-      options,
+      { source: this.source, request, options },
       (request, contextLength) =>
         this.#http.within(
           options.signal,

@@ -143,9 +143,7 @@ export class TgiBackend extends Backend {
     options: CountOptions,
   ): Promise<number> {
     return await guardedCount(
-      this.source,
-      request,
-      options,
+      { source: this.source, request, options },
       (request, contextLength) => {
         const kind = options.kind ?? "chat";
         const path = kind === "completion" ? "/tokenize" : "/chat_tokenize";

@@ -124,9 +124,7 @@ export class VllmBackend extends Backend {
     options: CountOptions,
   ): Promise<number> {
     return await guardedCount(
-      this.source,
-      request,
-      options,
+      { source: this.source, request, options },
       vllmCount(
         options,
         (request, templated) => this.#countTemplated(request, templated),
