@@ -4,8 +4,8 @@
  * thread, as a separate process would be): the fake vLLM upstream, a bare
  * byte-for-byte pass-through proxy (`fetch` the upstream with the same
  * method, headers and body, return its response: what any proxy costs), and
- * the incontext proxy with the shared worker-backed count cache (as
- * examples/server.ts) and with the in-process cache. The client is `fetch` on
+ * the incontext proxy with the shared worker-backed count cache and with
+ * the in-process cache (as examples/server.ts). The client is `fetch` on
  * the main thread; requests are sequential, the paths interleaved round by
  * round so drift hits all alike. The upstream forgets each request it
  * records as soon as it has answered it.

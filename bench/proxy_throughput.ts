@@ -2,8 +2,8 @@
  * Throughput with 64 concurrent clients at 2 KB on a count-cache hit:
  * requests per second direct to the fake vLLM upstream, through a bare
  * pass-through proxy, and through the incontext proxy (with the shared
- * worker-backed count cache, as examples/server.ts, and with the in-process
- * cache). Each server runs in its own Worker;
+ * worker-backed count cache, and with the in-process cache, as
+ * examples/server.ts). Each server runs in its own Worker;
  * the 64 clients are `fetch` loops on the main thread, so client, proxy and
  * upstream share the machine's cores. Every run is bounded in count
  * (64 x 400 requests) and in time (4 s); the paths run twice, in the

@@ -1,5 +1,5 @@
 /**
- * The replay issue 6 asks for: a multi-turn session without reasoning
+ * A replayed multi-turn session without reasoning
  * content, through the proxy with the anchored backend, against an upstream
  * whose `usage` figures come from the project's own tokenize server over the
  * real Qwen3 tokenizer files. Each turn's anchored count is compared with

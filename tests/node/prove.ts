@@ -1,13 +1,15 @@
 /**
- * The Node proof and the size budget (issue 5). From the repository root:
+ * The Node proof and the size budget. From the repository root:
  *
  *     deno run -A tests/node/prove.ts
  *
  * It packs the package with `deno pack` (close to JSR's npm tarball),
  * installs the tarball into a fresh Node project in a temporary folder, runs
- * `consumer.node.mjs` there with `node --test` and type-checks `consumer.ts`
- * with `tsc --noEmit` (strict, module nodenext). The `openai` SDK is
- * installed next to it, so `budgetedFetch` is proven under the real client. It then measures the package
+ * `consumer.node.mjs` there with `node --test`, runs the README's Node
+ * example (the ```js block that starts with `// Node 20 (ESM)`) with `node`
+ * exactly as written, and type-checks `consumer.ts` with `tsc --noEmit`
+ * (strict, module nodenext). The `openai` SDK is installed next to it, so
+ * `budgetedFetch` is proven under the real client. It then measures the package
  * packed with `--no-source-maps`: the whole package, and per entry in
  * `exports` the `.js` modules that entry reaches, found by Deno's own module
  * graph (`deno info --json` on the packed `.js`) plus any packed `.js` file
@@ -19,6 +21,7 @@
  * @module
  */
 
+import { findNodeExample } from "./_readme_example.ts";
 import { killGroup, MINUTE, mustRun, running, StepError } from "./_run.ts";
 import {
   directoryBytes,
@@ -194,6 +197,19 @@ async function nodeTest(project: string): Promise<string> {
   return "node --test consumer.node.mjs passed";
 }
 
+async function readmeExample(project: string): Promise<string> {
+  const readme = await Deno.readTextFile(new URL("README.md", ROOT));
+  const example = findNodeExample(readme);
+  await Deno.writeTextFile(`${project}/readme_example.mjs`, example.code);
+  // Captured, so that a failure shows the example's own output.
+  const { stdout } = await mustRun("node", ["readme_example.mjs"], {
+    cwd: project,
+    timeoutMs: MINUTE,
+  });
+  if (stdout.trim() !== "") console.log(stdout.trimEnd());
+  return `node readme_example.mjs (README.md lines ${example.firstLine}-${example.lastLine}) exited with 0`;
+}
+
 async function typeCheck(project: string): Promise<string> {
   await mustRun(
     "node",
@@ -246,6 +262,7 @@ async function prove(tmp: string): Promise<number> {
       );
       await copyConsumers(project);
       await step(results, "node --test", () => nodeTest(project));
+      await step(results, "README example", () => readmeExample(project));
       await step(results, "tsc --noEmit", () => typeCheck(project));
     }
   }

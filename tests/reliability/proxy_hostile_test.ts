@@ -1,5 +1,5 @@
 /**
- * Hostile input (issue 7, part 4) to the proxy (a real server on port 0) and
+ * Hostile input to the proxy (a real server on port 0) and
  * to the library (budget(), budgetedFetch, budgetMiddleware): each body or
  * header gets a 4xx with a clear message or goes on unchanged (a budgeted
  * body changes only in its cap), nothing throws, the process stays up, and

@@ -1,5 +1,5 @@
 /**
- * The proxy under load (issue 7, part 3): 10,000 streamed requests from 200
+ * The proxy under load: 10,000 streamed requests from 200
  * concurrent clients through the real server (examples/server.ts as a child
  * process, so its memory is its own) in front of a seeded faulty upstream;
  * slow readers; a stalled upstream; SIGTERM with streams in flight. Every

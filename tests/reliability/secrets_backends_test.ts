@@ -1,5 +1,5 @@
 /**
- * Secrets across every bundled backend (issue 6): each backend is selected
+ * Secrets across every bundled backend: each backend is selected
  * by name from configuration that holds a distinct canary key per variable
  * and a canary in the tokenizer URL's query string, and counts a prompt full
  * of canaries against a server that answers every POST with a 500 quoting

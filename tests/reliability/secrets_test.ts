@@ -1,5 +1,5 @@
 /**
- * Secrets (issue 7, part 5): canary strings in prompts, tool arguments, API
+ * Secrets: canary strings in prompts, tool arguments, API
  * keys (the client's and the tokenizer's), the tokenizer URL's query string
  * and upstream error bodies that echo the request, across the vLLM backend
  * and every proxy path. None may appear in a log record, the metrics, an
