@@ -13,6 +13,7 @@
 
 import { CountError, TemplateRejectedError } from "../core/errors.ts";
 import type { EngineCall } from "./engine.ts";
+import type { CountCacheStats } from "./types.ts";
 import type { DeltaBase } from "./message_delta.ts";
 
 /** An error as data: what survives a structured clone and rebuilds its class. */
@@ -21,17 +22,8 @@ export interface ErrorData {
   readonly message: string;
 }
 
-/** Counters of a cache core. */
-export interface StatsData {
-  readonly entries: number;
-  readonly keyBytes: number;
-  readonly hits: number;
-  readonly misses: number;
-  readonly epoch: number;
-  readonly modelLoads: number;
-  readonly segmentHits: number;
-  readonly segmentMisses: number;
-}
+/** Counters of a cache core: the cache's own counters, as they cross the port. */
+export type StatsData = CountCacheStats;
 
 /** Bounds of a cache core's LRU. */
 export interface CoreSettings {
