@@ -156,10 +156,10 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    */
   async load(): Promise<FilesSha256> {
     if (this.#disposed) throw disposedError();
-    const channel = this.#channel(resolveCountCache(this.#cache));
+    const remote = this.#remote(resolveCountCache(this.#cache));
     try {
-      return channel !== undefined
-        ? await channel.load(this.#spec)
+      return remote !== undefined
+        ? await remote.load(this.#spec)
         : await this.#ownHost().load(this.#spec);
     } catch (error) {
       throw asCountError(error, "Cannot load the model folder");
@@ -288,9 +288,9 @@ export class LocalBackend extends Backend implements AsyncDisposable {
       );
     }
     // The cache's core loads, renders and tokenizes: nothing heavy runs here.
-    const channel = this.#channel(resolveCountCache(this.#cache));
-    if (channel !== undefined) {
-      return await channel.tokenize(this.#spec, body);
+    const remote = this.#remote(resolveCountCache(this.#cache));
+    if (remote !== undefined) {
+      return await remote.tokenize(this.#spec, body);
     }
     return await this.#ownHost().tokenize(this.#spec, body);
   }
@@ -354,8 +354,8 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     return Promise.resolve();
   }
 
-  /** The cache's core counts, unless a clock must stay on this thread. */
-  #channel(cache: CountCache | null): RemoteEngine | undefined {
+  /** The local engine of the count cache's core, unless a clock must stay on this thread. */
+  #remote(cache: CountCache | null): RemoteEngine | undefined {
     return this.#spec.now === undefined ? remoteEngine(cache) : undefined;
   }
 
@@ -385,9 +385,9 @@ export class LocalBackend extends Backend implements AsyncDisposable {
         "Cannot detokenize as 'tokens' must be an array of token ids in the vocabulary",
       );
     }
-    const channel = this.#channel(resolveCountCache(this.#cache));
-    if (channel !== undefined) {
-      return await channel.decode(this.#spec, [...ids], form);
+    const remote = this.#remote(resolveCountCache(this.#cache));
+    if (remote !== undefined) {
+      return await remote.decode(this.#spec, [...ids], form);
     }
     return await this.#ownHost().decode(this.#spec, ids, form);
   }
@@ -400,9 +400,9 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     const payload = localTokenizeBody(request, kind);
     const job = { spec: this.#spec, kind, payload };
     const cache = resolveCountCache(this.#cache);
-    const channel = this.#channel(cache);
+    const remote = this.#remote(cache);
     // The cache's core loads, looks up and counts: nothing heavy runs here.
-    if (channel !== undefined) return await channel.count(job, signal);
+    if (remote !== undefined) return await remote.count(job, signal);
     const host = this.#ownHost();
     if (cache === null) {
       signal?.throwIfAborted();

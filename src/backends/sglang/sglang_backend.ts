@@ -268,9 +268,9 @@ export class SglangBackend extends Backend implements AsyncDisposable {
    */
   async load(): Promise<FilesSha256> {
     try {
-      const channel = this.#channel();
-      return channel !== undefined
-        ? await this.#workerFiles(channel)
+      const remote = this.#remote();
+      return remote !== undefined
+        ? await this.#workerFiles(remote)
         : (await this.#folder.load()).files;
     } catch (error) {
       throw asCountError(error, "Cannot load the model folder");
@@ -314,16 +314,16 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     }
     const payload = localTokenizeBody(request, kind);
     const json = payloadJson(payload);
-    const channel = this.#channel();
+    const remote = this.#remote();
     // The files load, and the chat renders, in the count cache's worker when
     // there is one: neither blocks this thread's event loop.
-    const files = channel !== undefined
-      ? await this.#workerFiles(channel)
+    const files = remote !== undefined
+      ? await this.#workerFiles(remote)
       : (await this.#folder.load()).files;
     deadline.signal.throwIfAborted();
     const render = async (): Promise<string> => {
-      if (channel !== undefined) {
-        return await channel.render(
+      if (remote !== undefined) {
+        return await remote.render(
           { spec: this.#spec, kind, payload },
           deadline.signal,
         );
@@ -343,21 +343,21 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     );
   }
 
-  /** The count cache's worker channel, unless a clock must stay on this thread. */
-  #channel(): RemoteEngine | undefined {
+  /** The local engine of the count cache's core, unless a clock must stay on this thread. */
+  #remote(): RemoteEngine | undefined {
     return this.#spec.now === undefined
       ? remoteEngine(this.#http.countCache())
       : undefined;
   }
 
   /** The files' hashes, loaded once in the worker (a failed load is tried again). */
-  #workerFiles(channel: RemoteEngine): Promise<FilesSha256> {
+  #workerFiles(remote: RemoteEngine): Promise<FilesSha256> {
     if (this.#disposed) {
       return Promise.reject(
         new CountError(`Cannot count as ${WHAT} is disposed`),
       );
     }
-    this.#files ??= channel.load(this.#spec).catch((error) => {
+    this.#files ??= remote.load(this.#spec).catch((error) => {
       this.#files = undefined;
       throw error;
     });
