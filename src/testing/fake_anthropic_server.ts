@@ -173,7 +173,7 @@ export function createFakeAnthropicHandler(
   const core = createFakeCore(IDENTITY, options, {
     slow: () =>
       anthropicError(529, { type: "overloaded_error", message: "Overloaded" }),
-    respond(request, recorded, fault) {
+    respond(recorded, { request, fault }) {
       if (recorded.path !== "/v1/messages/count_tokens") {
         return anthropicError(404, {
           type: "not_found_error",

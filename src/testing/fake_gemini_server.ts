@@ -163,7 +163,7 @@ export function createFakeGeminiHandler(
   const { countTokens = fakeGeminiCount } = options;
   const core = createFakeCore(IDENTITY, options, {
     slow: () => googleError(503, "UNAVAILABLE", "The service is unavailable."),
-    respond(request, recorded, fault) {
+    respond(recorded, { request, fault }) {
       const model = PATH.exec(recorded.path)?.[1];
       if (model === undefined || request.method !== "POST") {
         return googleError(404, "NOT_FOUND", "Requested entity was not found.");

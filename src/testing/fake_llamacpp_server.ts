@@ -169,7 +169,7 @@ export function createFakeLlamaCppHandler(
     },
     slow: () =>
       llamaError(503, { message: "Loading model", type: "unavailable_error" }),
-    respond: (_request, received, fault) =>
+    respond: (received, { fault }) =>
       failure(fault, received.text) ??
         routedAnswer(fault, route(received, nCtx), {
           huge: () => huge(received.text, nCtx),

@@ -155,7 +155,7 @@ export function createFakeOpenAIHandler(
         type: "server_error",
         code: null,
       }),
-    respond(request, recorded, fault) {
+    respond(recorded, { request, fault }) {
       const problem = rejection(request, recorded, apiKey);
       if (problem !== undefined) return problem;
       return answer(fault, countTokens(recorded.body as Body), recorded.text);

@@ -137,7 +137,7 @@ export function createFakeSglangHandler(
   positiveInteger(IDENTITY.what, "maxModelLen", maxModelLen);
   const core = createFakeCore(IDENTITY, options, {
     slow: () => sglangError(503, "The fake was released"),
-    async respond(request, recorded, fault) {
+    async respond(recorded, { request, fault }) {
       if (request.method !== "POST") {
         return sglangError(405, "Method Not Allowed");
       }

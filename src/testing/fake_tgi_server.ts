@@ -168,7 +168,7 @@ export function createFakeTgiHandler(
         ? new Response(null, { status: 401 })
         : undefined,
     slow: () => tgiError(503, "unhealthy", "healthcheck"),
-    respond: (_request, received, fault) =>
+    respond: (received, { fault }) =>
       failure(fault, received.text) ??
         routedAnswer(fault, route(received, limits), {
           huge: () => huge(received.text, limits),

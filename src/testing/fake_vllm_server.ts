@@ -178,7 +178,7 @@ export function createFakeVllmTokenizerHandler(
   positiveInteger(IDENTITY.what, "maxModelLen", maxModelLen);
   const core = createFakeCore(IDENTITY, options, {
     slow: () => new Response(null, { status: 503 }),
-    respond(request, received, fault, hold) {
+    respond(received, { request, fault, hold }) {
       if (request.method !== "POST") {
         return errorResponse(405, "Method Not Allowed");
       }

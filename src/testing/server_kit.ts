@@ -347,11 +347,19 @@ export interface FakeAnswers<F extends string> {
    * `faultPath` and never `"refused"` or `"slow"`.
    */
   readonly respond: (
-    request: Request,
     received: FakeServerRequest,
-    fault: F,
-    hold: AbortSignal[],
+    exchange: FakeExchange<F>,
   ) => Response | Promise<Response>;
+}
+
+/** What {@linkcode FakeAnswers.respond} answers besides the recorded request. */
+export interface FakeExchange<F extends string> {
+  /** The request itself. */
+  readonly request: Request;
+  /** The fault in force for it. */
+  readonly fault: F;
+  /** The signals that release a held answer. */
+  readonly hold: AbortSignal[];
 }
 
 /** The state and entry points every fake has; pick the public part with {@linkcode liveView}. */
@@ -405,7 +413,7 @@ export function createFakeCore<F extends string>(
       await released(hold);
       return answers.slow();
     }
-    return await answers.respond(request, received, active, hold);
+    return await answers.respond(received, { request, fault: active, hold });
   }
 
   const core: FakeCore<F> = {
