@@ -21,7 +21,7 @@ export interface BundledBackend<K extends keyof Config = keyof Config> {
 }
 
 /** The values of `K`, each known to be set. */
-export type Required<K extends keyof Config> = {
+export type RequiredSettings<K extends keyof Config> = {
   readonly [P in K]-?: Exclude<Config[P], undefined>;
 };
 
@@ -33,7 +33,7 @@ export type Required<K extends keyof Config> = {
 export function requireConfig<K extends keyof Config>(
   backend: Pick<BundledBackend<K>, "name" | "requires">,
   config: Config,
-): Required<K> {
+): RequiredSettings<K> {
   const issues = backend.requires
     .filter((key) => config[key] === undefined)
     .map((key) => ({
@@ -41,7 +41,7 @@ export function requireConfig<K extends keyof Config>(
       rule: `is required by the '${backend.name}' backend`,
     }));
   if (issues.length > 0) throw new ConfigError(issues);
-  return config as Config & Required<K>;
+  return config as Config & RequiredSettings<K>;
 }
 
 /** The variables of the settings `backend` requires, for the registry. */
