@@ -18,6 +18,7 @@ import * as openai from "../src/backends/openai/mod.ts";
 import * as sglang from "../src/backends/sglang/mod.ts";
 import * as llamacpp from "../src/backends/llamacpp/mod.ts";
 import * as tgi from "../src/backends/tgi/mod.ts";
+import * as cli from "../src/cli/mod.ts";
 
 // A change to the public surface must be deliberate: update this list with it.
 Deno.test("the export entries expose exactly the documented surface", () => {
@@ -41,6 +42,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     sglang,
     llamacpp,
     tgi,
+    cli,
   };
   const expected: Record<string, string[]> = {
     root: [
@@ -73,6 +75,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     middleware: ["budgetMiddleware"],
     preflight: ["preflight"],
     proxy: ["createProxyHandler"],
+    cli: ["MAIN_HELP", "runCli"],
     local: ["CountError", "LocalBackend", "TemplateRejectedError"],
     hermes: [
       "hermesWindow",
@@ -129,6 +132,14 @@ Deno.test("the export entries expose exactly the documented surface", () => {
   for (const [name, module] of Object.entries(surfaces)) {
     deepStrictEqual(Object.keys(module).sort(), expected[name], name);
   }
+  const manifest = JSON.parse(
+    Deno.readTextFileSync(new URL("../deno.json", import.meta.url)),
+  );
+  strictEqual(
+    Object.keys(manifest.exports).length,
+    Object.keys(surfaces).length,
+    "every entry of deno.json's exports is pinned here",
+  );
 });
 
 Deno.test("VERSION matches deno.json", async () => {

@@ -4,12 +4,9 @@
  * Every bad setting is reported in one `ConfigError`.
  */
 import { parseArgs } from "node:util";
-import { type Config, ConfigError, loadConfig } from "../mod.ts";
-import {
-  loadHermesSettings,
-  resolveWindow,
-} from "../src/bridges/hermes/mod.ts";
-import type { ConfigIssue } from "../src/core/config_error.ts";
+import { type Config, loadConfig } from "../config/mod.ts";
+import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
+import { loadHermesSettings, resolveWindow } from "../bridges/hermes/mod.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {
@@ -28,7 +25,7 @@ export const HELP =
   `incontext proxy: exact output budgets in front of an OpenAI-compatible server
 
 Usage:
-  deno run -A --config deno.json examples/server.ts [flags]
+  incontext serve [flags]
 
 Flags (each overrides its environment variable):
   --upstream URL          INCONTEXT_UPSTREAM_URL   upstream server root (required), e.g. http://127.0.0.1:8000

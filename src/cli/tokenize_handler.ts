@@ -9,7 +9,7 @@ import {
   type JsonObject,
   type LocalBackend,
   TemplateRejectedError,
-} from "../src/backends/local/mod.ts";
+} from "../backends/local/mod.ts";
 
 const logger = getLogger(["incontext", "tokenize-server"]);
 

@@ -3,14 +3,13 @@
  * every bad setting is reported in one `ConfigError`.
  */
 import { parseArgs } from "node:util";
-import { ConfigError } from "../mod.ts";
-import type { ConfigIssue } from "../src/core/config_error.ts";
+import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
 
 export const TOKENIZE_HELP =
   `incontext tokenize server: vLLM's /tokenize and /detokenize from a model folder
 
 Usage:
-  deno run --allow-net --allow-read --allow-env examples/tokenize_server.ts --model-dir PATH --max-model-len N [flags]
+  incontext tokenize-server --model-dir PATH --max-model-len N [flags]
 
 Flags:
   --model-dir PATH                Hugging Face model folder (tokenizer.json, tokenizer_config.json,
