@@ -57,7 +57,7 @@ export type {
   ReadCapsOptions,
   RequestKind,
 } from "./src/core/backend.ts";
-export { CountError } from "./src/core/errors.ts";
+export { ContextLengthMismatchError, CountError } from "./src/core/errors.ts";
 export {
   createBackendRegistry,
   DuplicateBackendError,

@@ -518,7 +518,7 @@ Deno.test("anthropicFromConfig() builds the backend from configuration", async (
       ...env,
       INCONTEXT_ANTHROPIC_API_KEY: KEY,
       INCONTEXT_TOKENIZER_URL: server.url,
-      INCONTEXT_MODEL: "claude-haiku-4-5",
+      INCONTEXT_COUNT_MODEL: "claude-haiku-4-5",
     });
     const backend = anthropicFromConfig(config);
     await backend.clearCache();

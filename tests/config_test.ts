@@ -308,6 +308,25 @@ Deno.test("loadConfig() reads the model, the Hermes config path and the backend 
     );
   });
   await t.step(
+    "INCONTEXT_BUDGET_MODEL sets the budgeted model and wins over its alias INCONTEXT_MODEL",
+    () => {
+      strictEqual(load({ INCONTEXT_BUDGET_MODEL: "a" }).model, "a");
+      strictEqual(
+        load({ INCONTEXT_BUDGET_MODEL: "a", INCONTEXT_MODEL: "b" }).model,
+        "a",
+      );
+    },
+  );
+  await t.step(
+    "INCONTEXT_COUNT_MODEL is the hosted backends' model, apart from the budgeted one",
+    () => {
+      const config = load({ INCONTEXT_COUNT_MODEL: "claude-haiku-4-5" });
+      strictEqual(config.countModel, "claude-haiku-4-5");
+      strictEqual(config.model, undefined);
+      strictEqual(load({ INCONTEXT_MODEL: "m" }).countModel, undefined);
+    },
+  );
+  await t.step(
     "INCONTEXT_HERMES_CONFIG is a trimmed path, not read at load time",
     () => {
       strictEqual(
@@ -381,6 +400,8 @@ Deno.test("loadConfig() treats blank values as errors", async (t) => {
     "INCONTEXT_MIN_OUTPUT_TOKENS",
     "INCONTEXT_CONTEXT_LENGTH",
     "INCONTEXT_MODEL",
+    "INCONTEXT_BUDGET_MODEL",
+    "INCONTEXT_COUNT_MODEL",
     "INCONTEXT_HERMES_CONFIG",
     "INCONTEXT_BACKEND_MODULES",
     "INCONTEXT_CACHE_ENTRIES",

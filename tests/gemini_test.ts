@@ -510,7 +510,7 @@ Deno.test("geminiFromConfig() builds the backend from configuration", async (t) 
       ...env,
       INCONTEXT_GEMINI_API_KEY: KEY,
       INCONTEXT_TOKENIZER_URL: server.url,
-      INCONTEXT_MODEL: MODEL,
+      INCONTEXT_COUNT_MODEL: MODEL,
     }));
     await backend.clearCache();
     ok(Number(await backend.count(HELLO, OPTIONS)) > 0);

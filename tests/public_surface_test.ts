@@ -48,7 +48,8 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     root: [
       "Backend",
       "ConfigError",
-      "CountError",
+      "ContextLengthMismatchError",
+    "CountError",
       "DuplicateBackendError",
       "IMAGE_TOKENS",
       "UnknownBackendError",
@@ -98,7 +99,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     gemini: ["GEMINI_DEFAULT_URL", "GeminiBackend", "geminiFromConfig"],
     openai: ["CountError", "OpenAIBackend", "openaiFromConfig"],
     sglang: [
-      "CountError",
+    "CountError",
       "SglangBackend",
       "TemplateRejectedError",
       "sglangFromConfig",

@@ -14,7 +14,7 @@ const FLAGS: Record<string, string> = {
   listen: "INCONTEXT_LISTEN",
   window: "INCONTEXT_COMPRESSION_WINDOW_TOKENS",
   "context-length": "INCONTEXT_CONTEXT_LENGTH",
-  model: "INCONTEXT_MODEL",
+  model: "INCONTEXT_BUDGET_MODEL",
   "hermes-config": "INCONTEXT_HERMES_CONFIG",
   "on-exhausted": "INCONTEXT_ON_EXHAUSTED",
   "tokenizer-url": "INCONTEXT_TOKENIZER_URL",
@@ -32,7 +32,7 @@ Flags (each overrides its environment variable):
   --listen HOST:PORT      INCONTEXT_LISTEN         default 127.0.0.1:8787
   --window N              INCONTEXT_COMPRESSION_WINDOW_TOKENS   compression window W
   --context-length N      INCONTEXT_CONTEXT_LENGTH served context length (vLLM --max-model-len)
-  --model NAME            INCONTEXT_MODEL          budget only this model's requests
+  --model NAME            INCONTEXT_BUDGET_MODEL   budget only this model's requests (alias INCONTEXT_MODEL)
   --hermes-config PATH    INCONTEXT_HERMES_CONFIG  take W (and the context length) from Hermes' config.yaml
   --on-exhausted POLICY   INCONTEXT_ON_EXHAUSTED   clamp (default), reject or unchanged
   --tokenizer-url URL     INCONTEXT_TOKENIZER_URL  vllm: the /tokenize URL; llamacpp, tgi, sglang (required),

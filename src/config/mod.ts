@@ -168,6 +168,7 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   minOutputTokens: integer(1),
   contextLength: integer(1),
   model: z.string(),
+  countModel: z.string(),
   hermesConfig: z.string(),
   upstreamUrl: httpUrl,
   listen: listenAddress,

@@ -120,6 +120,16 @@ export abstract class Backend {
   abstract readonly source: string;
 
   /**
+   * The server's own name for its context length when every count compares
+   * it with the configured one and fails with a `ContextLengthMismatchError`
+   * when they differ, such as
+   * `"vLLM max_model_len"`; undefined when the server reports none.
+   *
+   * @default undefined
+   */
+  readonly servedContext?: string;
+
+  /**
    * Counts the prompt tokens of `request` exactly.
    *
    * @param request The request body, never mutated.

@@ -85,8 +85,17 @@ export interface Config {
   readonly minOutputTokens: number;
   /** `INCONTEXT_CONTEXT_LENGTH`: the served context length, in tokens. */
   readonly contextLength?: number;
-  /** `INCONTEXT_MODEL`: the only model whose requests are budgeted. */
+  /**
+   * `INCONTEXT_BUDGET_MODEL` (alias `INCONTEXT_MODEL`): the only model whose
+   * requests the proxy server budgets; requests for other models pass
+   * untouched. Unset, every request is budgeted.
+   */
   readonly model?: string;
+  /**
+   * `INCONTEXT_COUNT_MODEL`: the model the `anthropic` and `gemini` backends
+   * count for when a request names none.
+   */
+  readonly countModel?: string;
   /**
    * `INCONTEXT_HERMES_CONFIG`: the path of a Hermes `config.yaml` whose
    * compression settings give the window W when
@@ -213,7 +222,8 @@ export const CONFIG_VARIABLES: {
     alias: "HERMES_DYNAMIC_BUDGET_MIN_OUTPUT_TOKENS",
   },
   contextLength: { name: "INCONTEXT_CONTEXT_LENGTH" },
-  model: { name: "INCONTEXT_MODEL" },
+  model: { name: "INCONTEXT_BUDGET_MODEL", alias: "INCONTEXT_MODEL" },
+  countModel: { name: "INCONTEXT_COUNT_MODEL" },
   hermesConfig: { name: "INCONTEXT_HERMES_CONFIG" },
   upstreamUrl: { name: "INCONTEXT_UPSTREAM_URL" },
   listen: { name: "INCONTEXT_LISTEN" },

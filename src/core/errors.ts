@@ -56,3 +56,47 @@ export class TemplateRejectedError extends CountError {
     this.name = "TemplateRejectedError";
   }
 }
+
+/**
+ * The server reports another context length than the configured one (vLLM's
+ * `max_model_len`, TGI's `max_total_tokens`, llama.cpp's `n_ctx`): every
+ * budget computed against the configured one would be wrong, so the count
+ * fails. Both numbers and both names are carried for the message a user acts on.
+ *
+ * @example Reading both sides
+ * ```ts
+ * import { ContextLengthMismatchError } from "@incontext/incontext";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const error = new ContextLengthMismatchError({ servedBy: "vLLM max_model_len", served: 32768, configured: 65536 });
+ * strictEqual(error.message, "vLLM max_model_len does not match the configured context length: 32768 != 65536");
+ * ```
+ */
+export class ContextLengthMismatchError extends CountError {
+  /** What reported `served`, such as `"vLLM max_model_len"`. */
+  readonly servedBy: string;
+  /** The server's own context length. */
+  readonly served: number;
+  /** The configured context length. */
+  readonly configured: number;
+  /**
+   * Creates the error.
+   *
+   * @param mismatch Both context lengths and the server's name for its own.
+   */
+  constructor(
+    mismatch: {
+      readonly servedBy: string;
+      readonly served: number;
+      readonly configured: number;
+    },
+  ) {
+    super(
+      `${mismatch.servedBy} does not match the configured context length: ${mismatch.served} != ${mismatch.configured}`,
+    );
+    this.name = "ContextLengthMismatchError";
+    this.servedBy = mismatch.servedBy;
+    this.served = mismatch.served;
+    this.configured = mismatch.configured;
+  }
+}

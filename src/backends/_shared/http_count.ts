@@ -9,7 +9,7 @@ import type { JsonObject } from "../../core/backend.ts";
 import { type CountCache, sharedCountCache } from "../../cache/mod.ts";
 import { hashCountKey } from "../../cache/key.ts";
 import { type Deadline, startDeadline } from "../../_internal/deadline.ts";
-import { CountError } from "../../core/errors.ts";
+import { ContextLengthMismatchError, CountError } from "../../core/errors.ts";
 import { errorType, safeCause } from "../../core/error_type.ts";
 import { readLimited } from "../../_internal/limited_read.ts";
 import { isJsonObject } from "../../core/request.ts";
@@ -110,9 +110,11 @@ export function checkServedContext(
   contextLength: number,
 ): void {
   if (served !== contextLength) {
-    throw new CountError(
-      `${name} does not match the configured context length: ${served} != ${contextLength}`,
-    );
+    throw new ContextLengthMismatchError({
+      servedBy: name,
+      served,
+      configured: contextLength,
+    });
   }
 }
 

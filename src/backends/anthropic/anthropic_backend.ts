@@ -249,7 +249,7 @@ export class AnthropicBackend extends Backend {
 /**
  * Builds the `anthropic` backend from configuration: the base URL from
  * `INCONTEXT_TOKENIZER_URL` (default `https://api.anthropic.com`), the key
- * from `INCONTEXT_ANTHROPIC_API_KEY`, the default model from `INCONTEXT_MODEL`.
+ * from `INCONTEXT_ANTHROPIC_API_KEY`, the default model from `INCONTEXT_COUNT_MODEL`.
  *
  * @param config The loaded configuration.
  * @returns The backend.
@@ -261,7 +261,7 @@ export class AnthropicBackend extends Backend {
  * import { loadConfig } from "@incontext/incontext/config";
  * import { strictEqual } from "node:assert/strict";
  *
- * const config = loadConfig({ INCONTEXT_BACKEND: "anthropic", INCONTEXT_ANTHROPIC_API_KEY: "sk-ant-example", INCONTEXT_MODEL: "claude-sonnet-4-5" });
+ * const config = loadConfig({ INCONTEXT_BACKEND: "anthropic", INCONTEXT_ANTHROPIC_API_KEY: "sk-ant-example", INCONTEXT_COUNT_MODEL: "claude-sonnet-4-5" });
  * strictEqual(anthropicFromConfig(config).source, "anthropic-count-tokens");
  * ```
  */
@@ -269,7 +269,7 @@ export function anthropicFromConfig(config: Config): Backend {
   const { anthropicApiKey } = requireConfig(ANTHROPIC, config);
   return new AnthropicBackend({
     ...httpOptionsFromConfig(config, anthropicApiKey),
-    ...(config.model === undefined ? {} : { model: config.model }),
+    ...(config.countModel === undefined ? {} : { model: config.countModel }),
   });
 }
 

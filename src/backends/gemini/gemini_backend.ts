@@ -318,7 +318,7 @@ export class GeminiBackend extends Backend {
  * Builds the `gemini` backend from configuration: the base URL from
  * `INCONTEXT_TOKENIZER_URL` (default
  * `https://generativelanguage.googleapis.com`), the key from
- * `INCONTEXT_GEMINI_API_KEY`, the default model from `INCONTEXT_MODEL`.
+ * `INCONTEXT_GEMINI_API_KEY`, the default model from `INCONTEXT_COUNT_MODEL`.
  *
  * @param config The loaded configuration.
  * @returns The backend.
@@ -330,7 +330,7 @@ export class GeminiBackend extends Backend {
  * import { loadConfig } from "@incontext/incontext/config";
  * import { strictEqual } from "node:assert/strict";
  *
- * const config = loadConfig({ INCONTEXT_BACKEND: "gemini", INCONTEXT_GEMINI_API_KEY: "AIza-example", INCONTEXT_MODEL: "gemini-2.5-flash" });
+ * const config = loadConfig({ INCONTEXT_BACKEND: "gemini", INCONTEXT_GEMINI_API_KEY: "AIza-example", INCONTEXT_COUNT_MODEL: "gemini-2.5-flash" });
  * strictEqual(geminiFromConfig(config).source, "gemini-count-tokens");
  * ```
  */
@@ -338,7 +338,7 @@ export function geminiFromConfig(config: Config): Backend {
   const { geminiApiKey } = requireConfig(GEMINI, config);
   return new GeminiBackend({
     ...httpOptionsFromConfig(config, geminiApiKey),
-    ...(config.model === undefined ? {} : { model: config.model }),
+    ...(config.countModel === undefined ? {} : { model: config.countModel }),
   });
 }
 

@@ -42,6 +42,8 @@ import type { HttpCountOptions } from "../_shared/http_count_options.ts";
 
 const WHAT = "the llama.cpp backend";
 const LABEL = "llama.cpp";
+/** llama.cpp's own context length (per slot), compared with the configured one. */
+const SERVED_CONTEXT = "llama.cpp n_ctx";
 const guardedCount = countGuard({
   what: WHAT,
   failure: `${LABEL} count failed`,
@@ -98,6 +100,7 @@ export interface LlamaCppBackendOptions extends HttpCountOptions {
 export class LlamaCppBackend extends Backend {
   /** The label of llama.cpp counts: `"llamacpp-tokenize"`. */
   override readonly source: string = "llamacpp-tokenize";
+  override readonly servedContext: string = SERVED_CONTEXT;
   readonly #http: HttpCounter;
   readonly #props: ServerInfo<number>;
 
@@ -166,7 +169,7 @@ export class LlamaCppBackend extends Backend {
             signal: options.signal,
             check: async (signal) =>
               checkServedContext(
-                "llama.cpp n_ctx",
+                SERVED_CONTEXT,
                 await this.#props.get(signal),
                 contextLength,
               ),

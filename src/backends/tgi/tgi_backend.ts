@@ -38,6 +38,8 @@ import type { HttpCountOptions } from "../_shared/http_count_options.ts";
 
 const WHAT = "the TGI backend";
 const LABEL = "TGI";
+/** TGI's own context length, compared with the configured one. */
+const SERVED_CONTEXT = "TGI max_total_tokens";
 const guardedCount = countGuard({
   what: WHAT,
   failure: `${LABEL} count failed`,
@@ -93,6 +95,7 @@ export interface TgiBackendOptions extends HttpCountOptions {
 export class TgiBackend extends Backend {
   /** The label of TGI counts: `"tgi-chat-tokenize"`. */
   override readonly source: string = "tgi-chat-tokenize";
+  override readonly servedContext: string = SERVED_CONTEXT;
   readonly #http: HttpCounter;
   readonly #info: ServerInfo<TgiLimits>;
 
@@ -162,7 +165,7 @@ export class TgiBackend extends Backend {
             signal: options.signal,
             check: async (signal) =>
               checkServedContext(
-                "TGI max_total_tokens",
+                SERVED_CONTEXT,
                 (await this.#info.get(signal)).maxTotalTokens,
                 contextLength,
               ),

@@ -36,6 +36,8 @@ import type { HttpCountOptions } from "../_shared/http_count_options.ts";
 
 const WHAT = "the vLLM backend";
 const LABEL = "vLLM /tokenize";
+/** vLLM's own context length, compared with the configured one. */
+const SERVED_CONTEXT = "vLLM max_model_len";
 const guardedCount = countGuard({
   what: WHAT,
   failure: `${LABEL} count failed`,
@@ -80,6 +82,7 @@ export interface VllmBackendOptions extends HttpCountOptions {
 export class VllmBackend extends Backend {
   /** The label of vLLM counts: `"vllm-tokenize"`. */
   override readonly source: string = "vllm-tokenize";
+  override readonly servedContext: string = SERVED_CONTEXT;
   readonly #http: HttpCounter;
 
   /**
@@ -263,7 +266,7 @@ function readCount(body: JsonObject, contextLength: number): number {
     field: "max_model_len",
     min: 1,
   });
-  checkServedContext("vLLM max_model_len", maxModelLen, contextLength);
+  checkServedContext(SERVED_CONTEXT, maxModelLen, contextLength);
   return count;
 }
 
