@@ -49,7 +49,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "Backend",
       "ConfigError",
       "ContextLengthMismatchError",
-    "CountError",
+      "CountError",
       "DuplicateBackendError",
       "IMAGE_TOKENS",
       "UnknownBackendError",
@@ -99,7 +99,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     gemini: ["GEMINI_DEFAULT_URL", "GeminiBackend", "geminiFromConfig"],
     openai: ["CountError", "OpenAIBackend", "openaiFromConfig"],
     sglang: [
-    "CountError",
+      "CountError",
       "SglangBackend",
       "TemplateRejectedError",
       "sglangFromConfig",

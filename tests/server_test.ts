@@ -220,7 +220,7 @@ Deno.test("examples/server.ts with the local backend logs the files' SHA-256 at 
 });
 
 for (const backend of ["local", "sglang"]) {
-  Deno.test(`examples/server.ts with ${backend} exits non-zero at start-up when tokenizer.json is not the expected SHA-256`, async () => {
+  Deno.test(`examples/server.ts with ${backend} exits with 2 at start-up when tokenizer.json is not the expected SHA-256`, async () => {
     const dir = new URL("./fixtures/model_folder/", import.meta.url).pathname;
     const wrong = "ab".repeat(32);
     const child = server([
@@ -241,11 +241,11 @@ for (const backend of ["local", "sglang"]) {
     const status = await child.status;
     await stdout.done;
     await stderr.done;
-    strictEqual(status.code, 1, stderr.text);
+    strictEqual(status.code, 2, stderr.text);
     ok(!stdout.text.includes("listening on"), stdout.text);
     ok(
       stderr.text.includes(
-        "cannot load the tokenizer files of INCONTEXT_TOKENIZER_DIR: tokenizer.json does not match the expected SHA-256",
+        "  INCONTEXT_TOKENIZER_DIR cannot be loaded: tokenizer.json does not match the expected SHA-256",
       ),
       stderr.text,
     );

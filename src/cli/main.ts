@@ -5,6 +5,8 @@
  */
 import { VERSION } from "../core/version.ts";
 import { reportConfigIssues } from "./config_failure.ts";
+import { checkCommand } from "./check.ts";
+import { countCommand } from "./count.ts";
 import { serveCommand } from "./serve.ts";
 import { tokenizeServerCommand } from "./tokenize_server.ts";
 
@@ -18,6 +20,8 @@ const COMMANDS: Record<
 > = {
   serve: serveCommand,
   "tokenize-server": tokenizeServerCommand,
+  check: checkCommand,
+  count: countCommand,
 };
 
 /** The top-level help. */
@@ -27,6 +31,8 @@ export const MAIN_HELP =
 Usage:
   incontext serve [flags]            the budgeting proxy in front of an OpenAI-compatible server
   incontext tokenize-server [flags]  vLLM's /tokenize and /detokenize from a model folder
+  incontext check [flags]            probe the tokenizer and the upstream; exit 0 when budgeting is exact
+  incontext count [--file PATH]      count one request (JSON from PATH or stdin) and print the decision
   incontext help | --help            this help
   incontext version | --version      the version
 

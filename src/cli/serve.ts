@@ -1,86 +1,118 @@
 /**
  * `incontext serve`: the budgeting proxy as a process. Flags and the
- * environment give the settings; SIGTERM or SIGINT stop accepting
- * connections and let requests in flight finish, and those still running
- * after `INCONTEXT_SHUTDOWN_GRACE_SECONDS` are ended.
+ * environment give the settings; the tokenizer and the upstream are probed
+ * once at start; SIGTERM or SIGINT stop accepting connections and let
+ * requests in flight finish, and those still running after
+ * `INCONTEXT_SHUTDOWN_GRACE_SECONDS` are ended.
  *
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { backends } from "../backends/registry.ts";
 import { AnchoredBackend } from "../backends/anchored/mod.ts";
-import { LocalBackend } from "../backends/local/mod.ts";
-import { SglangBackend } from "../backends/sglang/mod.ts";
-import { sharedCountCache } from "../cache/mod.ts";
-import { loadBackendModules } from "../config/plugins.ts";
+import { ConfigError } from "../core/config_error.ts";
 import { createProxyHandler } from "../proxy/mod.ts";
 import { configured } from "./config_failure.ts";
 import { configureConsoleLog } from "./console_log.ts";
-import { HELP, resolveServerSettings } from "./serve_settings.ts";
+import { prepare, type Prepared } from "./prepare.ts";
+import { probeTokenizer, probeUpstream } from "./probes.ts";
+import { HELP } from "./serve_settings.ts";
 
 const logger = getLogger(["incontext", "server"]);
+const COMMAND = "incontext serve";
 
 /**
  * Runs the proxy until SIGTERM or SIGINT.
  *
  * @param args The command's arguments, after `serve`.
  * @param env The environment.
- * @returns The process exit code: 0 after a clean stop, 1 when the tokenizer
- * files cannot be loaded, 2 for a bad setting.
+ * @returns The process exit code: 0 after a clean stop, 2 for a bad setting
+ * (including a context length the tokenizer contradicts, and an address
+ * already in use).
  */
 export async function serveCommand(
   args: readonly string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
   await configureConsoleLog();
-  const resolved = await configured(
-    "incontext serve",
-    () => resolveServerSettings(args, env),
-  );
-  if ("exitCode" in resolved) return resolved.exitCode;
-  const settings = resolved.value;
-  if (settings === "help") {
+  const started = await configured(COMMAND, async () => {
+    const prepared = await prepare(args, env);
+    if (prepared === "help") return "help";
+    try {
+      const server = listen(prepared);
+      try {
+        await probe(prepared);
+      } catch (error) {
+        await server.server.shutdown();
+        throw error;
+      }
+      announce(prepared, server.server.addr);
+      return { prepared, server };
+    } catch (error) {
+      await prepared[Symbol.asyncDispose]();
+      throw error;
+    }
+  });
+  if ("exitCode" in started) return started.exitCode;
+  if (started.value === "help") {
     console.log(HELP);
     return 0;
   }
-  const { config } = settings;
-  await loadBackendModules(config.backendModules, {
-    importModule: (specifier) => import(specifier),
-  });
-  // The proxy is one thread serving requests: a worker-hosted cache would
-  // only add a round trip. Created first, this in-process cache is the shared
-  // one the bundled backends then use. The local backend counts inside its
-  // cache's core instead: there a worker keeps loading and tokenizing off the
-  // thread that serves requests.
-  const cache = sharedCountCache({
-    maxEntries: config.cacheEntries,
-    inProcess: config.backend !== "local",
-  });
-  const backend = backends.one(config.backend, config);
-  if (backend instanceof LocalBackend || backend instanceof SglangBackend) {
-    // Fail at start-up, not on the first request, when the files are not the
-    // expected ones; log which files are used (their hashes, never content).
-    // The local backend loads them where it counts: the cache's worker.
-    try {
-      const files = await backend.load();
+  const { prepared, server } = started.value;
+  await untilStopped({ prepared, ...server });
+  return 0;
+}
+
+/**
+ * Probes the tokenizer and the upstream once. A context length the server
+ * contradicts stops start-up: every budget would be computed against the
+ * wrong limit. One that cannot be reached is only a warning: it may come up
+ * later, and budget() estimates meanwhile.
+ */
+async function probe({ settings, backend }: Prepared): Promise<void> {
+  const [tokenizer, upstream] = await Promise.all([
+    probeTokenizer(backend, settings.contextLength),
+    probeUpstream(settings.upstream!),
+  ]);
+  switch (tokenizer.status) {
+    case "mismatch":
+      throw new ConfigError([{
+        variable: settings.contextLengthSource,
+        rule:
+          `is ${tokenizer.mismatch.configured} but ${tokenizer.mismatch.servedBy} is ${tokenizer.mismatch.served}: set them equal`,
+      }]);
+    case "failed":
+      logger.warn(
+        "tokenizer not reachable at start-up: error={error}; requests get the rough estimate until it answers",
+        { error: tokenizer.error },
+      );
+      break;
+    case "estimated":
       logger.info(
-        "tokenizer files loaded: tokenizer.json sha256={tokenizer} tokenizer_config.json sha256={tokenizerConfig} chat template sha256={template}",
-        { ...files },
+        "backend={source} counts by estimate until a response's usage anchors a conversation",
+        { source: backend.source },
       );
-    } catch (error) {
-      console.error(
-        `incontext: cannot load the tokenizer files of INCONTEXT_TOKENIZER_DIR: ${
-          error instanceof Error ? error.message : typeof error
-        }`,
-      );
-      await cache[Symbol.asyncDispose]();
-      return 1;
-    }
+      break;
   }
-  // Aborted when the shutdown grace period is over: it ends what is still in flight.
+  if (!upstream.reachable) {
+    logger.warn(
+      "upstream not reachable at start-up: error={error}; requests get 502 until it answers",
+      { error: upstream.error },
+    );
+  }
+}
+
+interface Listening {
+  readonly server: Deno.HttpServer<Deno.NetAddr>;
+  /** Aborted when the shutdown grace period is over: it ends what is still in flight. */
+  readonly graceOver: AbortController;
+}
+
+function listen(prepared: Prepared): Listening {
+  const { settings, backend, cache } = prepared;
+  const { config } = settings;
   const graceOver = new AbortController();
   const handler = createProxyHandler({
-    upstream: settings.upstream,
+    upstream: settings.upstream!,
     window: settings.window,
     contextLength: settings.contextLength,
     backend,
@@ -98,25 +130,54 @@ export async function serveCommand(
     ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),
     ...(config.model === undefined ? {} : { route: { model: config.model } }),
   });
+  try {
+    const server = Deno.serve({
+      hostname: settings.hostname,
+      port: settings.port,
+      // Announced once the probes have passed: see announce().
+      onListen: () => {},
+      // A stream the upstream cut mid-way ends the client's stream; log its type only.
+      onError: (error) => {
+        logger.warn("response stream failed: error={error}", {
+          error: error instanceof Error ? error.name : typeof error,
+        });
+        return new Response(null, { status: 502 });
+      },
+    }, handler);
+    return { server, graceOver };
+  } catch (error) {
+    throw new ConfigError([{
+      variable: settings.nameOf("INCONTEXT_LISTEN"),
+      rule: `cannot listen on ${config.listen}: ${listenProblem(error)}`,
+    }], { cause: error });
+  }
+}
 
-  const server = Deno.serve({
-    hostname: settings.hostname,
-    port: settings.port,
-    onListen: ({ hostname, port }) => {
-      const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-      console.log(
-        `incontext proxy listening on http://${host}:${port}: window=${settings.window} context_length=${settings.contextLength} backend=${backend.source}`,
-      );
-    },
-    // A stream the upstream cut mid-way ends the client's stream; log its type only.
-    onError: (error) => {
-      logger.warn("response stream failed: error={error}", {
-        error: error instanceof Error ? error.name : typeof error,
-      });
-      return new Response(null, { status: 502 });
-    },
-  }, handler);
+function announce(
+  { settings, backend }: Prepared,
+  { hostname, port }: Deno.NetAddr,
+): void {
+  const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+  console.log(
+    `incontext proxy listening on http://${host}:${port}: window=${settings.window} (${settings.windowSource}) context_length=${settings.contextLength} (${settings.contextLengthSource}) backend=${backend.source}`,
+  );
+}
 
+function listenProblem(error: unknown): string {
+  if (error instanceof Deno.errors.AddrInUse) return "the address is in use";
+  if (error instanceof Deno.errors.AddrNotAvailable) {
+    return "the address is not one of this machine's";
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return "permission denied (a port below 1024 needs privileges)";
+  }
+  return error instanceof Error ? error.name : typeof error;
+}
+
+async function untilStopped(
+  { prepared, server, graceOver }: Listening & { prepared: Prepared },
+): Promise<void> {
+  const grace = prepared.settings.config.shutdownGraceSeconds;
   let stopping = false;
   async function stop(): Promise<void> {
     if (stopping) return;
@@ -128,18 +189,17 @@ export async function serveCommand(
     const timer = setTimeout(() => {
       logger.warn(
         "grace period of {seconds} s over: ending requests in flight",
-        { seconds: config.shutdownGraceSeconds },
+        { seconds: grace },
       );
       graceOver.abort();
-    }, config.shutdownGraceSeconds * 1000);
+    }, grace * 1000);
     await server.shutdown();
     clearTimeout(timer);
-    await cache[Symbol.asyncDispose]();
+    await prepared[Symbol.asyncDispose]();
   }
   const signals = ["SIGTERM", "SIGINT"] as const;
   const onSignal = () => void stop();
   for (const signal of signals) Deno.addSignalListener(signal, onSignal);
   await server.finished;
   for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
-  return 0;
 }

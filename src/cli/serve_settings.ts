@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { type Config, loadConfig } from "../config/mod.ts";
 import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
 import { loadHermesSettings, resolveWindow } from "../bridges/hermes/mod.ts";
+import { variablesHelp } from "./variables.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {
@@ -21,7 +22,8 @@ const FLAGS: Record<string, string> = {
   backend: "INCONTEXT_BACKEND",
 };
 
-export const HELP =
+/** The help of `incontext serve`: its flags, every variable, its endpoints. */
+export const HELP: string =
   `incontext proxy: exact output budgets in front of an OpenAI-compatible server
 
 Usage:
@@ -42,17 +44,11 @@ Flags (each overrides its environment variable):
                                                    hosted gateways), counts from the last response's usage
   --help                  print this help
 
-Other variables:
-  INCONTEXT_TOKENIZER_API_KEY, INCONTEXT_ANTHROPIC_API_KEY, INCONTEXT_GEMINI_API_KEY, INCONTEXT_OPENAI_API_KEY,
-  INCONTEXT_TOKENIZER_DIR (local, sglang), INCONTEXT_CHAT_TEMPLATE,
-  INCONTEXT_TOKENIZER_SHA256 (local: checked at start-up, a mismatch exits with 1),
-  INCONTEXT_TOKENIZER_TIMEOUT_SECONDS (30), INCONTEXT_TOKENIZER_USER_AGENT,
-  INCONTEXT_FALLBACK_MARGIN_TOKENS (1024), INCONTEXT_MIN_OUTPUT_TOKENS (4096), INCONTEXT_BACKEND_MODULES,
-  INCONTEXT_CACHE_ENTRIES (4096), INCONTEXT_ANCHOR_ENTRIES (4096), INCONTEXT_ANCHOR_TOLERANCE (2%),
-  INCONTEXT_MAX_REQUEST_BYTES (33554432), INCONTEXT_UPSTREAM_TIMEOUT_SECONDS (600: time to response headers),
-  INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS (600: longest wait for the next body bytes),
-  INCONTEXT_SHUTDOWN_GRACE_SECONDS (30: after SIGTERM, time for requests in flight); legacy HERMES_* aliases
-  as in the README.
+Variables (a flag above wins over its variable):
+${variablesHelp()}
+
+Signals: SIGTERM and SIGINT stop accepting connections; requests in flight get
+INCONTEXT_SHUTDOWN_GRACE_SECONDS to finish.
 
 Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses are budgeted; every other path is
 forwarded; GET /incontext/healthz, /incontext/metrics, /incontext/context.`;
@@ -60,21 +56,49 @@ forwarded; GET /incontext/healthz, /incontext/metrics, /incontext/context.`;
 /** What the server needs, resolved from flags, environment and Hermes. */
 export interface ServerSettings {
   readonly config: Config;
-  readonly upstream: string;
+  /** The upstream root; always set for `serve`, optional for `check` and `count`. */
+  readonly upstream?: string;
   readonly hostname: string;
   readonly port: number;
   readonly window: number;
+  /** Where the window came from: a flag, a variable or the Hermes config. */
+  readonly windowSource: string;
   readonly contextLength: number;
+  /** Where the context length came from: a flag, a variable or the Hermes config. */
+  readonly contextLengthSource: string;
+  /**
+   * How to name a variable in an error: `--flag (VARIABLE)` when a flag set
+   * it, else the variable.
+   */
+  readonly nameOf: (variable: string) => string;
+}
+
+/** Options for {@linkcode resolveServerSettings}. */
+export interface ResolveServerOptions {
+  /**
+   * Whether an upstream URL is required (`serve`); `check` and `count` work
+   * without one.
+   *
+   * @default true
+   */
+  readonly requireUpstream?: boolean;
+  /**
+   * The backend names a configuration may select; a name outside them is
+   * reported with the other issues. Unset when plugin modules may still
+   * register more.
+   */
+  readonly knownBackends?: readonly string[];
 }
 
 /**
  * Resolves the server's settings, or `"help"` for `--help`.
  *
- * @throws {ConfigError} Listing every bad flag or variable.
+ * @throws {ConfigError} Listing every bad or missing flag and variable at once.
  */
 export async function resolveServerSettings(
   args: readonly string[],
   env: Record<string, string | undefined>,
+  options: ResolveServerOptions = {},
 ): Promise<ServerSettings | "help"> {
   const flags = parseFlags(args);
   if (flags === "help") return "help";
@@ -88,41 +112,101 @@ export async function resolveServerSettings(
       ? { ...issue, variable: `--${flag} (${issue.variable})` }
       : issue;
   };
-  let config: Config;
+  // The variable a value was read from: the primary name, else its alias.
+  const readFrom = (variable: string, alias?: string): string =>
+    alias !== undefined && merged[variable] === undefined &&
+      merged[alias] !== undefined
+      ? alias
+      : variable;
+  const sourceOf = (variable: string, alias?: string): string => {
+    const flag = Object.keys(flags).find((f) => FLAGS[f] === variable);
+    return flag === undefined ? readFrom(variable, alias) : `--${flag}`;
+  };
+  const issues: ConfigIssue[] = [];
+  if ((options.requireUpstream ?? true) && !isSet(merged, UPSTREAM)) {
+    issues.push({ variable: UPSTREAM, rule: "is required (or --upstream)" });
+  }
+  let config: Config | undefined;
   try {
     config = loadConfig(merged);
   } catch (error) {
-    if (error instanceof ConfigError) {
-      throw new ConfigError([...error.issues.map(named), ...missing(merged)]);
-    }
-    throw error;
+    if (!(error instanceof ConfigError)) throw error;
+    issues.push(...error.issues);
   }
-  const issues: ConfigIssue[] = missing(merged);
-  const settings = config.hermesConfig === undefined
-    ? undefined
-    : await gather(issues, () => loadHermesSettings(config.hermesConfig!));
-  const window = await gather(issues, () => resolveWindow(config, settings));
-  const contextLength = config.contextLength ?? settings?.model.contextLength;
-  if (contextLength === undefined) {
+  const backend = config?.backend ?? merged.INCONTEXT_BACKEND?.trim() ??
+    merged.HERMES_DYNAMIC_BUDGET_BACKEND?.trim();
+  if (
+    options.knownBackends !== undefined && backend !== undefined &&
+    backend !== "" && !options.knownBackends.includes(backend)
+  ) {
     issues.push({
-      variable: "INCONTEXT_CONTEXT_LENGTH",
-      rule: "is required (or model.context_length in the Hermes config)",
+      variable: readFrom("INCONTEXT_BACKEND", "HERMES_DYNAMIC_BUDGET_BACKEND"),
+      rule: `names no known backend; use one of: ${
+        options.knownBackends.join(", ")
+      }`,
+    });
+  }
+  const hermesPath = config?.hermesConfig ?? merged[HERMES]?.trim();
+  const hermes = hermesPath === undefined || hermesPath === ""
+    ? undefined
+    : await gather(issues, () => loadHermesSettings(hermesPath));
+  const windowSet = isSet(merged, WINDOW) || isSet(merged, WINDOW_ALIAS);
+  let window: number | undefined;
+  if (config !== undefined && (windowSet || hermes !== undefined)) {
+    window = await gather(issues, () => resolveWindow(config, hermes));
+  } else if (!windowSet && hermesPath === undefined) {
+    issues.push({
+      variable: WINDOW,
+      rule:
+        `is unset and so is ${HERMES}: set either (or --window, --hermes-config) to give the compression window`,
+    });
+  }
+  const contextLength = config?.contextLength ??
+    hermes?.model.contextLength;
+  if (
+    contextLength === undefined && !isSet(merged, CONTEXT) &&
+    (hermesPath === undefined || hermes !== undefined)
+  ) {
+    issues.push({
+      variable: CONTEXT,
+      rule:
+        "is required (or --context-length, or model.context_length in the Hermes config)",
     });
   }
   if (
-    issues.length > 0 || window === undefined || contextLength === undefined
+    issues.length > 0 || config === undefined || window === undefined ||
+    contextLength === undefined
   ) {
     throw new ConfigError(issues.map(named));
   }
   const [hostname, port] = splitListen(config.listen);
   return {
     config,
-    upstream: config.upstreamUrl!,
+    ...(config.upstreamUrl === undefined
+      ? {}
+      : { upstream: config.upstreamUrl }),
     hostname,
     port,
     window,
+    windowSource: config.compressionWindowTokens !== undefined
+      ? sourceOf(WINDOW, WINDOW_ALIAS)
+      : `the Hermes config (${sourceOf(HERMES)})`,
     contextLength,
+    contextLengthSource: config.contextLength !== undefined
+      ? sourceOf(CONTEXT)
+      : `model.context_length in the Hermes config (${sourceOf(HERMES)})`,
+    nameOf: (variable) => named({ variable, rule: "" }).variable,
   };
+}
+
+const UPSTREAM = "INCONTEXT_UPSTREAM_URL";
+const WINDOW = "INCONTEXT_COMPRESSION_WINDOW_TOKENS";
+const WINDOW_ALIAS = "HERMES_DYNAMIC_BUDGET_COMPRESSION_WINDOW_TOKENS";
+const CONTEXT = "INCONTEXT_CONTEXT_LENGTH";
+const HERMES = "INCONTEXT_HERMES_CONFIG";
+
+function isSet(env: Record<string, string | undefined>, name: string): boolean {
+  return env[name] !== undefined;
 }
 
 function parseFlags(args: readonly string[]): Record<string, string> | "help" {
@@ -148,15 +232,6 @@ function parseFlags(args: readonly string[]): Record<string, string> | "help" {
     if (typeof value === "string") flags[name] = value;
   }
   return flags;
-}
-
-function missing(env: Record<string, string | undefined>): ConfigIssue[] {
-  return env.INCONTEXT_UPSTREAM_URL === undefined
-    ? [{
-      variable: "INCONTEXT_UPSTREAM_URL",
-      rule: "is required (or --upstream)",
-    }]
-    : [];
 }
 
 async function gather<T>(

@@ -1,0 +1,119 @@
+/**
+ * `incontext check`: loads the configuration as `serve` would, probes the
+ * tokenizer and the upstream once, and says in plain words what it found.
+ * Exit code 0 only when budgeting would be exact (and the upstream, when
+ * given, answers); 1 when it would not; 2 for a bad setting.
+ *
+ * @module
+ */
+import { configured } from "./config_failure.ts";
+import { configureConsoleLog } from "./console_log.ts";
+import { prepare } from "./prepare.ts";
+import {
+  probeTokenizer,
+  probeUpstream,
+  type TokenizerProbe,
+  type UpstreamProbe,
+} from "./probes.ts";
+import { HELP } from "./serve_settings.ts";
+import type { ServerSettings } from "./serve_settings.ts";
+import type { Backend } from "../core/backend.ts";
+
+/**
+ * Runs the check and prints its report on standard output.
+ *
+ * @param args The command's arguments, after `check`: the flags of `serve`.
+ * @param env The environment.
+ * @returns 0 when budgeting would be exact, 1 when not, 2 for a bad setting.
+ */
+export async function checkCommand(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
+  await configureConsoleLog();
+  const prepared = await configured(
+    "incontext check",
+    () => prepare(args, env, { requireUpstream: false }),
+  );
+  if ("exitCode" in prepared) return prepared.exitCode;
+  if (prepared.value === "help") {
+    console.log(
+      HELP.replace("incontext serve [flags]", "incontext check [flags]"),
+    );
+    return 0;
+  }
+  await using ready = prepared.value;
+  const { settings, backend } = ready;
+  const [tokenizer, upstream] = await Promise.all([
+    probeTokenizer(backend, settings.contextLength),
+    settings.upstream === undefined
+      ? undefined
+      : probeUpstream(settings.upstream),
+  ]);
+  const exact = tokenizer.status === "exact" &&
+    (upstream === undefined || upstream.reachable);
+  const lines = [
+    `backend:        ${backendLine(settings, backend)}`,
+    `window:         ${settings.window} tokens, from ${settings.windowSource}`,
+    `context length: ${contextLine(settings, backend, tokenizer)}`,
+    `tokenizer:      ${tokenizerLine(tokenizer)}`,
+    `upstream:       ${upstreamLine(upstream)}`,
+    exact
+      ? "Budgeting is exact: every request gets min(its cap, W - its prompt tokens)."
+      : "Budgeting would not be exact: fix what is said above.",
+  ];
+  console.log(lines.join("\n"));
+  return exact ? 0 : 1;
+}
+
+function backendLine(settings: ServerSettings, backend: Backend): string {
+  const url = settings.config.tokenizerUrl;
+  return `${settings.config.backend} (counts as ${backend.source})${
+    url === undefined ? "" : ` at ${publicUrl(url)}`
+  }`;
+}
+
+function contextLine(
+  settings: ServerSettings,
+  backend: Backend,
+  tokenizer: TokenizerProbe,
+): string {
+  const configured =
+    `${settings.contextLength} tokens, from ${settings.contextLengthSource}`;
+  if (tokenizer.status === "mismatch") {
+    const { servedBy, served } = tokenizer.mismatch;
+    return `${configured}; but ${servedBy} is ${served}: set them equal`;
+  }
+  if (backend.servedContext === undefined) {
+    return `${configured}; the backend does not report the server's own`;
+  }
+  return tokenizer.status === "failed"
+    ? `${configured}; ${backend.servedContext} unknown (no answer)`
+    : `${configured}; ${backend.servedContext} agrees`;
+}
+
+function tokenizerLine(tokenizer: TokenizerProbe): string {
+  switch (tokenizer.status) {
+    case "exact":
+      return `reachable: counted a probe request exactly (${tokenizer.tokens} tokens)`;
+    case "estimated":
+      return `answered with an estimate (${tokenizer.tokens} tokens): counts are exact only once a response's usage anchors a conversation`;
+    case "mismatch":
+      return "reachable, but its context length differs (see above)";
+    case "failed":
+      return `not reachable or not counting (error ${tokenizer.error}): requests would get the rough estimate`;
+  }
+}
+
+function upstreamLine(upstream: UpstreamProbe | undefined): string {
+  if (upstream === undefined) return "not given (--upstream): not checked";
+  return upstream.reachable
+    ? `reachable: GET /v1/models answered ${upstream.status}`
+    : `not reachable (${upstream.error}): requests would get 502`;
+}
+
+/** Scheme, host, port and path: never credentials or a query string. */
+function publicUrl(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+}

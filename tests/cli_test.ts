@@ -1,0 +1,337 @@
+import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
+import { serveFakeUpstream } from "../src/testing/mod.ts";
+import { freePort, hasStackTrace, runCli, spawnCli } from "./_cli_process.ts";
+
+/** The issue lines of a configuration error, without the frame around them. */
+function issueLines(stderr: string): string[] {
+  return stderr.split("\n").filter((line) => line.startsWith("  "));
+}
+
+function assertConfigFailure(
+  output: { code: number; stdout: string; stderr: string },
+  expected: RegExp[],
+): void {
+  strictEqual(output.code, 2, output.stderr);
+  ok(!hasStackTrace(output.stderr), output.stderr);
+  ok(output.stderr.includes("invalid configuration"), output.stderr);
+  const lines = issueLines(output.stderr);
+  strictEqual(lines.length, expected.length, output.stderr);
+  expected.forEach((pattern, i) => ok(pattern.test(lines[i]!), lines[i]));
+}
+
+const WORKING = {
+  INCONTEXT_CONTEXT_LENGTH: "65536",
+  INCONTEXT_COMPRESSION_WINDOW_TOKENS: "55705",
+};
+
+Deno.test("incontext serve reports every missing setting of an empty configuration at once", async () => {
+  assertConfigFailure(await runCli(["serve"]), [
+    /^ {2}INCONTEXT_UPSTREAM_URL is required/,
+    /^ {2}INCONTEXT_TOKENIZER_URL is required by the 'vllm' backend/,
+    /^ {2}INCONTEXT_COMPRESSION_WINDOW_TOKENS is unset/,
+    /^ {2}INCONTEXT_CONTEXT_LENGTH is required/,
+  ]);
+});
+
+Deno.test("incontext serve reports invalid and missing settings together, never their values", async () => {
+  const output = await runCli(["serve", "--window", "soon"], {
+    env: {
+      INCONTEXT_CACHE_ENTRIES: "0",
+      INCONTEXT_TOKENIZER_URL: "http://user:sk-canary@127.0.0.1:1/tokenize",
+    },
+  });
+  assertConfigFailure(output, [
+    /^ {2}INCONTEXT_UPSTREAM_URL is required/,
+    /^ {2}INCONTEXT_TOKENIZER_URL /,
+    /^ {2}--window \(INCONTEXT_COMPRESSION_WINDOW_TOKENS\) must be a positive integer/,
+    /^ {2}INCONTEXT_CACHE_ENTRIES must be a positive integer/,
+    /^ {2}INCONTEXT_CONTEXT_LENGTH is required/,
+  ]);
+  ok(!output.stderr.includes("sk-canary"));
+});
+
+Deno.test("incontext serve names an unknown backend in one line, with the known ones", async () => {
+  const output = await runCli([
+    "serve",
+    "--backend",
+    "vlm",
+    "--upstream",
+    "http://127.0.0.1:1",
+  ], { env: WORKING });
+  assertConfigFailure(output, [
+    /^ {2}--backend \(INCONTEXT_BACKEND\) names no known backend; use one of: vllm, local, anchored/,
+  ]);
+});
+
+Deno.test("incontext serve says a Hermes config is missing without calling it unset", async () => {
+  const output = await runCli([
+    "serve",
+    "--upstream",
+    "http://127.0.0.1:1",
+    "--hermes-config",
+    "/nonexistent/.hermes/config.yaml",
+  ], { env: { INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:1/tokenize" } });
+  assertConfigFailure(output, [
+    /^ {2}--hermes-config \(INCONTEXT_HERMES_CONFIG\) must name a readable file \(ENOENT\)$/,
+  ]);
+});
+
+Deno.test("incontext serve stops when the tokenizer's max_model_len contradicts the context length", async () => {
+  await using upstream = await serveFakeUpstream({ maxModelLen: 32768 });
+  const output = await runCli([
+    "serve",
+    "--upstream",
+    upstream.url,
+    "--listen",
+    `127.0.0.1:${freePort()}`,
+    "--context-length",
+    "65536",
+  ], {
+    env: {
+      INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl,
+      INCONTEXT_COMPRESSION_WINDOW_TOKENS: "30000",
+    },
+  });
+  assertConfigFailure(output, [
+    /^ {2}--context-length is 65536 but vLLM max_model_len is 32768: set them equal$/,
+  ]);
+  ok(!output.stdout.includes("listening on"), output.stdout);
+});
+
+Deno.test("incontext serve names the address when its port is in use", async () => {
+  await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = taken.addr as Deno.NetAddr;
+  const output = await runCli([
+    "serve",
+    "--upstream",
+    upstream.url,
+    "--listen",
+    `127.0.0.1:${port}`,
+  ], { env: { ...WORKING, INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl } });
+  assertConfigFailure(output, [
+    new RegExp(
+      `^ {2}--listen \\(INCONTEXT_LISTEN\\) cannot listen on 127\\.0\\.0\\.1:${port}: the address is in use$`,
+    ),
+  ]);
+});
+
+Deno.test("incontext serve starts with a warning when the tokenizer and the upstream do not answer", async () => {
+  const port = freePort();
+  await using server = spawnCli([
+    "serve",
+    "--upstream",
+    `http://127.0.0.1:${freePort()}`,
+    "--listen",
+    `127.0.0.1:${port}`,
+  ], {
+    env: {
+      ...WORKING,
+      INCONTEXT_TOKENIZER_URL: `http://127.0.0.1:${freePort()}/tokenize`,
+    },
+  });
+  const started = await server.stdout.waitFor(/listening on/);
+  ok(started.includes(`listening on http://127.0.0.1:${port}`), started);
+  const log = server.stdout.text + server.stderr.text;
+  ok(/tokenizer not reachable at start-up/.test(log), log);
+  ok(/upstream not reachable at start-up/.test(log), log);
+  server.child.kill("SIGTERM");
+  strictEqual((await server.child.status).code, 0);
+});
+
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  Deno.test(`incontext serve stops cleanly on ${signal}`, async () => {
+    await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
+    const port = freePort();
+    await using server = spawnCli([
+      "serve",
+      "--upstream",
+      upstream.url,
+      "--listen",
+      `127.0.0.1:${port}`,
+    ], { env: { ...WORKING, INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl } });
+    const started = await server.stdout.waitFor(/listening on/);
+    ok(
+      started.includes(
+        "window=55705 (INCONTEXT_COMPRESSION_WINDOW_TOKENS) context_length=65536 (INCONTEXT_CONTEXT_LENGTH)",
+      ),
+      started,
+    );
+    const response = await fetch(
+      `http://127.0.0.1:${port}/v1/chat/completions`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "m",
+          max_tokens: 65536,
+          messages: [{ role: "user", content: "Hi" }],
+        }),
+      },
+    );
+    strictEqual(response.headers.get("x-incontext-action"), "set");
+    await response.body?.cancel();
+    server.child.kill(signal);
+    strictEqual((await server.child.status).code, 0);
+  });
+}
+
+Deno.test("incontext with an unknown command exits 2 naming the commands", async () => {
+  const output = await runCli(["serv"]);
+  strictEqual(output.code, 2);
+  ok(
+    /has an unknown command; use one of: serve, tokenize-server, check, count/
+      .test(output.stderr),
+    output.stderr,
+  );
+});
+
+Deno.test("incontext check says what it found and exits 0 only when budgeting is exact", async (t) => {
+  await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
+  await t.step("exact: both sides of the context length agree", async () => {
+    const output = await runCli([
+      "check",
+      "--upstream",
+      upstream.url,
+    ], { env: { ...WORKING, INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl } });
+    strictEqual(output.code, 0, output.stdout + output.stderr);
+    const lines = output.stdout.trim().split("\n");
+    ok(
+      lines[0]!.startsWith(
+        "backend:        vllm (counts as vllm-tokenize) at http://127.0.0.1:",
+      ),
+      lines[0],
+    );
+    strictEqual(
+      lines[1],
+      "window:         55705 tokens, from INCONTEXT_COMPRESSION_WINDOW_TOKENS",
+    );
+    strictEqual(
+      lines[2],
+      "context length: 65536 tokens, from INCONTEXT_CONTEXT_LENGTH; vLLM max_model_len agrees",
+    );
+    ok(
+      /^tokenizer: +reachable: counted a probe request exactly \(\d+ tokens\)$/
+        .test(lines[3]!),
+      lines[3],
+    );
+    strictEqual(
+      lines[4],
+      "upstream:       reachable: GET /v1/models answered 200",
+    );
+    ok(lines[5]!.startsWith("Budgeting is exact"));
+  });
+  await t.step(
+    "a contradicted context length: both numbers, exit 1",
+    async () => {
+      const output = await runCli(["check", "--context-length", "131072"], {
+        env: {
+          INCONTEXT_COMPRESSION_WINDOW_TOKENS: "55705",
+          INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl,
+        },
+      });
+      strictEqual(output.code, 1);
+      ok(
+        output.stdout.includes(
+          "context length: 131072 tokens, from --context-length; but vLLM max_model_len is 65536: set them equal",
+        ),
+        output.stdout,
+      );
+      ok(
+        output.stdout.includes(
+          "upstream:       not given (--upstream): not checked",
+        ),
+        output.stdout,
+      );
+    },
+  );
+  await t.step("an unreachable tokenizer: exit 1", async () => {
+    const output = await runCli(["check"], {
+      env: {
+        ...WORKING,
+        INCONTEXT_TOKENIZER_URL: `http://127.0.0.1:${freePort()}/tokenize`,
+      },
+    });
+    strictEqual(output.code, 1);
+    ok(
+      /tokenizer: +not reachable or not counting/.test(output.stdout),
+      output.stdout,
+    );
+    ok(output.stdout.includes("Budgeting would not be exact"));
+  });
+  await t.step("an unreachable upstream: exit 1", async () => {
+    const output = await runCli([
+      "check",
+      "--upstream",
+      `http://127.0.0.1:${freePort()}`,
+    ], {
+      env: { ...WORKING, INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl },
+    });
+    strictEqual(output.code, 1);
+    ok(
+      /upstream: +not reachable \(TypeError\)/.test(output.stdout),
+      output.stdout,
+    );
+  });
+  await t.step("a bad setting: exit 2 through the one error path", async () => {
+    const output = await runCli(["check"], { env: WORKING });
+    assertConfigFailure(output, [/^ {2}INCONTEXT_TOKENIZER_URL is required/]);
+  });
+});
+
+Deno.test("incontext count prints what the proxy would do with a request from stdin or a file", async (t) => {
+  await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
+  const env = { ...WORKING, INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl };
+  const request = {
+    model: "m",
+    max_tokens: 65536,
+    messages: [{ role: "user", content: "Hi there" }],
+  };
+  await t.step("--json from stdin: the budget is W - P", async () => {
+    const output = await runCli(["count", "--json"], {
+      env,
+      stdin: JSON.stringify(request),
+    });
+    strictEqual(output.code, 0, output.stderr);
+    const decision = JSON.parse(output.stdout);
+    strictEqual(decision.action, "set");
+    strictEqual(decision.source, "vllm-tokenize");
+    ok(decision.promptTokens > 0);
+    strictEqual(decision.maxTokens, 55705 - decision.promptTokens);
+    strictEqual(decision.request, undefined);
+    deepStrictEqual(
+      upstream.requests.filter((r) => r.path !== "/tokenize"),
+      [],
+    );
+  });
+  await t.step("text from --file", async () => {
+    const file = await Deno.makeTempFile({ suffix: ".json" });
+    try {
+      await Deno.writeTextFile(file, JSON.stringify(request));
+      const output = await runCli(["count", "--file", file], { env });
+      strictEqual(output.code, 0, output.stderr);
+      ok(
+        /^prompt tokens: \d+ \(vllm-tokenize\)$/m.test(output.stdout),
+        output.stdout,
+      );
+      ok(/^decision: +set max_tokens=\d+$/m.test(output.stdout), output.stdout);
+    } finally {
+      await Deno.remove(file);
+    }
+  });
+  await t.step(
+    "input that is not a JSON object: exit 1, input not quoted",
+    async () => {
+      const output = await runCli(["count"], {
+        env,
+        stdin: '["secret prompt"]',
+      });
+      strictEqual(output.code, 1);
+      ok(
+        output.stderr.includes("the input is not a JSON object"),
+        output.stderr,
+      );
+      ok(!output.stderr.includes("secret prompt"));
+    },
+  );
+});
