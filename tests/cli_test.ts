@@ -1,6 +1,12 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
-import { freePort, hasStackTrace, runCli, spawnCli } from "./_cli_process.ts";
+import {
+  collect,
+  freePort,
+  hasStackTrace,
+  runCli,
+  spawnCli,
+} from "./_cli_process.ts";
 
 /** The issue lines of a configuration error, without the frame around them. */
 function issueLines(stderr: string): string[] {
@@ -334,4 +340,61 @@ Deno.test("incontext count prints what the proxy would do with a request from st
       ok(!output.stderr.includes("secret prompt"));
     },
   );
+});
+
+Deno.test("incontext installed with deno install stops on SIGTERM sent to the command a supervisor runs", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const install = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "install",
+        "-g",
+        "-A",
+        "-n",
+        "incontext",
+        "--root",
+        root,
+        "--config",
+        new URL("../deno.json", import.meta.url).pathname,
+        new URL("../src/cli/mod.ts", import.meta.url).pathname,
+      ],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    strictEqual(install.code, 0, new TextDecoder().decode(install.stderr));
+    await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
+    const port = freePort();
+    const denoDir = Deno.execPath().replace(/\/[^/]+$/, "");
+    // The generated script, run as a supervisor runs it: its own PID gets the signal.
+    const child = new Deno.Command(`${root}/bin/incontext`, {
+      args: [
+        "serve",
+        "--upstream",
+        upstream.url,
+        "--listen",
+        `127.0.0.1:${port}`,
+      ],
+      env: {
+        ...WORKING,
+        NO_COLOR: "1",
+        PATH: `${denoDir}:${Deno.env.get("PATH") ?? ""}`,
+        INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl,
+      },
+      clearEnv: true,
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const stdout = collect(child.stdout);
+    const stderr = collect(child.stderr);
+    await stdout.waitFor(/listening on/);
+    child.kill("SIGTERM");
+    const status = await child.status;
+    await Promise.all([stdout.done, stderr.done]);
+    strictEqual(status.code, 0, stderr.text);
+    ok(
+      /stopping: finishing requests in flight/.test(stdout.text + stderr.text),
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });

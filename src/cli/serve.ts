@@ -37,28 +37,31 @@ export async function serveCommand(
   const started = await configured(COMMAND, async () => {
     const prepared = await prepare(args, env);
     if (prepared === "help") return "help";
+    let listening: Listening;
     try {
-      const server = listen(prepared);
-      try {
-        await probe(prepared);
-      } catch (error) {
-        await server.server.shutdown();
-        throw error;
-      }
-      announce(prepared, server.server.addr);
-      return { prepared, server };
+      listening = listen(prepared);
     } catch (error) {
       await prepared[Symbol.asyncDispose]();
       throw error;
     }
+    // Handled from the moment the port is open: a supervisor may stop the
+    // proxy while it still probes.
+    const running = stopOnSignals({ prepared, ...listening });
+    try {
+      await probe(prepared);
+    } catch (error) {
+      await running.stop();
+      throw error;
+    }
+    announce(prepared, listening.server.addr);
+    return running;
   });
   if ("exitCode" in started) return started.exitCode;
   if (started.value === "help") {
     console.log(HELP);
     return 0;
   }
-  const { prepared, server } = started.value;
-  await untilStopped({ prepared, ...server });
+  await started.value.finished;
   return 0;
 }
 
@@ -174,32 +177,55 @@ function listenProblem(error: unknown): string {
   return error instanceof Error ? error.name : typeof error;
 }
 
-async function untilStopped(
+interface Running {
+  /** Settles once the server has stopped and the cache is disposed. */
+  readonly finished: Promise<void>;
+  /** Stops the server: what a signal does, without its log line. */
+  stop(): Promise<void>;
+}
+
+function stopOnSignals(
   { prepared, server, graceOver }: Listening & { prepared: Prepared },
-): Promise<void> {
+): Running {
   const grace = prepared.settings.config.shutdownGraceSeconds;
-  let stopping = false;
-  async function stop(): Promise<void> {
-    if (stopping) return;
-    stopping = true;
-    logger.info("stopping: finishing requests in flight");
-    // shutdown() waits for every response to end; after the grace period the
-    // proxy's signal ends the upstream requests behind the ones left, so it
-    // returns. (Aborting Deno.serve's own signal after shutdown() throws.)
-    const timer = setTimeout(() => {
-      logger.warn(
-        "grace period of {seconds} s over: ending requests in flight",
-        { seconds: grace },
-      );
-      graceOver.abort();
-    }, grace * 1000);
-    await server.shutdown();
-    clearTimeout(timer);
-    await prepared[Symbol.asyncDispose]();
+  let stopped: Promise<void> | undefined;
+  function stop(): Promise<void> {
+    stopped ??= (async () => {
+      // shutdown() waits for every response to end; after the grace period
+      // the proxy's signal ends the upstream requests behind the ones left,
+      // so it returns. (Aborting Deno.serve's own signal after shutdown()
+      // throws.)
+      const timer = setTimeout(() => {
+        logger.warn(
+          "grace period of {seconds} s over: ending requests in flight",
+          { seconds: grace },
+        );
+        graceOver.abort();
+      }, grace * 1000);
+      await server.shutdown();
+      clearTimeout(timer);
+      await prepared[Symbol.asyncDispose]();
+    })();
+    return stopped;
   }
   const signals = ["SIGTERM", "SIGINT"] as const;
-  const onSignal = () => void stop();
+  const onSignal = () => {
+    if (stopped === undefined) {
+      logger.info("stopping: finishing requests in flight");
+    }
+    void stop();
+  };
   for (const signal of signals) Deno.addSignalListener(signal, onSignal);
-  await server.finished;
-  for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+  const finished = (async () => {
+    await server.finished;
+    for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+    await stop();
+  })();
+  return {
+    finished,
+    stop: async () => {
+      await stop();
+      await finished;
+    },
+  };
 }
