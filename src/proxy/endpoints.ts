@@ -1,5 +1,6 @@
 /** The proxy's own endpoints under `/incontext/`. */
 import { errorResponse } from "../bridges/answers.ts";
+import { ContextLengthMismatchError } from "../core/errors.ts";
 import { gauge } from "./metrics.ts";
 import type { ProxyContext } from "./state.ts";
 import { upstreamUrl } from "./forward.ts";
@@ -42,11 +43,11 @@ async function healthz(context: ProxyContext): Promise<Response> {
     upstreamReachable(context),
     tokenizerReachable(context),
   ]);
-  const ok = upstream && tokenizer;
+  const ok = upstream && tokenizer === "reachable";
   return Response.json({
     status: ok ? "ok" : "degraded",
     upstream: upstream ? "reachable" : "unreachable",
-    tokenizer: tokenizer ? "reachable" : "unreachable",
+    tokenizer,
   }, { status: ok ? 200 : 503 });
 }
 
@@ -67,7 +68,14 @@ async function upstreamReachable(context: ProxyContext): Promise<boolean> {
   }
 }
 
-async function tokenizerReachable(context: ProxyContext): Promise<boolean> {
+/**
+ * `"reachable"` when the tokenizer counted; `"context_length_mismatch"` when
+ * it answered with another context length (it is there, but every count
+ * fails); `"unreachable"` otherwise.
+ */
+async function tokenizerReachable(
+  context: ProxyContext,
+): Promise<"reachable" | "unreachable" | "context_length_mismatch"> {
   try {
     // A new text each time: a count the cache answered would not reach the
     // tokenizer, and the check would report a dead one as reachable.
@@ -79,9 +87,11 @@ async function tokenizerReachable(context: ProxyContext): Promise<boolean> {
         signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
       },
     );
-    return true;
-  } catch {
-    return false;
+    return "reachable";
+  } catch (error) {
+    return error instanceof ContextLengthMismatchError
+      ? "context_length_mismatch"
+      : "unreachable";
   }
 }
 
