@@ -12,6 +12,7 @@ import { generateText } from "ai";
 import { FakeBackend } from "../src/testing/mod.ts";
 import { createProxyHandler } from "../src/proxy/mod.ts";
 import { C, postJson, proxyFixture, W } from "./_proxy_fixture.ts";
+import { until } from "./_hang.ts";
 
 const chat = (content: string) => ({
   model: "m",
@@ -446,10 +447,10 @@ Deno.test("a client abort cancels the upstream request", async () => {
   await rejects(pending);
   // The proxy's own upstream fetch was aborted: it counts an unreached upstream.
   let metrics = "";
-  for (let i = 0; i < 400 && !metrics.includes('status="0"} 1'); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 5));
+  await until(async () => {
     metrics = await (await fetch(`${proxy.url}/incontext/metrics`)).text();
-  }
+    return metrics.includes('status="0"} 1');
+  }, "the unreached upstream's count");
   ok(metrics.includes('incontext_upstream_responses_total{status="0"} 1'));
 });
 
@@ -542,9 +543,7 @@ Deno.test("a finished exchange leaves no listener on the shutdown signal", async
     await rejects(pending);
     proxy.upstream.fault = "none";
   });
-  for (let i = 0; i < 200 && attached.size > 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  await until(() => attached.size === 0, "the signal's listeners detach");
   strictEqual(attached.size, 0);
 });
 

@@ -164,6 +164,14 @@ function failureReport(output: string, counts: boolean): string {
   return start === -1 ? output : output.slice(start);
 }
 
+/** The command as announced: a list of test modules is shown as its count. */
+function shown(args: readonly string[]): string {
+  const modules = args.filter((arg) => arg.endsWith("_test.ts"));
+  if (modules.length <= 3) return args.join(" ");
+  const rest = args.filter((arg) => !arg.endsWith("_test.ts"));
+  return `${rest.join(" ")} (and ${modules.length} *_test.ts modules)`;
+}
+
 async function runStage(
   stage: Stage,
   index: number,
@@ -174,7 +182,7 @@ async function runStage(
   let passed = 0;
   let failed = 0;
   for (const args of stage.commands) {
-    console.log(`\n== [${index}/${of}] ${stage.name}: deno ${args.join(" ")}`);
+    console.log(`\n== [${index}/${of}] ${stage.name}: deno ${shown(args)}`);
     const result = await run(args);
     if (stage.counts) {
       const found = totals(result.output);

@@ -4,6 +4,8 @@
  * disposal that always reaps it.
  */
 
+import { HANG_MS } from "../_hang.ts";
+
 const SERVER = new URL("../../examples/server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 
@@ -116,7 +118,7 @@ export async function spawnProxy(
     await stdout.done;
     await stderr.done;
   };
-  if (!await stdout.waitFor(/listening on/, 15_000)) {
+  if (!await stdout.waitFor(/listening on/, HANG_MS)) {
     await reap();
     throw new Error(`The proxy did not start: ${stderr.text}`);
   }
