@@ -28,7 +28,7 @@ import { spawnProxy } from "./_proxy_spawn.ts";
 import { HANG_MS, until } from "../_hang.ts";
 
 // Every request is issued and judged, however long that takes: how fast the
-// proxy serves them is bench/proxy_throughput.ts's figure, not this test's.
+// proxy serves them is bench/proxy_load.ts's figure, not this test's.
 const TOTAL = 2_000;
 const CLIENTS = 200;
 const SEQUENTIAL = 200;
