@@ -129,14 +129,18 @@ export async function spawnProxy(
     stdout,
     stderr,
     async rss() {
-      // Through ps: reading /proc/<pid> needs --allow-all, which tests lack.
-      const { stdout } = await new Deno.Command("ps", {
-        args: ["-o", "rss=", "-p", String(child.pid)],
+      // Deno reads /proc/<pid> only with --allow-all, which tests lack, and
+      // ps is not on every machine; Node is, wherever the suite runs.
+      const { stdout } = await new Deno.Command("node", {
+        args: [
+          "-e",
+          `process.stdout.write(require("node:fs").readFileSync("/proc/${child.pid}/status", "utf8"))`,
+        ],
         stdout: "piped",
         stderr: "null",
       }).output();
-      const kb = Number(new TextDecoder().decode(stdout).trim());
-      return Number.isFinite(kb) ? kb * 1024 : 0;
+      const kb = /^VmRSS:\s+(\d+) kB$/m.exec(new TextDecoder().decode(stdout));
+      return kb === null ? 0 : Number(kb[1]) * 1024;
     },
     [Symbol.asyncDispose]: reap,
   };
