@@ -20,6 +20,7 @@ import {
   rejects,
   strictEqual,
 } from "node:assert/strict";
+import { HANG_MS } from "./_hang.ts";
 
 /** A compute whose result the test decides, and that says when it started. */
 function gate(): {
@@ -457,7 +458,7 @@ Deno.test("sharedCountCache() does not keep a process alive", async (t) => {
       stdin: "piped",
       stdout: "piped",
       stderr: "null",
-      signal: AbortSignal.timeout(30_000),
+      signal: AbortSignal.timeout(HANG_MS),
     }).spawn();
     const writer = child.stdin.getWriter();
     await writer.write(new TextEncoder().encode(script));

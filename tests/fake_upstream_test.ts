@@ -14,6 +14,7 @@ import {
   serveFakeUpstream,
 } from "../src/testing/fake_upstream.ts";
 import { VllmBackend } from "../src/backends/vllm/mod.ts";
+import { until } from "./_hang.ts";
 
 const MESSAGES = [
   { role: "system", content: "You are terse." },
@@ -56,14 +57,6 @@ function deferred<T = void>(): {
   let resolve!: (value: T) => void;
   const promise = new Promise<T>((done) => resolve = done);
   return { promise, resolve };
-}
-
-/** Waits, one macrotask at a time, until `predicate` holds (no fixed sleep). */
-async function until(predicate: () => boolean): Promise<void> {
-  for (let turn = 0; !predicate(); turn++) {
-    if (turn > 2000) throw new Error("The condition never held");
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
 }
 
 /** Reads a body to the end, or the error that ended it. */

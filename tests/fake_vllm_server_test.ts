@@ -10,12 +10,12 @@ import {
   type FakeVllmFault,
   serveFakeVllmTokenizer,
 } from "../src/testing/fake_vllm_server.ts";
+import { until } from "./_hang.ts";
 
 const BODY = JSON.stringify({
   model: "m",
   messages: [{ role: "user", content: "Hello there" }],
 });
-
 function post(
   url: string,
   body = BODY,
@@ -169,9 +169,11 @@ Deno.test("serveFakeVllmTokenizer() fails on demand", async (t) => {
   await t.step("slow: held until the client gives up", async () => {
     server.fault = "slow";
     const before = server.requests.length;
-    const responding = post(server.url, BODY, {
-      signal: AbortSignal.timeout(50),
-    });
+    const giveUp = new AbortController();
+    const responding = post(server.url, BODY, { signal: giveUp.signal });
+    // The client gives up once the request is held, not after some time.
+    await until(() => server.requests.length === before + 1, "the request");
+    giveUp.abort(new DOMException("The client gave up", "TimeoutError"));
     await rejects(
       responding,
       (error: unknown) =>

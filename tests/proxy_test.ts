@@ -12,6 +12,7 @@ import { generateText } from "ai";
 import { FakeBackend } from "../src/testing/mod.ts";
 import { createProxyHandler } from "../src/proxy/mod.ts";
 import { C, postJson, proxyFixture, W } from "./_proxy_fixture.ts";
+import { until } from "./_hang.ts";
 
 const chat = (content: string) => ({
   model: "m",
@@ -76,23 +77,37 @@ Deno.test("the proxy budgets what the openai SDK, the AI SDK and curl send", asy
     },
   );
 
-  await t.step("curl", async () => {
-    const { code, stdout } = await new Deno.Command("curl", {
+  await t.step("a client outside Deno: Node's http module", async () => {
+    // Node is on every machine that runs the suite; its HTTP/1.1 client
+    // shares no code with Deno's fetch.
+    const script = `
+      const body = process.argv[2];
+      const request = require("node:http").request(process.argv[1], {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      }, (response) => {
+        let text = "HTTP/" + response.httpVersion + " " + response.statusCode + "\\r\\n";
+        for (const [name, value] of Object.entries(response.headers)) text += name + ": " + value + "\\r\\n";
+        text += "\\r\\n";
+        response.setEncoding("utf8");
+        response.on("data", (chunk) => text += chunk);
+        response.on("end", () => process.stdout.write(text));
+      });
+      request.end(body);
+    `;
+    const { code, stdout } = await new Deno.Command("node", {
       args: [
-        "-s",
-        "-i",
-        "-H",
-        "content-type: application/json",
-        "-d",
-        JSON.stringify(chat("from curl")),
+        "-e",
+        script,
         `${proxy.baseUrl}/chat/completions`,
+        JSON.stringify(chat("from node")),
       ],
     }).output();
     strictEqual(code, 0);
     const text = new TextDecoder().decode(stdout);
-    ok(text.startsWith("HTTP/1.1 200"));
-    ok(/x-incontext-action: set/i.test(text));
-    ok(text.includes('"Noted: 1 messages."'));
+    ok(text.startsWith("HTTP/1.1 200"), text);
+    ok(/x-incontext-action: set/i.test(text), text);
+    ok(text.includes('"Noted: 1 messages."'), text);
   });
 
   await t.step("completions and responses are budgeted too", async () => {
@@ -446,10 +461,10 @@ Deno.test("a client abort cancels the upstream request", async () => {
   await rejects(pending);
   // The proxy's own upstream fetch was aborted: it counts an unreached upstream.
   let metrics = "";
-  for (let i = 0; i < 400 && !metrics.includes('status="0"} 1'); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 5));
+  await until(async () => {
     metrics = await (await fetch(`${proxy.url}/incontext/metrics`)).text();
-  }
+    return metrics.includes('status="0"} 1');
+  }, "the unreached upstream's count");
   ok(metrics.includes('incontext_upstream_responses_total{status="0"} 1'));
 });
 
@@ -542,9 +557,7 @@ Deno.test("a finished exchange leaves no listener on the shutdown signal", async
     await rejects(pending);
     proxy.upstream.fault = "none";
   });
-  for (let i = 0; i < 200 && attached.size > 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  await until(() => attached.size === 0, "the signal's listeners detach");
   strictEqual(attached.size, 0);
 });
 

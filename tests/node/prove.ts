@@ -37,7 +37,7 @@ const HERE = new URL("./", import.meta.url);
 const TYPESCRIPT = "typescript@5.9.3";
 const NODE_TYPES = "@types/node@20.19.43";
 /**
- * The real SDK that `budgetedFetch` is proven with, the version deno.json
+ * The real SDK that `budgetedFetch` is proven with, the version tests/deno.json
  * pins. It declares `engines.node >=22`; npm still installs it on Node 20
  * (the warning is below `--loglevel=error`) and the proof shows it works there.
  */

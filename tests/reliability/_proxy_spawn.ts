@@ -4,6 +4,8 @@
  * disposal that always reaps it.
  */
 
+import { HANG_MS } from "../_hang.ts";
+
 const SERVER = new URL("../../examples/server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 
@@ -116,7 +118,7 @@ export async function spawnProxy(
     await stdout.done;
     await stderr.done;
   };
-  if (!await stdout.waitFor(/listening on/, 15_000)) {
+  if (!await stdout.waitFor(/listening on/, HANG_MS)) {
     await reap();
     throw new Error(`The proxy did not start: ${stderr.text}`);
   }
@@ -127,14 +129,18 @@ export async function spawnProxy(
     stdout,
     stderr,
     async rss() {
-      // Through ps: reading /proc/<pid> needs --allow-all, which tests lack.
-      const { stdout } = await new Deno.Command("ps", {
-        args: ["-o", "rss=", "-p", String(child.pid)],
+      // Deno reads /proc/<pid> only with --allow-all, which tests lack, and
+      // ps is not on every machine; Node is, wherever the suite runs.
+      const { stdout } = await new Deno.Command("node", {
+        args: [
+          "-e",
+          `process.stdout.write(require("node:fs").readFileSync("/proc/${child.pid}/status", "utf8"))`,
+        ],
         stdout: "piped",
         stderr: "null",
       }).output();
-      const kb = Number(new TextDecoder().decode(stdout).trim());
-      return Number.isFinite(kb) ? kb * 1024 : 0;
+      const kb = /^VmRSS:\s+(\d+) kB$/m.exec(new TextDecoder().decode(stdout));
+      return kb === null ? 0 : Number(kb[1]) * 1024;
     },
     [Symbol.asyncDispose]: reap,
   };

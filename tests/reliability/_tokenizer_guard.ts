@@ -1,4 +1,4 @@
-/** A guard against calls that never settle, and the percentiles the suite reports. */
+/** A guard against calls that never settle. */
 
 /** The guard fired: the call it watched did not settle in time. */
 export class GuardFired extends Error {
@@ -27,12 +27,4 @@ export async function settleWithin<T>(
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** The `p`-th percentile (0-100) of `values`, nearest rank; NaN for none. */
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
-  return sorted[rank - 1]!;
 }

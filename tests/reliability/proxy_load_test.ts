@@ -1,5 +1,5 @@
 /**
- * The proxy under load: 10,000 streamed requests from 200
+ * The proxy under load: 2,000 streamed requests from 200
  * concurrent clients through the real server (examples/server.ts as a child
  * process, so its memory is its own) in front of a seeded faulty upstream;
  * slow readers; a stalled upstream; SIGTERM with streams in flight. Every
@@ -25,12 +25,14 @@ import {
 } from "./_proxy_load.ts";
 import { judge, type Verdict } from "./_proxy_verdict.ts";
 import { spawnProxy } from "./_proxy_spawn.ts";
+import { HANG_MS, until } from "../_hang.ts";
 
-const TOTAL = 10_000;
+// Every request is issued and judged, however long that takes: how fast the
+// proxy serves them is bench/proxy_load.ts's figure, not this test's.
+const TOTAL = 2_000;
 const CLIENTS = 200;
 const SEQUENTIAL = 200;
 const SLOW_CLIENTS = 4;
-const LOAD_PHASE_MS = 90_000;
 const MIB = 1024 * 1024;
 
 const unhandled: unknown[] = [];
@@ -54,7 +56,7 @@ function latency(verdicts: readonly Verdict[]): string {
   } ms (${added.length} complete answers)`;
 }
 
-Deno.test("the proxy holds 10,000 streamed requests from 200 clients against a faulty upstream", async () => {
+Deno.test("the proxy holds 2,000 streamed requests from 200 clients against a faulty upstream", async () => {
   await using upstream = serveTimedUpstream({
     seed: 7,
     delayFraction: 0.10,
@@ -82,16 +84,16 @@ Deno.test("the proxy holds 10,000 streamed requests from 200 clients against a f
     for (let n = 0; n < SEQUENTIAL; n++) {
       const id = `seq-${n}`;
       sequential.push(
-        await request(target, id, loadBody(id), { timeoutMs: 30_000 }),
+        await request(target, id, loadBody(id), { timeoutMs: HANG_MS }),
       );
     }
     const started = performance.now();
     let issued = 0;
     const client = async () => {
-      while (issued < TOTAL && performance.now() - started < LOAD_PHASE_MS) {
+      while (issued < TOTAL) {
         const id = String(issued++).padStart(6, "0");
         outcomes.push(
-          await request(target, id, loadBody(id), { timeoutMs: 30_000 }),
+          await request(target, id, loadBody(id), { timeoutMs: HANG_MS }),
         );
       }
     };
@@ -100,7 +102,7 @@ Deno.test("the proxy holds 10,000 streamed requests from 200 clients against a f
       outcomes.push(
         await request(target, id, loadBody(id, true), {
           pauseMs: 20,
-          timeoutMs: 60_000,
+          timeoutMs: HANG_MS,
         }),
       );
     };
@@ -144,7 +146,7 @@ Deno.test("the proxy holds 10,000 streamed requests from 200 clients against a f
     } MiB, end ${(rss.at(-1)! / MIB).toFixed(0)} MiB (${rss.length} samples)`,
   ].join("\n"));
 
-  strictEqual(loaded.length, TOTAL + SLOW_CLIENTS, "load phase over 90 s");
+  strictEqual(loaded.length, TOTAL + SLOW_CLIENTS);
   strictEqual(
     broken.length,
     0,
@@ -197,7 +199,7 @@ Deno.test("the proxy bounds a stalled upstream with its timeouts", async (t) => 
       });
       const started = performance.now();
       const response = await within(
-        5000,
+        HANG_MS,
         postJson(`${proxy.url}/v1/chat/completions`, chat("stalled")),
       );
       const elapsed = performance.now() - started;
@@ -205,6 +207,7 @@ Deno.test("the proxy bounds a stalled upstream with its timeouts", async (t) => 
       const { error } = await response.json();
       strictEqual(error.code, "upstream_timeout");
       ok(error.message.includes("0.3 seconds"), error.message);
+      // A lower bound only: a timer never fires early, on any machine.
       ok(elapsed >= 290, `answered after ${elapsed} ms`);
       upstream.fault = "none";
       const next = await postJson(
@@ -239,7 +242,7 @@ Deno.test("the proxy bounds a stalled upstream with its timeouts", async (t) => 
       const reader = response.body!.getReader();
       const first = await reader.read();
       ok(new TextDecoder().decode(first.value).startsWith("data: "));
-      await rejects(within(5000, reader.read()));
+      await rejects(within(HANG_MS, reader.read()));
       const metrics = await (await fetch(`${proxy.url}/incontext/metrics`))
         .text();
       ok(metrics.includes('incontext_upstream_timeouts_total{phase="body"} 1'));
@@ -285,7 +288,7 @@ Deno.test("the proxy bounds a stalled upstream with its timeouts", async (t) => 
       const reader = response.body!.getReader();
       await reader.read();
       closing.abort();
-      await rejects(within(5000, reader.read()));
+      await rejects(within(HANG_MS, reader.read()));
       const late = await postJson(
         `${proxy.url}/v1/chat/completions`,
         chat("too late"),
@@ -312,12 +315,13 @@ Deno.test("the proxy bounds a stalled upstream with its timeouts", async (t) => 
   });
 });
 
-/** Whether a new TCP connection to `port` is refused, polled for up to 2 s. */
+/** Waits until a new TCP connection to `port` is refused. */
 async function refusesConnections(port: number): Promise<boolean> {
-  for (let attempt = 0; attempt < 100; attempt++) {
+  await until(async () => {
     try {
       const connection = await Deno.connect({ hostname: "127.0.0.1", port });
       connection.close();
+      return false;
     } catch (error) {
       // A connect that lands in the backlog just as the listener closes is
       // reset rather than refused: either way it is never served.
@@ -327,40 +331,38 @@ async function refusesConnections(port: number): Promise<boolean> {
       ) return true;
       throw error;
     }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return false;
+  }, "the listener closes");
+  return true;
 }
 
 Deno.test("examples/server.ts finishes streams in flight on SIGTERM and refuses new connections", async (t) => {
   await t.step(
     "under load: every stream in flight completes unchanged, new connections are refused",
     async () => {
-      // About 15 events 100 ms apart: each stream lasts ~1.5 s.
+      // About 15 events 100 ms apart: each stream lasts ~1.5 s, and the
+      // grace period is a hang bound, not a deadline a busy machine can miss.
       await using upstream = serveTimedUpstream("none", 100);
       await using proxy = await spawnProxy(upstream.url, {
         INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
-        INCONTEXT_SHUTDOWN_GRACE_SECONDS: "20",
+        INCONTEXT_SHUTDOWN_GRACE_SECONDS: String(HANG_MS / 1000),
       });
       const target = `${proxy.url}/v1/chat/completions`;
       const inFlight = Array.from({ length: 100 }, (_, n) => {
         const id = `term-${n}`;
-        return request(target, id, loadBody(id), { timeoutMs: 20_000 });
+        return request(target, id, loadBody(id), { timeoutMs: HANG_MS });
       });
       // Every stream has reached the upstream before the signal.
-      for (let i = 0; i < 500 && upstream.timings.size < 100; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await until(() => upstream.timings.size === 100, "100 streams start");
       strictEqual(upstream.timings.size, 100);
       const signalled = performance.now();
       proxy.child.kill("SIGTERM");
       ok(await refusesConnections(proxy.port), "a new connection was accepted");
       const late = await request(target, "late", loadBody("late"), {
-        timeoutMs: 5000,
+        timeoutMs: HANG_MS,
       });
       strictEqual(late.failed, "fetch");
-      const outcomes = await within(20_000, Promise.all(inFlight));
-      const status = await within(20_000, proxy.child.status);
+      const outcomes = await within(HANG_MS, Promise.all(inFlight));
+      const status = await within(HANG_MS, proxy.child.status);
       const stopped = performance.now() - signalled;
       const verdicts = await judge(outcomes, upstream);
       const broken = verdicts.filter((v) => v.broken);
@@ -387,15 +389,13 @@ Deno.test("examples/server.ts finishes streams in flight on SIGTERM and refuses 
       const target = `${proxy.url}/v1/chat/completions`;
       const inFlight = Array.from({ length: 5 }, (_, n) => {
         const id = `grace-${n}`;
-        return request(target, id, loadBody(id), { timeoutMs: 20_000 });
+        return request(target, id, loadBody(id), { timeoutMs: HANG_MS });
       });
-      for (let i = 0; i < 500 && upstream.timings.size < 5; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await until(() => upstream.timings.size === 5, "5 streams start");
       const signalled = performance.now();
       proxy.child.kill("SIGTERM");
-      const outcomes = await within(10_000, Promise.all(inFlight));
-      const status = await within(10_000, proxy.child.status);
+      const outcomes = await within(HANG_MS, Promise.all(inFlight));
+      const status = await within(HANG_MS, proxy.child.status);
       const stopped = performance.now() - signalled;
       for (const outcome of outcomes) {
         strictEqual(outcome.status, 200);
@@ -403,7 +403,8 @@ Deno.test("examples/server.ts finishes streams in flight on SIGTERM and refuses 
         ok(outcome.text.startsWith("data: "));
       }
       strictEqual(status.code, 0);
-      ok(stopped >= 450 && stopped < 10_000, `stopped after ${stopped} ms`);
+      // A lower bound only: the grace period is waited out, on any machine.
+      ok(stopped >= 450, `stopped after ${stopped} ms`);
       ok(
         /grace period of 0.5 s over/.test(
           proxy.stdout.text + proxy.stderr.text,

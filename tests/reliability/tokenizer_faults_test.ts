@@ -17,17 +17,18 @@ import {
   serveFakeVllmTokenizer,
 } from "../../src/testing/mod.ts";
 import { resultProblem } from "./_fuzz_invariants.ts";
-import { GuardFired, percentile, settleWithin } from "./_tokenizer_guard.ts";
+import { GuardFired, settleWithin } from "./_tokenizer_guard.ts";
+import { HANG_MS } from "../_hang.ts";
 
 const CONTEXT = 65_536;
 const WINDOW = 55_705;
 const MIN_OUTPUT = 4096;
 const TIMEOUT_SECONDS = 0.5;
-const GUARD_MS = 5_000;
-// A fault that answers at once is judged by its answer, not by the clock: its
-// timeout stays far above any answer time, below the guard, so that a busy
-// machine cannot turn it into a timeout.
-const ANSWERING_TIMEOUT_SECONDS = 4;
+const GUARD_MS = HANG_MS;
+// A fault that answers is judged by its answer, never by the clock: its
+// timeout is the longest a timer can wait, so that no busy machine turns a
+// slow answer (the oversized one streams a megabyte) into a timeout.
+const ANSWERING_TIMEOUT_SECONDS = 2_147_483;
 /** 64 KiB + 16 bytes per context token, at 65,536 tokens. */
 const CAP_BYTES = 65_536 + 16 * CONTEXT;
 
@@ -92,21 +93,18 @@ const tally = {
   hostExceptions: 0,
   invalidCaps: 0,
   otherPaths: 0,
-  overshoot: new Map<FakeVllmFault, number[]>(),
 };
 
 interface Outcome {
-  readonly ms: number;
   readonly result?: BudgetResult;
   readonly error?: unknown;
 }
 
 /** One budget() call under the guard; a GuardFired fails the test. */
-async function timedBudget(
+async function guardedBudget(
   request: JsonObject,
   backend: VllmBackend,
 ): Promise<Outcome> {
-  const started = performance.now();
   const calling = budget(request, {
     window: WINDOW,
     contextLength: CONTEXT,
@@ -114,10 +112,10 @@ async function timedBudget(
   });
   try {
     const result = await settleWithin(calling, GUARD_MS, "budget()");
-    return { ms: performance.now() - started, result };
+    return { result };
   } catch (error) {
     if (error instanceof GuardFired) throw error;
-    return { ms: performance.now() - started, error };
+    return { error };
   }
 }
 
@@ -175,7 +173,7 @@ Deno.test("budget() survives every tokenizer fault with the rough fallback", asy
           GUARD_MS,
           "count()",
         ),
-        ...batch.map((request) => timedBudget(request, backend)),
+        ...batch.map((request) => guardedBudget(request, backend)),
       ]);
       // The fault is the one injected: the count fails for its reason.
       ok(failure instanceof CountError, `${fault}: ${failure}`);
@@ -188,12 +186,6 @@ Deno.test("budget() survives every tokenizer fault with the rough fallback", asy
       else strictEqual(reached, batch.length + 1);
       tally.faults++;
       const problems = judge(batch, outcomes, backend);
-      if (STALLING.has(fault)) {
-        tally.overshoot.set(
-          fault,
-          outcomes.map(({ ms }) => ms - TIMEOUT_SECONDS * 1000),
-        );
-      }
       strictEqual(problems.join("\n"), "", fault);
     });
   }
@@ -202,15 +194,6 @@ Deno.test("budget() survives every tokenizer fault with the rough fallback", asy
     console.log(
       `tokenizer faults: ${tally.faults} tried, ${tally.calls} budget() calls, host exceptions ${tally.hostExceptions}, invalid caps ${tally.invalidCaps}, other paths ${tally.otherPaths}`,
     );
-    for (const [fault, overshoot] of tally.overshoot) {
-      console.log(
-        `tokenizer faults: ${fault} overshoot past the ${TIMEOUT_SECONDS} s timeout: p50 ${
-          percentile(overshoot, 50).toFixed(1)
-        } ms, max ${
-          Math.max(...overshoot).toFixed(1)
-        } ms (${overshoot.length} calls)`,
-      );
-    }
     strictEqual(tally.faults, FAULTS.length);
     strictEqual(tally.hostExceptions, 0);
     strictEqual(tally.invalidCaps, 0);

@@ -16,12 +16,13 @@ import { terminateCountWorkerForTesting } from "../../src/testing/mod.ts";
 import { resultProblem } from "./_fuzz_invariants.ts";
 import { serveHeldTokenizer } from "./_tokenizer_held.ts";
 import { settleWithin } from "./_tokenizer_guard.ts";
+import { HANG_MS } from "../_hang.ts";
 
 const CONTEXT = 65_536;
 const WINDOW = 55_705;
 const MIN_OUTPUT = 4096;
 const PROMPT_TOKENS = 1000;
-const GUARD_MS = 5_000;
+const GUARD_MS = HANG_MS;
 const IN_FLIGHT = 100;
 const MAX_ENTRIES = 32;
 /** Room for 23 of the vLLM backend's 64-character keys: the byte bound binds first. */

@@ -1,55 +1,20 @@
 // Renders a corpus of templates x contexts with compileChatTemplate and with
-// Python jinja2 (tools/jinja2_oracle.py) and requires byte-identical output.
+// Python jinja2 (tools/jinja2_oracle.py, see ./_oracles.ts) and requires byte-identical output.
 import { deepStrictEqual, ok as assert } from "node:assert/strict";
 import {
   compileChatTemplate,
   parseJsonLossless,
   TemplateRaisedError,
   TemplateUndefinedError,
-} from "../src/template/chat_template.ts";
+} from "../../src/template/chat_template.ts";
+import { type Jinja2Outcome, jinja2Render } from "./_oracles.ts";
 
 const NOW = "2026-03-07T15:04:05";
-const dir = new URL("./fixtures/templates/", import.meta.url);
+const dir = new URL("../fixtures/templates/", import.meta.url);
 
-type Outcome = { text: string } | { error: { type: string; message: string } };
+type Outcome = Jinja2Outcome;
 
-// Debian's python3 with python3-jinja2 (what .ci/run installs) is the oracle;
-// a python3 elsewhere on PATH may carry another jinja2.
-const PYTHON = await Deno.stat("/usr/bin/python3").then(
-  () => "/usr/bin/python3",
-  () => "python3",
-);
-
-async function oracle(jobs: unknown[]): Promise<Outcome[]> {
-  const script = new URL("../tools/jinja2_oracle.py", import.meta.url);
-  let output: Deno.CommandOutput;
-  try {
-    const child = new Deno.Command(PYTHON, {
-      args: [script.pathname],
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(JSON.stringify(jobs)));
-    await writer.close();
-    output = await child.output();
-  } catch (error) {
-    throw new Error(
-      "python3 is required: run `apt-get update && apt-get install -y python3-jinja2`",
-      { cause: error },
-    );
-  }
-  const stderr = new TextDecoder().decode(output.stderr);
-  if (!output.success) {
-    throw new Error(
-      stderr.includes("No module named 'jinja2'")
-        ? "python3-jinja2 is not installed: run `apt-get update && apt-get install -y python3-jinja2` (as .ci/run does)"
-        : `The jinja2 oracle failed: ${stderr.slice(0, 500)}`,
-    );
-  }
-  return JSON.parse(new TextDecoder().decode(output.stdout));
-}
+const oracle = jinja2Render;
 
 function ours(template: string, contextJson: string, key: string): Outcome {
   const now = () => new Date(NOW);

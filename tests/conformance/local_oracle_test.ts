@@ -1,52 +1,27 @@
 // LocalBackend.count() against an oracle no one here wrote: Python jinja2
 // (tools/jinja2_oracle.py) renders the same preprocessed context, read from
 // JSON text so that integral floats and key order survive, and the native
-// Rust `tokenizers` binding (tools/tokenizers_oracle.mjs) tokenizes it
-// without special tokens, as vLLM's chat /tokenize does.
+// Rust `tokenizers` binding tokenizes it without special tokens, as vLLM's
+// chat /tokenize does (both through ./_oracles.ts).
 import { deepStrictEqual, ok } from "node:assert/strict";
 import { dirname } from "node:path";
 import {
   LocalBackend,
   TemplateRejectedError,
-} from "../src/backends/local/mod.ts";
-import { buildTokenizePayload } from "../src/backends/_shared/vllm_payload.ts";
+} from "../../src/backends/local/mod.ts";
+import { buildTokenizePayload } from "../../src/backends/_shared/vllm_payload.ts";
 import {
   detectContentFormat,
   templateContext,
-} from "../src/local/preprocess.ts";
-import { PyFloat } from "../src/template/chat_template.ts";
-import { pyFloatRepr } from "../src/template/py.ts";
-import { specialTokensOf } from "../src/tokenizer/config.ts";
-import { MODEL_FILES } from "./_model_files.ts";
-import { CONVERSATIONS } from "./_tokenizer_conversations.ts";
+} from "../../src/local/preprocess.ts";
+import { PyFloat } from "../../src/template/chat_template.ts";
+import { pyFloatRepr } from "../../src/template/py.ts";
+import { specialTokensOf } from "../../src/tokenizer/config.ts";
+import { MODEL_FILES } from "../_model_files.ts";
+import { CONVERSATIONS } from "../_tokenizer_conversations.ts";
+import { jinja2Render, nativeEncode } from "./_oracles.ts";
 
 const NOW = "2026-03-07T15:04:05";
-const PYTHON = await Deno.stat("/usr/bin/python3").then(
-  () => "/usr/bin/python3",
-  () => "python3",
-);
-
-async function run(command: string, script: URL, input: unknown) {
-  const child = new Deno.Command(command, {
-    args: [script.pathname],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(JSON.stringify(input)));
-  await writer.close();
-  const output = await child.output();
-  if (!output.success) {
-    throw new Error(
-      `${script.pathname} failed (see .ci/run for its setup): ${
-        new TextDecoder().decode(output.stderr).slice(0, 500)
-      }`,
-    );
-  }
-  return JSON.parse(new TextDecoder().decode(output.stdout));
-}
-
 /** JSON text of a preprocessed context: Maps in order, PyFloats as floats. */
 function pyJson(value: unknown): string {
   if (value instanceof PyFloat) return pyFloatRepr(value.value);
@@ -165,9 +140,7 @@ Deno.test("LocalBackend.count() equals jinja2 + native tokenizers per model fami
       });
       return { input, json: pyJson({ c: input.context }) };
     });
-    const renders: ({ text: string } | { error: unknown })[] = await run(
-      PYTHON,
-      new URL("../tools/jinja2_oracle.py", import.meta.url),
+    const renders = await jinja2Render(
       contexts.map(({ json }) => ({
         template: source,
         context_json: json,
@@ -180,20 +153,16 @@ Deno.test("LocalBackend.count() equals jinja2 + native tokenizers per model fami
       const from = contexts[i]!.input.continueFrom;
       return from === undefined ? render.text : cut(render.text, from);
     });
-    const native: { ids: number[][] } = await run(
-      "node",
-      new URL("../tools/tokenizers_oracle.mjs", import.meta.url),
-      {
-        tokenizerPath: model.tokenizerPath,
-        texts: texts.filter((text) => text !== undefined),
-        addSpecialTokens: false,
-      },
-    );
+    const native = await nativeEncode({
+      tokenizerPath: model.tokenizerPath,
+      texts: texts.filter((text) => text !== undefined),
+      addSpecialTokens: false,
+    });
     const expected: (number | "rejected")[] = [];
     let next = 0;
     for (const text of texts) {
       expected.push(
-        text === undefined ? "rejected" : native.ids[next++]!.length,
+        text === undefined ? "rejected" : native[next++]!.length,
       );
     }
     const actual: (number | "rejected")[] = [];

@@ -1,58 +1,20 @@
 // Tokenizes a corpus with the pure-JS tokenizer (src/_tokenizer.ts) and with
-// the native Rust `tokenizers` binding (tools/tokenizers_oracle.mjs), for the
+// the native Rust `tokenizers` binding (./_oracles.ts), for the
 // Qwen3, Llama 3, Gemma 3 and DeepSeek V3 tokenizer files, and requires the
 // same ids for every text.
 import { deepStrictEqual } from "node:assert/strict";
 import {
   compileChatTemplate,
   TemplateRaisedError,
-} from "../src/template/chat_template.ts";
+} from "../../src/template/chat_template.ts";
 import {
   loadTokenizer,
   type LocalTokenizer,
-} from "../src/tokenizer/tokenizer.ts";
-import { MODEL_FILES, type ModelFiles } from "./_model_files.ts";
-import { PLAIN_TEXTS, textsWithTokens } from "./_tokenizer_corpus.ts";
-import { CONVERSATIONS } from "./_tokenizer_conversations.ts";
-
-const ORACLE = new URL("../tools/tokenizers_oracle.mjs", import.meta.url);
-
-interface OracleOutput {
-  readonly ids: number[][];
-  readonly loadMs: number;
-  readonly encodeMs: number;
-}
-
-/** Runs the native oracle; fails with the fix when it is not installed. */
-async function nativeEncode(
-  tokenizerPath: string,
-  texts: readonly string[],
-  addSpecialTokens: boolean,
-): Promise<OracleOutput> {
-  const child = new Deno.Command("node", {
-    args: [ORACLE.pathname],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(
-    new TextEncoder().encode(
-      JSON.stringify({ tokenizerPath, texts, addSpecialTokens }),
-    ),
-  );
-  await writer.close();
-  const output = await child.output();
-  if (!output.success) {
-    const stderr = new TextDecoder().decode(output.stderr);
-    throw new Error(
-      stderr.includes("Cannot find module 'tokenizers'")
-        ? "The native oracle is not installed: run `npm install --prefix tools/.oracle --save-exact tokenizers@0.23.2` (as .ci/run does)"
-        : `The tokenizers oracle failed: ${stderr.slice(0, 500)}`,
-    );
-  }
-  return JSON.parse(new TextDecoder().decode(output.stdout));
-}
+} from "../../src/tokenizer/tokenizer.ts";
+import { MODEL_FILES, type ModelFiles } from "../_model_files.ts";
+import { PLAIN_TEXTS, textsWithTokens } from "../_tokenizer_corpus.ts";
+import { CONVERSATIONS } from "../_tokenizer_conversations.ts";
+import { nativeEncode } from "./_oracles.ts";
 
 /** Renders each conversation with the family's template, skipping those it rejects. */
 function chatRenders(model: ModelFiles, tokenizer: LocalTokenizer): string[] {
@@ -84,23 +46,23 @@ async function compare(
   texts: readonly string[],
   addSpecialTokens: boolean,
 ): Promise<number> {
-  const native = await nativeEncode(
-    model.tokenizerPath,
+  const native = await nativeEncode({
+    tokenizerPath: model.tokenizerPath,
     texts,
     addSpecialTokens,
-  );
+  });
   const ours = texts.map((text) =>
     tokenizer.encode(text, { addSpecialTokens })
   );
   let same = 0;
   for (const [i, ids] of ours.entries()) {
-    if (JSON.stringify(ids) === JSON.stringify(native.ids[i])) same++;
+    if (JSON.stringify(ids) === JSON.stringify(native[i])) same++;
   }
   const label = addSpecialTokens ? "with" : "without";
   console.log(
     `${model.family}: ${same}/${texts.length} identical (${label} special tokens)`,
   );
-  deepStrictEqual(ours, native.ids);
+  deepStrictEqual(ours, native);
   return same;
 }
 

@@ -1,0 +1,98 @@
+/**
+ * The proxy under load, timed: 10,000 streamed requests from 200 concurrent
+ * clients through examples/server.ts as a child process, against an upstream
+ * seeded to delay 10% of answers by 50-500 ms, cut 5% mid-stream and answer
+ * 5% with 5xx; 200 sequential requests first, for the cost without queueing.
+ * Prints the wall time, the outcomes, the latency the proxy adds (client
+ * time minus the upstream's own) and the proxy's RSS. What is asserted about
+ * the same traffic, on any machine, is tests/reliability/proxy_load_test.ts.
+ *
+ *     npx --yes deno@2.9.6 run --config tests/deno.json -A bench/proxy_load.ts
+ */
+import {
+  loadBody,
+  type Outcome,
+  quantile,
+  request,
+  serveTimedUpstream,
+} from "../tests/reliability/_proxy_load.ts";
+import { judge, type Verdict } from "../tests/reliability/_proxy_verdict.ts";
+import { spawnProxy } from "../tests/reliability/_proxy_spawn.ts";
+
+const TOTAL = 10_000;
+const CLIENTS = 200;
+const SEQUENTIAL = 200;
+const TIMEOUT_MS = 120_000;
+const MIB = 1024 * 1024;
+
+function tally(verdicts: readonly Verdict[]): string {
+  const kinds = new Map<string, number>();
+  for (const v of verdicts) kinds.set(v.kind, (kinds.get(v.kind) ?? 0) + 1);
+  return [...kinds].sort().map(([k, n]) => `${k}=${n}`).join(", ");
+}
+
+function latency(verdicts: readonly Verdict[]): string {
+  const added = verdicts.flatMap((v) =>
+    v.addedMs === undefined ? [] : [v.addedMs]
+  );
+  return `p50 ${quantile(added, 0.5).toFixed(1)} ms, p99 ${
+    quantile(added, 0.99).toFixed(1)
+  } ms (${added.length} complete answers)`;
+}
+
+await using upstream = serveTimedUpstream({
+  seed: 7,
+  delayFraction: 0.10,
+  delayMs: [50, 500],
+  cutFraction: 0.05,
+  errorFraction: 0.05,
+});
+await using proxy = await spawnProxy(upstream.url, {
+  INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
+});
+const target = `${proxy.url}/v1/chat/completions`;
+const rss: number[] = [await proxy.rss()];
+let sampling = true;
+const sampler = (async () => {
+  while (sampling) {
+    rss.push(await proxy.rss());
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+})();
+
+const sequential: Outcome[] = [];
+for (let n = 0; n < SEQUENTIAL; n++) {
+  const id = `seq-${n}`;
+  sequential.push(
+    await request(target, id, loadBody(id), { timeoutMs: TIMEOUT_MS }),
+  );
+}
+const outcomes: Outcome[] = [];
+const started = performance.now();
+let issued = 0;
+await Promise.all(Array.from({ length: CLIENTS }, async () => {
+  while (issued < TOTAL) {
+    const id = String(issued++).padStart(6, "0");
+    outcomes.push(
+      await request(target, id, loadBody(id), { timeoutMs: TIMEOUT_MS }),
+    );
+  }
+}));
+const seconds = (performance.now() - started) / 1000;
+sampling = false;
+await sampler;
+
+const alone = await judge(sequential, upstream);
+const loaded = await judge(outcomes, upstream);
+const broken = [...alone, ...loaded].filter((v) => v.broken).length;
+console.log([
+  `proxy load: ${TOTAL} requests from ${CLIENTS} concurrent streaming clients in ${
+    seconds.toFixed(1)
+  } s (${Math.round(TOTAL / seconds)} req/s)`,
+  `  outcomes: ${tally(loaded)}; broken promises: ${broken}`,
+  `  added latency, 1 client: ${latency(alone)}`,
+  `  added latency, ${CLIENTS} clients: ${latency(loaded)}`,
+  `  proxy RSS: start ${(rss[0]! / MIB).toFixed(0)} MiB, peak ${
+    (Math.max(...rss) / MIB).toFixed(0)
+  } MiB (${rss.length} samples)`,
+].join("\n"));

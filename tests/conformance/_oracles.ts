@@ -1,0 +1,98 @@
+/**
+ * The two oracles the conformance suite compares against, each failing with
+ * the exact fix when what it needs is missing:
+ *
+ * - Python jinja2, as transformers and vLLM render chat templates: Debian's
+ *   `/usr/bin/python3` with the `python3-jinja2` package (`.ci/run` installs
+ *   it), driven through `tools/jinja2_oracle.py`.
+ * - The Rust `tokenizers` crate vLLM tokenizes with, through its native npm
+ *   binding (`tokenizers` in tests/deno.json): Deno fetches it, prebuilt
+ *   binary included, like any other npm dependency.
+ */
+
+const JINJA2_FIX =
+  "install Debian's python3-jinja2: `apt-get update && apt-get install -y python3-jinja2` (as .ci/run does)";
+
+// Debian's python3 with python3-jinja2 is the oracle; a python3 elsewhere on
+// PATH may carry another jinja2.
+const PYTHON = await Deno.stat("/usr/bin/python3").then(
+  () => "/usr/bin/python3",
+  () => "python3",
+);
+
+/** One render job of tools/jinja2_oracle.py. */
+export interface Jinja2Job {
+  readonly template: string;
+  readonly context_json: string;
+  readonly context_key: string | undefined;
+  readonly now: string;
+}
+
+/** What jinja2 made of one job: the text, or the exception it raised. */
+export type Jinja2Outcome =
+  | { text: string }
+  | { error: { type: string; message: string } };
+
+/** Renders every job with Python jinja2, in one process. */
+export async function jinja2Render(
+  jobs: readonly Jinja2Job[],
+): Promise<Jinja2Outcome[]> {
+  const script = new URL("../../tools/jinja2_oracle.py", import.meta.url);
+  let output: Deno.CommandOutput;
+  try {
+    const child = new Deno.Command(PYTHON, {
+      args: [script.pathname],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(JSON.stringify(jobs)));
+    await writer.close();
+    output = await child.output();
+  } catch (error) {
+    throw new Error(`python3 is missing: ${JINJA2_FIX}`, { cause: error });
+  }
+  const stderr = new TextDecoder().decode(output.stderr);
+  if (!output.success) {
+    throw new Error(
+      stderr.includes("No module named 'jinja2'")
+        ? `jinja2 is missing: ${JINJA2_FIX}`
+        : `The jinja2 oracle failed: ${stderr.slice(0, 500)}`,
+    );
+  }
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
+
+/** What the native binding is asked to tokenize. */
+export interface NativeEncodeOptions {
+  /** The tokenizer.json to load. */
+  readonly tokenizerPath: string;
+  readonly texts: readonly string[];
+  /** Whether the post-processor adds BOS/EOS, as vLLM's completion /tokenize does. */
+  readonly addSpecialTokens: boolean;
+}
+
+/** The ids the Rust `tokenizers` crate gives each text. */
+export async function nativeEncode(
+  options: NativeEncodeOptions,
+): Promise<number[][]> {
+  let binding: typeof import("tokenizers");
+  try {
+    binding = await import("tokenizers");
+  } catch (error) {
+    throw new Error(
+      "The native tokenizers binding did not load: Deno fetches npm:tokenizers@0.23.2 (tests/deno.json) with its prebuilt binary for linux, macOS or Windows on x64 or arm64; run with --allow-ffi and network access to the npm registry",
+      { cause: error },
+    );
+  }
+  const tokenizer = binding.Tokenizer.fromFile(options.tokenizerPath);
+  const ids: number[][] = [];
+  for (const text of options.texts) {
+    const encoding = await tokenizer.encode(text, null, {
+      addSpecialTokens: options.addSpecialTokens,
+    });
+    ids.push(encoding.getIds());
+  }
+  return ids;
+}
