@@ -311,19 +311,14 @@ Deno.test("incontext count prints what the proxy would do with a request from st
     );
   });
   await t.step("text from --file", async () => {
-    const file = await Deno.makeTempFile({ suffix: ".json" });
-    try {
-      await Deno.writeTextFile(file, JSON.stringify(request));
-      const output = await runCli(["count", "--file", file], { env });
-      strictEqual(output.code, 0, output.stderr);
-      ok(
-        /^prompt tokens: \d+ \(vllm-tokenize\)$/m.test(output.stdout),
-        output.stdout,
-      );
-      ok(/^decision: +set max_tokens=\d+$/m.test(output.stdout), output.stdout);
-    } finally {
-      await Deno.remove(file);
-    }
+    const file = new URL("./fixtures/cli/chat_request.json", import.meta.url);
+    const output = await runCli(["count", "--file", file.pathname], { env });
+    strictEqual(output.code, 0, output.stderr);
+    ok(
+      /^prompt tokens: \d+ \(vllm-tokenize\)$/m.test(output.stdout),
+      output.stdout,
+    );
+    ok(/^decision: +set max_tokens=\d+$/m.test(output.stdout), output.stdout);
   });
   await t.step(
     "input that is not a JSON object: exit 1, input not quoted",
@@ -397,4 +392,40 @@ Deno.test("incontext installed with deno install stops on SIGTERM sent to the co
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test("incontext tokenize-server reports a folder it cannot load and a port in use through the one error path", async (t) => {
+  await t.step("a folder without tokenizer files", async () => {
+    const empty = new URL("./fixtures/cli/", import.meta.url).pathname;
+    const output = await runCli([
+      "tokenize-server",
+      "--model-dir",
+      empty,
+      "--max-model-len",
+      "32768",
+      "--listen",
+      `127.0.0.1:${freePort()}`,
+    ]);
+    assertConfigFailure(output, [
+      /^ {2}--model-dir \(INCONTEXT_TOKENIZER_DIR\) cannot be loaded: /,
+    ]);
+  });
+  await t.step("a port in use", async () => {
+    using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const { port } = taken.addr as Deno.NetAddr;
+    const output = await runCli([
+      "tokenize-server",
+      "--model-dir",
+      new URL("./fixtures/model_folder/", import.meta.url).pathname,
+      "--max-model-len",
+      "32768",
+      "--listen",
+      `127.0.0.1:${port}`,
+    ]);
+    assertConfigFailure(output, [
+      new RegExp(
+        `^ {2}--listen cannot listen on 127\\.0\\.0\\.1:${port}: the address is in use$`,
+      ),
+    ]);
+  });
 });

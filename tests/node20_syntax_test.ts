@@ -15,6 +15,13 @@ const FORBIDDEN: [string, RegExp][] = [
   ["dynamic import of a non-literal", /\bimport\(\s*[^"'\s)]/],
 ];
 
+// The command line imports the backend plugin modules its user names
+// (INCONTEXT_BACKEND_MODULES): an application's import, in the one file that
+// does it. The library itself never imports a module by name.
+const ALLOWED: readonly string[] = [
+  "cli/prepare.ts: dynamic import of a non-literal",
+];
+
 async function publishedFiles(): Promise<URL[]> {
   const root = new URL("../", import.meta.url);
   const files = [new URL("mod.ts", root)];
@@ -43,8 +50,11 @@ Deno.test("published code uses only syntax and APIs that Node 20 has", async () 
   for (const file of files) {
     const text = code(await Deno.readTextFile(file));
     for (const [what, pattern] of FORBIDDEN) {
-      if (pattern.test(text)) {
-        found.push(`${file.pathname.split("/").slice(-2).join("/")}: ${what}`);
+      const finding = `${
+        file.pathname.split("/").slice(-2).join("/")
+      }: ${what}`;
+      if (pattern.test(text) && !ALLOWED.includes(finding)) {
+        found.push(finding);
       }
     }
   }

@@ -22,6 +22,8 @@ const TEST_PERMISSIONS = [
   "--allow-env",
   "--allow-run",
   "--allow-sys=hostname",
+  // Tests that install or copy the package work in temporary folders only.
+  `--allow-write=${Deno.env.get("TMPDIR") ?? "/tmp"}`,
 ];
 
 /** One stage: a name and the Deno commands it runs, in order. */

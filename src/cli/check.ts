@@ -8,7 +8,7 @@
  */
 import { configured } from "./config_failure.ts";
 import { configureConsoleLog } from "./console_log.ts";
-import { prepare } from "./prepare.ts";
+import { prepare, type Prepared } from "./prepare.ts";
 import {
   probeTokenizer,
   probeUpstream,
@@ -42,7 +42,16 @@ export async function checkCommand(
     );
     return 0;
   }
-  await using ready = prepared.value;
+  const ready = prepared.value;
+  try {
+    return await report(ready);
+  } finally {
+    await ready[Symbol.asyncDispose]();
+  }
+}
+
+/** Probes, prints the findings, and returns the exit code. */
+async function report(ready: Prepared): Promise<number> {
   const { settings, backend } = ready;
   const [tokenizer, upstream] = await Promise.all([
     probeTokenizer(backend, settings.contextLength),

@@ -10,7 +10,7 @@ import { budget } from "../core/budget.ts";
 import { isJsonObject } from "../core/request.ts";
 import { configured, reportConfigIssues } from "./config_failure.ts";
 import { configureConsoleLog } from "./console_log.ts";
-import { prepare } from "./prepare.ts";
+import { prepare, type Prepared } from "./prepare.ts";
 
 const COMMAND = "incontext count";
 
@@ -59,7 +59,16 @@ export async function countCommand(
     console.log(COUNT_HELP);
     return 0;
   }
-  await using ready = prepared.value;
+  const ready = prepared.value;
+  try {
+    return await decide(ready, own);
+  } finally {
+    await ready[Symbol.asyncDispose]();
+  }
+}
+
+/** Reads the request, budgets it, prints the decision; returns the exit code. */
+async function decide(ready: Prepared, own: OwnFlags): Promise<number> {
   const request = await readRequest(own.file);
   if (typeof request === "string") {
     console.error(`${COMMAND}: ${request}`);

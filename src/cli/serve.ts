@@ -16,6 +16,7 @@ import { configureConsoleLog } from "./console_log.ts";
 import { prepare, type Prepared } from "./prepare.ts";
 import { probeTokenizer, probeUpstream } from "./probes.ts";
 import { HELP } from "./serve_settings.ts";
+import { listenProblem } from "./listen_problem.ts";
 
 const logger = getLogger(["incontext", "server"]);
 const COMMAND = "incontext serve";
@@ -164,17 +165,6 @@ function announce(
   console.log(
     `incontext proxy listening on http://${host}:${port}: window=${settings.window} (${settings.windowSource}) context_length=${settings.contextLength} (${settings.contextLengthSource}) backend=${backend.source}`,
   );
-}
-
-function listenProblem(error: unknown): string {
-  if (error instanceof Deno.errors.AddrInUse) return "the address is in use";
-  if (error instanceof Deno.errors.AddrNotAvailable) {
-    return "the address is not one of this machine's";
-  }
-  if (error instanceof Deno.errors.PermissionDenied) {
-    return "permission denied (a port below 1024 needs privileges)";
-  }
-  return error instanceof Error ? error.name : typeof error;
 }
 
 interface Running {

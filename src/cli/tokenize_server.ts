@@ -8,13 +8,17 @@
  */
 import { createCountCache } from "../cache/mod.ts";
 import { LocalBackend } from "../backends/local/mod.ts";
-import { configured } from "./config_failure.ts";
+import { configured, reportConfigIssues } from "./config_failure.ts";
+import { listenProblem } from "./listen_problem.ts";
 import { configureConsoleLog } from "./console_log.ts";
 import { createTokenizeHandler } from "./tokenize_handler.ts";
 import {
   resolveTokenizeServerSettings,
   TOKENIZE_HELP,
+  type TokenizeServerSettings,
 } from "./tokenize_settings.ts";
+
+const COMMAND = "incontext tokenize-server";
 
 /**
  * Runs the tokenize server until SIGTERM or SIGINT.
@@ -29,7 +33,7 @@ export async function tokenizeServerCommand(
 ): Promise<number> {
   await configureConsoleLog();
   const resolved = await configured(
-    "incontext tokenize-server",
+    COMMAND,
     () => resolveTokenizeServerSettings(args, env),
   );
   if ("exitCode" in resolved) return resolved.exitCode;
@@ -40,34 +44,64 @@ export async function tokenizeServerCommand(
   }
   // The model loads, renders and tokenizes in the cache's worker: a long
   // prompt never holds up this thread's other requests.
-  await using cache = createCountCache();
-  await using backend = new LocalBackend({
+  const cache = createCountCache();
+  const backend = new LocalBackend({
     dir: settings.modelDir,
     cache,
     ...(settings.chatTemplate === undefined
       ? {}
       : { chatTemplate: settings.chatTemplate }),
   });
-  // Load the files now: a bad folder fails start-up, not the first request.
-  await backend.load();
+  try {
+    return await serveTokenizer(settings, backend);
+  } finally {
+    await backend[Symbol.asyncDispose]();
+    await cache[Symbol.asyncDispose]();
+  }
+}
 
-  const server = Deno.serve(
-    {
-      hostname: settings.hostname,
-      port: settings.port,
-      onListen: ({ hostname, port }) => {
-        const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-        console.log(
-          `incontext tokenize server listening on http://${host}:${port}: max_model_len=${settings.maxModelLen}`,
-        );
+async function serveTokenizer(
+  settings: TokenizeServerSettings,
+  backend: LocalBackend,
+): Promise<number> {
+  // Load the files now: a bad folder fails start-up, not the first request.
+  try {
+    await backend.load();
+  } catch (error) {
+    return reportConfigIssues(COMMAND, [{
+      variable: "--model-dir (INCONTEXT_TOKENIZER_DIR)",
+      rule: `cannot be loaded: ${
+        error instanceof Error ? error.message : typeof error
+      }`,
+    }]);
+  }
+  let server: Deno.HttpServer;
+  try {
+    server = Deno.serve(
+      {
+        hostname: settings.hostname,
+        port: settings.port,
+        onListen: ({ hostname, port }) => {
+          const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+          console.log(
+            `incontext tokenize server listening on http://${host}:${port}: max_model_len=${settings.maxModelLen}`,
+          );
+        },
       },
-    },
-    createTokenizeHandler({
-      backend,
-      maxModelLen: settings.maxModelLen,
-      trustRequestChatTemplate: settings.trustRequestChatTemplate,
-    }),
-  );
+      createTokenizeHandler({
+        backend,
+        maxModelLen: settings.maxModelLen,
+        trustRequestChatTemplate: settings.trustRequestChatTemplate,
+      }),
+    );
+  } catch (error) {
+    return reportConfigIssues(COMMAND, [{
+      variable: "--listen",
+      rule: `cannot listen on ${settings.hostname}:${settings.port}: ${
+        listenProblem(error)
+      }`,
+    }]);
+  }
   const signals = ["SIGTERM", "SIGINT"] as const;
   const onSignal = () => void server.shutdown();
   for (const signal of signals) Deno.addSignalListener(signal, onSignal);
