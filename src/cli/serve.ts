@@ -17,6 +17,7 @@ import { createProxyHandler } from "../proxy/mod.ts";
 import { configured } from "./config_failure.ts";
 import { configureConsoleLog } from "./console_log.ts";
 import { HELP, resolveServerSettings } from "./serve_settings.ts";
+import { hermesLive } from "./hermes_live.ts";
 
 const logger = getLogger(["incontext", "server"]);
 
@@ -43,7 +44,7 @@ export async function serveCommand(
     console.log(HELP);
     return 0;
   }
-  const { config } = settings;
+  const { config, hermes } = settings;
   await loadBackendModules(config.backendModules, {
     importModule: (specifier) => import(specifier),
   });
@@ -97,6 +98,7 @@ export async function serveCommand(
     // The anchored backend counts from the usage this proxy records: one store.
     ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),
     ...(config.model === undefined ? {} : { route: { model: config.model } }),
+    ...(hermes === undefined ? {} : hermesLive(hermes, config)),
   });
 
   const server = Deno.serve({
@@ -134,6 +136,7 @@ export async function serveCommand(
     }, config.shutdownGraceSeconds * 1000);
     await server.shutdown();
     clearTimeout(timer);
+    await hermes?.watch?.[Symbol.asyncDispose]();
     await cache[Symbol.asyncDispose]();
   }
   const signals = ["SIGTERM", "SIGINT"] as const;

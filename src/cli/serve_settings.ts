@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { type Config, loadConfig } from "../config/mod.ts";
 import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
 import { loadHermesSettings, resolveWindow } from "../bridges/hermes/mod.ts";
+import { type HermesBudget, hermesBudget } from "./hermes_window.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {
@@ -16,6 +17,9 @@ const FLAGS: Record<string, string> = {
   "context-length": "INCONTEXT_CONTEXT_LENGTH",
   model: "INCONTEXT_MODEL",
   "hermes-config": "INCONTEXT_HERMES_CONFIG",
+  "hermes-python": "INCONTEXT_HERMES_PYTHON",
+  "hermes-release": "INCONTEXT_HERMES_RELEASE",
+  "hermes-models": "INCONTEXT_HERMES_MODELS",
   "on-exhausted": "INCONTEXT_ON_EXHAUSTED",
   "tokenizer-url": "INCONTEXT_TOKENIZER_URL",
   backend: "INCONTEXT_BACKEND",
@@ -33,7 +37,10 @@ Flags (each overrides its environment variable):
   --window N              INCONTEXT_COMPRESSION_WINDOW_TOKENS   compression window W
   --context-length N      INCONTEXT_CONTEXT_LENGTH served context length (vLLM --max-model-len)
   --model NAME            INCONTEXT_MODEL          budget only this model's requests
-  --hermes-config PATH    INCONTEXT_HERMES_CONFIG  take W (and the context length) from Hermes' config.yaml
+  --hermes-config PATH    INCONTEXT_HERMES_CONFIG  Hermes' config.yaml: W from the installed Hermes, budgeting its model.default
+  --hermes-python PATH    INCONTEXT_HERMES_PYTHON  the Python that runs Hermes (default: the hermes executable's, else python3)
+  --hermes-release R      INCONTEXT_HERMES_RELEASE without Hermes installed: mirror release 2026-07 or 2026-09
+  --hermes-models A,B     INCONTEXT_HERMES_MODELS  more models to budget, each with its own W from Hermes
   --on-exhausted POLICY   INCONTEXT_ON_EXHAUSTED   clamp (default), reject or unchanged
   --tokenizer-url URL     INCONTEXT_TOKENIZER_URL  vllm: the /tokenize URL; llamacpp, tgi, sglang (required),
                                                    anthropic, gemini, openai: the server's base URL
@@ -65,6 +72,8 @@ export interface ServerSettings {
   readonly port: number;
   readonly window: number;
   readonly contextLength: number;
+  /** The window and routes a Hermes config gives, when one is named. */
+  readonly hermes?: HermesBudget;
 }
 
 /**
@@ -101,8 +110,15 @@ export async function resolveServerSettings(
   const settings = config.hermesConfig === undefined
     ? undefined
     : await gather(issues, () => loadHermesSettings(config.hermesConfig!));
-  const window = await gather(issues, () => resolveWindow(config, settings));
-  const contextLength = config.contextLength ?? settings?.model.contextLength;
+  const hermes = settings === undefined ? undefined : await gather(
+    issues,
+    () => hermesBudget({ config, settings, env: merged }),
+  );
+  const window = config.hermesConfig === undefined
+    ? await gather(issues, () => resolveWindow(config, settings))
+    : hermes?.window;
+  const contextLength = config.contextLength ?? hermes?.contextLength ??
+    settings?.model.contextLength;
   if (contextLength === undefined) {
     issues.push({
       variable: "INCONTEXT_CONTEXT_LENGTH",
@@ -112,6 +128,7 @@ export async function resolveServerSettings(
   if (
     issues.length > 0 || window === undefined || contextLength === undefined
   ) {
+    await hermes?.watch?.[Symbol.asyncDispose]();
     throw new ConfigError(issues.map(named));
   }
   const [hostname, port] = splitListen(config.listen);
@@ -122,6 +139,7 @@ export async function resolveServerSettings(
     port,
     window,
     contextLength,
+    ...(hermes === undefined ? {} : { hermes }),
   };
 }
 

@@ -95,6 +95,26 @@ export interface Config {
    */
   readonly hermesConfig?: string;
   /**
+   * `INCONTEXT_HERMES_PYTHON`: the Python interpreter that runs Hermes, asked
+   * for the window when `INCONTEXT_HERMES_CONFIG` is set.
+   *
+   * @default the interpreter named by the `hermes` executable on PATH, else `python3`
+   */
+  readonly hermesPython?: string;
+  /**
+   * `INCONTEXT_HERMES_RELEASE`: `2026-07` or `2026-09`, the Hermes release
+   * whose threshold arithmetic to mirror instead of asking Hermes, for a
+   * proxy that runs where Hermes is not installed.
+   */
+  readonly hermesRelease?: "2026-07" | "2026-09";
+  /**
+   * `INCONTEXT_HERMES_MODELS`: comma-separated models budgeted besides
+   * Hermes' `model.default`, each with its own window from Hermes.
+   *
+   * @default []
+   */
+  readonly hermesModels?: readonly string[];
+  /**
    * `INCONTEXT_BACKEND_MODULES`: comma-separated `jsr:`, `npm:` or `file:`
    * modules that register backends.
    *
@@ -215,6 +235,9 @@ export const CONFIG_VARIABLES: {
   contextLength: { name: "INCONTEXT_CONTEXT_LENGTH" },
   model: { name: "INCONTEXT_MODEL" },
   hermesConfig: { name: "INCONTEXT_HERMES_CONFIG" },
+  hermesPython: { name: "INCONTEXT_HERMES_PYTHON" },
+  hermesRelease: { name: "INCONTEXT_HERMES_RELEASE" },
+  hermesModels: { name: "INCONTEXT_HERMES_MODELS" },
   upstreamUrl: { name: "INCONTEXT_UPSTREAM_URL" },
   listen: { name: "INCONTEXT_LISTEN" },
   onExhausted: { name: "INCONTEXT_ON_EXHAUSTED" },
