@@ -88,10 +88,10 @@ export interface Config {
   /** `INCONTEXT_MODEL`: the only model whose requests are budgeted. */
   readonly model?: string;
   /**
-   * `INCONTEXT_HERMES_CONFIG`: the path of a Hermes `config.yaml` whose
-   * compression settings give the window W when
-   * `INCONTEXT_COMPRESSION_WINDOW_TOKENS` is unset (see the `./hermes` entry).
-   * Only the path is checked here; the file is read by `loadHermesSettings()`.
+   * `INCONTEXT_HERMES_CONFIG`: the path of a Hermes `config.yaml`. The proxy
+   * budgets its `model.default`, and asks the installed Hermes for the window
+   * W when `INCONTEXT_COMPRESSION_WINDOW_TOKENS` is unset (see the `./hermes`
+   * entry). Only the path is checked here.
    */
   readonly hermesConfig?: string;
   /**
