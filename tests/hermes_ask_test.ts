@@ -87,6 +87,12 @@ Deno.test("askHermes() reads W and the context length from the installed Hermes"
       const fromConfig = await askHermes({ configPath: dir.config, env: ENV });
       strictEqual(fromConfig.window, standin(65_536, 0.5, 4096));
       strictEqual(fromConfig.maxTokens, 4096);
+      // An unset variable stays unset in the script's environment.
+      const unset = await askHermes({
+        configPath: dir.config,
+        env: { ...ENV, HERMES_MAX_TOKENS: undefined },
+      });
+      strictEqual(unset.window, standin(65_536, 0.5, 4096));
       const fromEnv = await askHermes({
         configPath: dir.config,
         env: { ...ENV, HERMES_MAX_TOKENS: "8192" },

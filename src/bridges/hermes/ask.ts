@@ -91,8 +91,12 @@ function run(
     ? PYTHON_VARIABLE
     : `${PYTHON_VARIABLE} (unset: ${python.source})`;
   return new Promise((resolve) => {
+    // An undefined value would reach the child as the text "undefined".
+    const defined = Object.fromEntries(
+      Object.entries(env).filter(([, value]) => value !== undefined),
+    ) as Record<string, string>;
     const child = execFile(python.command, args, {
-      env: env as Record<string, string>,
+      env: defined,
       timeout: timeoutMs,
       maxBuffer: 1024 * 1024,
       encoding: "utf8",
