@@ -53,7 +53,9 @@ Deno.test("budget() keeps a margin only for the estimated part of a count", asyn
     async () => {
       const result = await run({ tokens: 48_000, estimatedTokens: 100 });
       strictEqual(result.action, "compress");
-      strictEqual(result.hardLimitTokens, C - 48_000 - 100);
+      strictEqual(result.hardLimitTokens, 4096); // below C - P - 100
+      const full = await run({ tokens: C - 2000, estimatedTokens: 100 });
+      strictEqual(full.hardLimitTokens, 2000 - 100);
     },
   );
   for (
@@ -205,6 +207,6 @@ Deno.test("bridges clamp through the backend's writeCap", async () => {
   });
   deepStrictEqual(JSON.parse(sent[0]!).generationConfig, {
     temperature: 0.2,
-    maxOutputTokens: C - 49_000,
+    maxOutputTokens: 4096, // R: C - P would leave no room to compress
   });
 });

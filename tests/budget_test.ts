@@ -183,28 +183,39 @@ Deno.test("budget() asks for compression instead of a tiny cap", async (t) => {
     ok(over.reason.includes("compress"));
   });
 
-  await t.step("tells the hard limit the server itself accepts", async () => {
-    const exact = await budget(
-      chat({ max_completion_tokens: 65536 }),
-      options({ backend: new FakeBackend({ count: W - 100 }) }),
-    );
-    strictEqual(exact.field, "max_completion_tokens");
-    strictEqual(exact.requiredTokens, 4096);
-    strictEqual(exact.hardLimitTokens, C - (W - 100));
-    const capped = await budget(
-      chat({ max_tokens: 5000 }),
-      options({ backend: new FakeBackend({ count: W - 100 }) }),
-    );
-    strictEqual(capped.hardLimitTokens, 5000);
-    const estimated = await budget(
-      chat(),
-      options({
-        backend: new FakeBackend({ error: new Error() }),
-        estimate: () => W - 100,
-      }),
-    );
-    strictEqual(estimated.hardLimitTokens, C - (W - 100) - 1024);
-  });
+  await t.step(
+    "tells the clamp limit: min(caller's cap, R, C - P (- F))",
+    async () => {
+      // C - P = 9,931 is more than R: a reply of R still leaves the room
+      // the compression request needs next.
+      const exact = await budget(
+        chat({ max_completion_tokens: 65536 }),
+        options({ backend: new FakeBackend({ count: W - 100 }) }),
+      );
+      strictEqual(exact.field, "max_completion_tokens");
+      strictEqual(exact.requiredTokens, 4096);
+      strictEqual(exact.hardLimitTokens, 4096);
+      strictEqual(exact.window, W);
+      const capped = await budget(
+        chat({ max_tokens: 3000 }),
+        options({ backend: new FakeBackend({ count: W - 100 }) }),
+      );
+      strictEqual(capped.hardLimitTokens, 3000);
+      const full = await budget(
+        chat({ max_tokens: 65536 }),
+        options({ backend: new FakeBackend({ count: C - 1000 }) }),
+      );
+      strictEqual(full.hardLimitTokens, 1000);
+      const estimated = await budget(
+        chat(),
+        options({
+          backend: new FakeBackend({ error: new Error() }),
+          estimate: () => C - 3000,
+        }),
+      );
+      strictEqual(estimated.hardLimitTokens, 3000 - 1024);
+    },
+  );
 
   await t.step("never sends zero or a negative cap", async () => {
     for (const count of [W, W + 1, C + 10_000]) {

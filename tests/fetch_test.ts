@@ -146,7 +146,7 @@ Deno.test("budgetedFetch() passes everything else through untouched", async () =
 Deno.test("budgetedFetch() follows the exhausted policy", async (t) => {
   const tight = new FakeBackend({ count: W - 100 }); // 100 left below W, 65536 - 55605 = 9931 below C
   await t.step(
-    "clamp (default): the hard limit the server accepts",
+    "clamp (default): R, below the hard limit the server accepts",
     async () => {
       const { sent, fetch } = recorder();
       await budgetedFetch(fetch, {
@@ -159,7 +159,7 @@ Deno.test("budgetedFetch() follows the exhausted policy", async (t) => {
       );
       strictEqual(
         sent.at(-1)?.init?.body,
-        `{"messages":[],"max_completion_tokens":${C - (W - 100)}}`,
+        `{"messages":[],"max_completion_tokens":4096}`,
       );
     },
   );

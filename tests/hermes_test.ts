@@ -20,6 +20,8 @@ import { captureLogs } from "./_log_capture.ts";
 const CANARY = "sk-CANARY-hermes-5e1d";
 const FIXTURES = new URL("./fixtures/hermes/", import.meta.url);
 const URL_ENV = { INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize" };
+const SEPTEMBER = { release: "2026-09" } as const;
+const RELEASE_ENV = { ...URL_ENV, INCONTEXT_HERMES_RELEASE: "2026-09" };
 
 function fixture(name: string): URL {
   return new URL(name, FIXTURES);
@@ -36,12 +38,25 @@ function settings(
   };
 }
 
+/** W by the 2026-09 arithmetic, unless `options.release` names another. */
 function window(
   model: HermesSettings["model"],
   compression: Partial<HermesSettings["compression"]> = {},
-  options?: HermesWindowOptions,
+  options: Partial<HermesWindowOptions> = {},
 ): number {
-  return hermesWindow(settings(model, compression), options);
+  return hermesWindow(settings(model, compression), {
+    release: "2026-09",
+    ...options,
+  });
+}
+
+/** W by the 2026-07 arithmetic (Hermes 0.18.x). */
+function window07(
+  model: HermesSettings["model"],
+  compression: Partial<HermesSettings["compression"]> = {},
+  options: Partial<HermesWindowOptions> = {},
+): number {
+  return window(model, compression, { ...options, release: "2026-07" });
 }
 
 function issue(variable: string, rule: string): ConfigIssue {
@@ -91,7 +106,71 @@ async function rejectedIssues(
   throw new Error("expected a ConfigError");
 }
 
-Deno.test("hermesWindow() reproduces Hermes' worked examples", async (t) => {
+Deno.test("hermesWindow() reproduces Hermes 2026-07's worked examples", async (t) => {
+  const table: [number, number][] = [
+    [65_536, 64_000],
+    [131_072, 98_304],
+    [262_144, 196_608],
+    [1_000_000, 500_000],
+  ];
+  for (const [context, expected] of table) {
+    await t.step(`${context} -> ${expected}`, () => {
+      strictEqual(window07({ contextLength: context }), expected);
+      strictEqual(window07({}, {}, { contextLength: context }), expected);
+    });
+  }
+  await t.step("131,072 with model.max_tokens 65,536 -> 64,000", () => {
+    strictEqual(
+      window07({ contextLength: 131_072, maxTokens: 65_536 }),
+      64_000,
+    );
+  });
+  await t.step("falls back to 85% only when the floor reaches eff", () => {
+    // eff = 64,000: the floor equals it, so min(85%, eff - 1).
+    strictEqual(window07({ contextLength: 64_000 }), 54_400);
+    // eff = 57,344 < 64,000: 85% of eff, as 2026-09 does too.
+    strictEqual(window07({ contextLength: 65_536, maxTokens: 8192 }), 48_742);
+    strictEqual(window({ contextLength: 65_536, maxTokens: 8192 }), 48_742);
+    // The releases disagree from about 64,000 to 75,300 tokens only.
+    strictEqual(window07({ contextLength: 75_294 }), 64_000);
+    strictEqual(window({ contextLength: 75_294 }), 63_999);
+    strictEqual(window07({ contextLength: 75_295 }), 64_000);
+    strictEqual(window({ contextLength: 75_295 }), 64_000);
+  });
+  await t.step("reads neither threshold_tokens nor model_thresholds", () => {
+    strictEqual(
+      window07({ contextLength: 131_072 }, { thresholdTokens: 80_000 }),
+      98_304,
+    );
+    strictEqual(
+      window07({ default: "qwen3", contextLength: 1_000_000 }, {
+        modelThresholds: { qwen3: 0.9 },
+      }),
+      500_000,
+    );
+  });
+  await t.step("disabled compression -> the context length", () => {
+    strictEqual(
+      window07({ contextLength: 65_536 }, { enabled: false }),
+      65_536,
+    );
+  });
+  await t.step("an unknown release is a RangeError", () => {
+    throws(
+      () =>
+        hermesWindow(settings({ contextLength: 65_536 }), {
+          release: "2026-08" as "2026-07",
+        }),
+      {
+        name: "RangeError",
+        message:
+          "Cannot compute the Hermes window as 'release' must be one of 2026-07, 2026-09: current value is 2026-08",
+      },
+    );
+  });
+});
+
+Deno.test("hermesWindow() reproduces Hermes 2026-09's worked examples", async (t) => {
   const table: [number, number][] = [
     [65_536, 55_705],
     [131_072, 98_304],
@@ -104,6 +183,9 @@ Deno.test("hermesWindow() reproduces Hermes' worked examples", async (t) => {
       strictEqual(window({}, {}, { contextLength: context }), expected);
     });
   }
+  await t.step("131,072 with model.max_tokens 65,536 -> 55,705", () => {
+    strictEqual(window({ contextLength: 131_072, maxTokens: 65_536 }), 55_705);
+  });
   await t.step("disabled compression -> the context length", () => {
     for (const [context] of table) {
       strictEqual(
@@ -407,7 +489,11 @@ toolsets: [hermes-cli, web]
     );
     strictEqual(parsed.compression.modelThresholds?.["__proto__"], 0.9);
     strictEqual(
-      hermesWindow(parsed, { model: "x__proto__y", contextLength: 1_000_000 }),
+      hermesWindow(parsed, {
+        ...SEPTEMBER,
+        model: "x__proto__y",
+        contextLength: 1_000_000,
+      }),
       900_000,
     );
   });
@@ -483,7 +569,7 @@ Deno.test("loadHermesSettings() reads a Hermes config.yaml", async (t) => {
       },
       compression: { enabled: true, threshold: 0.5 },
     });
-    strictEqual(hermesWindow(loaded), 55_705);
+    strictEqual(hermesWindow(loaded, SEPTEMBER), 55_705);
   });
   await t.step("takes a path string as well as a file URL", async () => {
     deepStrictEqual(
@@ -501,13 +587,19 @@ Deno.test("loadHermesSettings() reads a Hermes config.yaml", async (t) => {
         "glm-5.2": 0.8,
       });
       // 0.85 (longest key) * (262,144 - 16,384), below the 220,000 cap.
-      strictEqual(hermesWindow(loaded), 208_896);
-      strictEqual(hermesWindow(loaded, { model: "glm-5.2" }), 196_608);
+      strictEqual(hermesWindow(loaded, SEPTEMBER), 208_896);
+      strictEqual(
+        hermesWindow(loaded, { ...SEPTEMBER, model: "glm-5.2" }),
+        196_608,
+      );
     },
   );
   await t.step("compression disabled", async () => {
     strictEqual(
-      hermesWindow(await loadHermesSettings(fixture("disabled.yaml"))),
+      hermesWindow(
+        await loadHermesSettings(fixture("disabled.yaml")),
+        SEPTEMBER,
+      ),
       131_072,
     );
   });
@@ -515,7 +607,10 @@ Deno.test("loadHermesSettings() reads a Hermes config.yaml", async (t) => {
     const legacy = await loadHermesSettings(fixture("legacy_model.yaml"));
     deepStrictEqual(legacy.model, { default: "anthropic/claude-sonnet-4" });
     const empty = await loadHermesSettings(fixture("empty.yaml"));
-    strictEqual(hermesWindow(empty, { contextLength: 131_072 }), 98_304);
+    strictEqual(
+      hermesWindow(empty, { ...SEPTEMBER, contextLength: 131_072 }),
+      98_304,
+    );
   });
 });
 
@@ -596,20 +691,53 @@ compression:
     strictEqual(resolveWindow(config, hermes), 50_000);
     strictEqual(resolveWindow(config), 50_000);
   });
-  await t.step("otherwise computes Hermes' window", () => {
-    strictEqual(resolveWindow(loadConfig(URL_ENV), hermes), 55_705);
+  await t.step(
+    "otherwise mirrors the release INCONTEXT_HERMES_RELEASE names",
+    () => {
+      strictEqual(resolveWindow(loadConfig(RELEASE_ENV), hermes), 55_705);
+      const july = loadConfig({
+        ...URL_ENV,
+        INCONTEXT_HERMES_RELEASE: "2026-07",
+      });
+      strictEqual(resolveWindow(july, hermes), 64_000);
+    },
+  );
+  await t.step("without a release, asks for one or for a window", () => {
+    deepStrictEqual(
+      thrownIssues(() => resolveWindow(loadConfig(URL_ENV), hermes)),
+      [
+        issue(
+          "INCONTEXT_HERMES_RELEASE",
+          "is unset: without Hermes installed, set it to the Hermes release whose threshold arithmetic to mirror (2026-07 or 2026-09), or set INCONTEXT_COMPRESSION_WINDOW_TOKENS",
+        ),
+      ],
+    );
+  });
+  await t.step("an unknown release fails loadConfig()", () => {
+    throws(
+      () => loadConfig({ ...URL_ENV, INCONTEXT_HERMES_RELEASE: "0.18.2" }),
+      (error: unknown) => {
+        deepStrictEqual(issuesOf(error), [
+          issue("INCONTEXT_HERMES_RELEASE", "must be 2026-07 or 2026-09"),
+        ]);
+        return true;
+      },
+    );
   });
   await t.step(
     "INCONTEXT_CONTEXT_LENGTH and INCONTEXT_MODEL win over the file",
     () => {
       const config = loadConfig({
-        ...URL_ENV,
+        ...RELEASE_ENV,
         INCONTEXT_CONTEXT_LENGTH: "1000000",
         INCONTEXT_MODEL: "llama-3.3-70b",
       });
       strictEqual(resolveWindow(config, hermes), 900_000);
       strictEqual(
-        resolveWindow({ contextLength: 1_000_000 }, hermes),
+        resolveWindow(
+          { contextLength: 1_000_000, hermesRelease: "2026-09" },
+          hermes,
+        ),
         500_000,
       );
     },
@@ -625,7 +753,10 @@ compression:
   });
   await t.step("without a context length, names both of its sources", () => {
     const issues = thrownIssues(() =>
-      resolveWindow(loadConfig(URL_ENV), parseHermesSettings("model: qwen\n"))
+      resolveWindow(
+        loadConfig(RELEASE_ENV),
+        parseHermesSettings("model: qwen\n"),
+      )
     );
     strictEqual(issues.length, 1);
     ok(issues[0]?.variable.includes("model.context_length"));
@@ -635,7 +766,7 @@ compression:
     "logs where the window came from, and no model name",
     async () => {
       await using logs = await captureLogs();
-      resolveWindow(loadConfig(URL_ENV), hermes);
+      resolveWindow(loadConfig(RELEASE_ENV), hermes);
       resolveWindow({ compressionWindowTokens: 50_000 });
       strictEqual(logs.lines.length, 2);
       ok(logs.lines[0]?.includes("source=hermes"), logs.lines[0]);

@@ -79,10 +79,13 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     cli: ["MAIN_HELP", "runCli"],
     local: ["CountError", "LocalBackend", "TemplateRejectedError"],
     hermes: [
+      "HERMES_RELEASES",
+      "askHermes",
       "hermesWindow",
       "loadHermesSettings",
       "parseHermesSettings",
       "resolveWindow",
+      "watchHermesWindow",
     ],
     anchored: [
       "AnchorStore",

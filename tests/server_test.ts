@@ -147,7 +147,7 @@ Deno.test("examples/server.ts fails at start-up listing every bad setting", asyn
   ok(!text.includes("sk-secret-canary"));
 });
 
-Deno.test("examples/server.ts takes the window from a Hermes config.yaml", async () => {
+Deno.test("examples/server.ts mirrors a named Hermes release where Hermes is not installed", async () => {
   await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
   const port = freePort();
   const hermes =
@@ -159,16 +159,19 @@ Deno.test("examples/server.ts takes the window from a Hermes config.yaml", async
     `127.0.0.1:${port}`,
     "--hermes-config",
     hermes,
+    "--hermes-release",
+    "2026-07",
   ], {
     INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl,
   });
   const stdout = collect(child.stdout);
   const stderr = collect(child.stderr);
   const started = await stdout.waitFor(/listening on/);
-  ok(/window=\d+/.test(started), started);
+  ok(started.includes("window=64000 context_length=65536"), started);
+  ok(started.includes("Hermes 2026-07 arithmetic"), started);
   const context =
     await (await fetch(`http://127.0.0.1:${port}/incontext/context`)).json();
-  ok(context.window > 0 && context.window <= context.contextLength);
+  strictEqual(context.window, 64000);
   child.kill("SIGTERM");
   const status = await child.status;
   await stdout.done;

@@ -19,7 +19,9 @@ export function contextLengthExceeded(
   options: Pick<BridgeOptions, "window" | "contextLength">,
 ): Response {
   const message =
-    `The prompt is too long: its ${result.promptTokens} tokens leave fewer than ${result.requiredTokens} tokens to generate below the compression window of ${options.window} tokens (context length ${options.contextLength}). Please reduce the length of the messages.`;
+    `The prompt is too long: its ${result.promptTokens} tokens leave fewer than ${result.requiredTokens} tokens to generate below the compression window of ${
+      result.window ?? options.window
+    } tokens (context length ${options.contextLength}). Please reduce the length of the messages.`;
   return Response.json({
     error: {
       message,

@@ -239,6 +239,14 @@ function decisionHeaders(
   if (maxTokens !== undefined) {
     headers.push(["x-incontext-max-tokens", String(maxTokens)]);
   }
+  // Why a request went on unbudgeted (another model, a failed count): the
+  // reason holds counts and labels, never request content.
+  if (result.action === "unchanged") {
+    headers.push([
+      "x-incontext-reason",
+      result.reason.replace(/[^\x20-\x7e]/g, "_").slice(0, 300),
+    ]);
+  }
   return headers;
 }
 

@@ -51,8 +51,8 @@ export interface BudgetedFetchOptions extends BridgeOptions {
  * Wraps a fetch so that every POST to a chat completions, completions or
  * Responses endpoint with a JSON body is budgeted: its output cap becomes
  * min(caller's cap, W - exact prompt tokens). When less than the minimum is
- * left, `onExhausted` decides (default `"clamp"`: the largest cap the server
- * accepts; `"reject"`: a 400 `context_length_exceeded` answer without a call,
+ * left, `onExhausted` decides (default `"clamp"`: min(caller's cap, R, what
+ * the server accepts); `"reject"`: a 400 `context_length_exceeded` answer without a call,
  * so the host compresses; `"unchanged"`). Every other request, and every body
  * that is not a JSON object, is passed to `fetch` untouched, byte for byte.
  * It never throws because of a request's content.

@@ -9,8 +9,9 @@ import type { BudgetOptions, BudgetResult } from "../core/budget.ts";
 
 /**
  * What a bridge does when less than the minimum output is left below the
- * window: `"clamp"` sends the largest cap the server accepts (the context
- * length minus the prompt), `"reject"` answers 400 `context_length_exceeded`
+ * window: `"clamp"` sends min(caller's cap, R, the context length minus the
+ * prompt), so that a reply never fills the room the host's compression
+ * request needs next, `"reject"` answers 400 `context_length_exceeded`
  * so the host compresses and retries, `"unchanged"` forwards the request as
  * it is.
  */

@@ -65,7 +65,10 @@ export async function prepare(
     maxEntries: config.cacheEntries,
     inProcess: config.backend !== "local",
   });
-  const dispose = () => cache[Symbol.asyncDispose]();
+  const dispose = async () => {
+    await settings.hermes?.watch?.[Symbol.asyncDispose]();
+    await cache[Symbol.asyncDispose]();
+  };
   try {
     const backend = selectBackend(settings);
     await loadFiles(backend);

@@ -17,6 +17,7 @@ import { prepare, type Prepared } from "./prepare.ts";
 import { probeTokenizer, probeUpstream } from "./probes.ts";
 import { HELP } from "./serve_settings.ts";
 import { listenProblem } from "./listen_problem.ts";
+import { hermesLive } from "./hermes_live.ts";
 
 const logger = getLogger(["incontext", "server"]);
 const COMMAND = "incontext serve";
@@ -113,7 +114,7 @@ interface Listening {
 
 function listen(prepared: Prepared): Listening {
   const { settings, backend, cache } = prepared;
-  const { config } = settings;
+  const { config, hermes } = settings;
   const graceOver = new AbortController();
   const handler = createProxyHandler({
     upstream: settings.upstream!,
@@ -133,6 +134,7 @@ function listen(prepared: Prepared): Listening {
     // The anchored backend counts from the usage this proxy records: one store.
     ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),
     ...(config.model === undefined ? {} : { route: { model: config.model } }),
+    ...(hermes === undefined ? {} : hermesLive(hermes, config)),
   });
   try {
     const server = Deno.serve({

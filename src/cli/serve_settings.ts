@@ -8,6 +8,7 @@ import { type Config, loadConfig } from "../config/mod.ts";
 import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
 import { loadHermesSettings, resolveWindow } from "../bridges/hermes/mod.ts";
 import { variablesHelp } from "./variables.ts";
+import { type HermesBudget, hermesBudget } from "./hermes_window.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {
@@ -17,6 +18,9 @@ const FLAGS: Record<string, string> = {
   "context-length": "INCONTEXT_CONTEXT_LENGTH",
   model: "INCONTEXT_BUDGET_MODEL",
   "hermes-config": "INCONTEXT_HERMES_CONFIG",
+  "hermes-python": "INCONTEXT_HERMES_PYTHON",
+  "hermes-release": "INCONTEXT_HERMES_RELEASE",
+  "hermes-models": "INCONTEXT_HERMES_MODELS",
   "on-exhausted": "INCONTEXT_ON_EXHAUSTED",
   "tokenizer-url": "INCONTEXT_TOKENIZER_URL",
   backend: "INCONTEXT_BACKEND",
@@ -35,7 +39,10 @@ Flags (each overrides its environment variable):
   --window N              INCONTEXT_COMPRESSION_WINDOW_TOKENS   compression window W
   --context-length N      INCONTEXT_CONTEXT_LENGTH served context length (vLLM --max-model-len)
   --model NAME            INCONTEXT_BUDGET_MODEL   budget only this model's requests (alias INCONTEXT_MODEL)
-  --hermes-config PATH    INCONTEXT_HERMES_CONFIG  take W (and the context length) from Hermes' config.yaml
+  --hermes-config PATH    INCONTEXT_HERMES_CONFIG  Hermes' config.yaml: W from the installed Hermes, budgeting its model.default
+  --hermes-python PATH    INCONTEXT_HERMES_PYTHON  the Python that runs Hermes (default: the hermes executable's, else python3)
+  --hermes-release R      INCONTEXT_HERMES_RELEASE without Hermes installed: mirror release 2026-07 or 2026-09
+  --hermes-models A,B     INCONTEXT_HERMES_MODELS  more models to budget, each with its own W from Hermes
   --on-exhausted POLICY   INCONTEXT_ON_EXHAUSTED   clamp (default), reject or unchanged
   --tokenizer-url URL     INCONTEXT_TOKENIZER_URL  vllm: the /tokenize URL; llamacpp, tgi, sglang (required),
                                                    anthropic, gemini, openai: the server's base URL
@@ -71,6 +78,8 @@ export interface ServerSettings {
    * it, else the variable.
    */
   readonly nameOf: (variable: string) => string;
+  /** The window and routes a Hermes config gives, when one is named. */
+  readonly hermes?: HermesBudget;
 }
 
 /** Options for {@linkcode resolveServerSettings}. */
@@ -147,13 +156,20 @@ export async function resolveServerSettings(
     });
   }
   const hermesPath = config?.hermesConfig ?? merged[HERMES]?.trim();
-  const hermes = hermesPath === undefined || hermesPath === ""
+  const hermesSettings = hermesPath === undefined || hermesPath === ""
     ? undefined
     : await gather(issues, () => loadHermesSettings(hermesPath));
+  // Hermes is asked only once the rest of the configuration is valid.
+  const hermes = config === undefined || hermesSettings === undefined
+    ? undefined
+    : await gather(
+      issues,
+      () => hermesBudget({ config, settings: hermesSettings, env: merged }),
+    );
   const windowSet = isSet(merged, WINDOW) || isSet(merged, WINDOW_ALIAS);
-  let window: number | undefined;
-  if (config !== undefined && (windowSet || hermes !== undefined)) {
-    window = await gather(issues, () => resolveWindow(config, hermes));
+  let window: number | undefined = hermes?.window;
+  if (config !== undefined && hermesPath === undefined && windowSet) {
+    window = await gather(issues, () => resolveWindow(config));
   } else if (!windowSet && hermesPath === undefined) {
     issues.push({
       variable: WINDOW,
@@ -161,11 +177,11 @@ export async function resolveServerSettings(
         `is unset and so is ${HERMES}: set either (or --window, --hermes-config) to give the compression window`,
     });
   }
-  const contextLength = config?.contextLength ??
-    hermes?.model.contextLength;
+  const contextLength = config?.contextLength ?? hermes?.contextLength ??
+    hermesSettings?.model.contextLength;
   if (
     contextLength === undefined && !isSet(merged, CONTEXT) &&
-    (hermesPath === undefined || hermes !== undefined)
+    (hermesPath === undefined || hermesSettings !== undefined)
   ) {
     issues.push({
       variable: CONTEXT,
@@ -177,6 +193,7 @@ export async function resolveServerSettings(
     issues.length > 0 || config === undefined || window === undefined ||
     contextLength === undefined
   ) {
+    await hermes?.watch?.[Symbol.asyncDispose]();
     throw new ConfigError(issues.map(named));
   }
   const [hostname, port] = splitListen(config.listen);
@@ -190,12 +207,15 @@ export async function resolveServerSettings(
     window,
     windowSource: config.compressionWindowTokens !== undefined
       ? sourceOf(WINDOW, WINDOW_ALIAS)
-      : `the Hermes config (${sourceOf(HERMES)})`,
+      : `${hermes?.source ?? "Hermes"} (${sourceOf(HERMES)})`,
     contextLength,
     contextLengthSource: config.contextLength !== undefined
       ? sourceOf(CONTEXT)
+      : hermes?.contextLength !== undefined
+      ? `Hermes (${sourceOf(HERMES)})`
       : `model.context_length in the Hermes config (${sourceOf(HERMES)})`,
     nameOf: (variable) => named({ variable, rule: "" }).variable,
+    ...(hermes === undefined ? {} : { hermes }),
   };
 }
 

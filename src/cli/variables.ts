@@ -81,7 +81,22 @@ export const VARIABLES: readonly VariableDoc[] = [
   {
     name: "INCONTEXT_HERMES_CONFIG",
     default: "none",
-    meaning: "a Hermes config.yaml giving W (and C, if unset)",
+    meaning: "a Hermes config.yaml: W and C from the installed Hermes",
+  },
+  {
+    name: "INCONTEXT_HERMES_PYTHON",
+    default: "the hermes executable's, else python3",
+    meaning: "the Python that runs Hermes",
+  },
+  {
+    name: "INCONTEXT_HERMES_RELEASE",
+    default: "none",
+    meaning: "without Hermes installed: mirror 2026-07 or 2026-09",
+  },
+  {
+    name: "INCONTEXT_HERMES_MODELS",
+    default: "none",
+    meaning: "models budgeted besides model.default, each with its own W",
   },
   {
     name: "INCONTEXT_TOKENIZER_API_KEY",

@@ -170,6 +170,16 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   model: z.string(),
   countModel: z.string(),
   hermesConfig: z.string(),
+  hermesPython: z.string(),
+  hermesRelease: z.enum(["2026-07", "2026-09"], {
+    error: "must be 2026-07 or 2026-09",
+  }),
+  hermesModels: z.string()
+    .transform((value) => value.split(",").map((item) => item.trim()))
+    .refine((items) => items.every((item) => item !== ""), {
+      message: "must be a comma-separated list of model names",
+    })
+    .transform((items) => Object.freeze(items) as readonly string[]),
   upstreamUrl: httpUrl,
   listen: listenAddress,
   onExhausted: z.enum(["clamp", "reject", "unchanged"], {

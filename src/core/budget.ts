@@ -15,7 +15,7 @@ import { requestShape } from "./kind.ts";
 import { minDefined } from "./caps.ts";
 import { errorType } from "./error_type.ts";
 import { isJsonObject, modelLabel } from "./request.ts";
-import { routeMismatch } from "./route.ts";
+import { type BudgetRoute, pickRoute } from "./route.ts";
 import { type Settings, validateBudgetOptions } from "./budget_settings.ts";
 import type { BudgetOptions, BudgetResult } from "./budget_options.ts";
 import { type Counted, countPrompt, ROUGH } from "./prompt_count.ts";
@@ -84,7 +84,7 @@ async function decide(
   request: JsonObject,
   budgeting: Budgeting,
 ): Promise<BudgetResult> {
-  const { options, settings, source } = budgeting;
+  const { options, source } = budgeting;
   const { backend } = options;
   const shape = hook(() =>
     requestShape(request, options.kind, (body) => backend.requestKind(body))
@@ -93,15 +93,12 @@ async function decide(
     return unchanged(request, source, `unsupported request: ${shape.problem}`);
   }
   const { kind } = shape;
-  const outside = options.route &&
-    routeMismatch(request, options.route, options.target);
-  if (outside) {
-    return unchanged(
-      request,
-      source,
-      `outside the budgeted route (${outside})`,
-    );
+  const routes = options.routes ?? (options.route && [options.route]);
+  const route = routes && pickRoute(request, routes, options.target);
+  if (typeof route === "string") {
+    return unchanged(request, source, `outside the budgeted route (${route})`);
   }
+  const settings = routeSettings(budgeting, route);
   const defaultField = options.defaultField ??
     (kind === "responses" ? "max_output_tokens" : "max_tokens");
   const cap = hook(() => checkedCaps(backend, request, { kind, defaultField }));
@@ -145,6 +142,17 @@ async function decide(
     return copy;
   });
   return set(outcome, written);
+}
+
+/** The settings with the route's own window, checked like the budget's. */
+function routeSettings(
+  { options, settings }: Budgeting,
+  route: BudgetRoute | undefined,
+): Settings {
+  if (route?.window === undefined || route.window === settings.window) {
+    return settings;
+  }
+  return validateBudgetOptions({ ...options, window: route.window });
 }
 
 /** A backend hook threw or answered nonsense: the request goes on unchanged. */
@@ -236,7 +244,12 @@ function compress(outcome: Outcome): BudgetResult {
       required: room.required,
     },
   );
-  const hard = settings.contextLength - counted.tokens - room.margin;
+  // A clamped reply stops at R: beyond it, the reply would fill the room the
+  // host's compression request needs next.
+  const hard = Math.min(
+    settings.contextLength - counted.tokens - room.margin,
+    settings.minOutputTokens,
+  );
   return {
     action: "compress",
     request,
@@ -247,6 +260,7 @@ function compress(outcome: Outcome): BudgetResult {
     promptTokens: counted.tokens,
     maxTokens: room.maxTokens,
     field: cap.field,
+    window,
     requiredTokens: room.required,
     hardLimitTokens: minDefined(hard, cap.value, room.limit) ?? hard,
   };
@@ -273,6 +287,7 @@ function set(outcome: Outcome, written: JsonObject): BudgetResult {
     promptTokens: counted.tokens,
     maxTokens: room.maxTokens,
     field: cap.field,
+    window: settings.window,
   };
 }
 

@@ -49,6 +49,12 @@ export interface BudgetOptions {
   readonly kind?: RequestKind;
   /** The one route this budget applies to; other requests pass untouched. */
   readonly route?: BudgetRoute;
+  /**
+   * The routes this budget applies to, in place of `route`: a request is
+   * budgeted on the first route it matches, against that route's `window`;
+   * requests matching none pass untouched.
+   */
+  readonly routes?: readonly BudgetRoute[];
   /** Where this request is going, when the host knows. */
   readonly target?: BudgetTarget;
   /** Aborts the exact count; the rough estimate is used instead. */
@@ -85,10 +91,13 @@ export interface BudgetResult {
   readonly field?: string;
   /** "compress": the smallest output worth sending, min(R, caller's cap). */
   readonly requiredTokens?: number;
+  /** "set" and "compress": the compression window W the request was budgeted against. */
+  readonly window?: number;
   /**
-   * "compress": the largest cap the server itself accepts, min(caller's cap,
-   * context length - P (- F for an estimate), backend limit). A bridge that
-   * clamps instead of compressing writes this; it can be below 1.
+   * "compress": the largest cap a bridge that clamps instead of compressing
+   * may write: min(caller's cap, R, context length - P (- F for an
+   * estimate), backend limit). R bounds it so that a reply never fills the
+   * room the host's compression request needs next; it can be below 1.
    */
   readonly hardLimitTokens?: number;
 }

@@ -97,12 +97,32 @@ export interface Config {
    */
   readonly countModel?: string;
   /**
-   * `INCONTEXT_HERMES_CONFIG`: the path of a Hermes `config.yaml` whose
-   * compression settings give the window W when
-   * `INCONTEXT_COMPRESSION_WINDOW_TOKENS` is unset (see the `./hermes` entry).
-   * Only the path is checked here; the file is read by `loadHermesSettings()`.
+   * `INCONTEXT_HERMES_CONFIG`: the path of a Hermes `config.yaml`. The proxy
+   * budgets its `model.default`, and asks the installed Hermes for the window
+   * W when `INCONTEXT_COMPRESSION_WINDOW_TOKENS` is unset (see the `./hermes`
+   * entry). Only the path is checked here.
    */
   readonly hermesConfig?: string;
+  /**
+   * `INCONTEXT_HERMES_PYTHON`: the Python interpreter that runs Hermes, asked
+   * for the window when `INCONTEXT_HERMES_CONFIG` is set.
+   *
+   * @default the interpreter named by the `hermes` executable on PATH, else `python3`
+   */
+  readonly hermesPython?: string;
+  /**
+   * `INCONTEXT_HERMES_RELEASE`: `2026-07` or `2026-09`, the Hermes release
+   * whose threshold arithmetic to mirror instead of asking Hermes, for a
+   * proxy that runs where Hermes is not installed.
+   */
+  readonly hermesRelease?: "2026-07" | "2026-09";
+  /**
+   * `INCONTEXT_HERMES_MODELS`: comma-separated models budgeted besides
+   * Hermes' `model.default`, each with its own window from Hermes.
+   *
+   * @default []
+   */
+  readonly hermesModels?: readonly string[];
   /**
    * `INCONTEXT_BACKEND_MODULES`: comma-separated `jsr:`, `npm:` or `file:`
    * modules that register backends.
@@ -225,6 +245,9 @@ export const CONFIG_VARIABLES: {
   model: { name: "INCONTEXT_BUDGET_MODEL", alias: "INCONTEXT_MODEL" },
   countModel: { name: "INCONTEXT_COUNT_MODEL" },
   hermesConfig: { name: "INCONTEXT_HERMES_CONFIG" },
+  hermesPython: { name: "INCONTEXT_HERMES_PYTHON" },
+  hermesRelease: { name: "INCONTEXT_HERMES_RELEASE" },
+  hermesModels: { name: "INCONTEXT_HERMES_MODELS" },
   upstreamUrl: { name: "INCONTEXT_UPSTREAM_URL" },
   listen: { name: "INCONTEXT_LISTEN" },
   onExhausted: { name: "INCONTEXT_ON_EXHAUSTED" },

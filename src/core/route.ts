@@ -9,6 +9,13 @@ export interface BudgetRoute {
   readonly provider?: string;
   /** The base URL, compared normalised (lower-case host, no default port, no trailing slash). */
   readonly baseUrl?: string;
+  /**
+   * This route's own compression window W, when its model compresses at a
+   * different point than the budget's `window`.
+   *
+   * @default the budget's `window`
+   */
+  readonly window?: number;
 }
 
 /** Where a request is going, when the host knows. */
@@ -39,6 +46,24 @@ export function routeMismatch(
     normaliseBaseUrl(route.baseUrl) !== normaliseBaseUrl(target.baseUrl)
   ) return "base URL";
   return undefined;
+}
+
+/**
+ * The first of `routes` the request belongs to, or why it belongs to none:
+ * the mismatch of a route whose model matched, else `"model"`.
+ */
+export function pickRoute(
+  request: JsonObject,
+  routes: readonly BudgetRoute[],
+  target: BudgetTarget | undefined,
+): BudgetRoute | string {
+  let why = "model";
+  for (const route of routes) {
+    const mismatch = routeMismatch(request, route, target);
+    if (mismatch === undefined) return route;
+    if (mismatch !== "model") why = mismatch;
+  }
+  return why;
 }
 
 function normaliseProvider(provider: string): string {

@@ -129,7 +129,7 @@ async function metrics(context: ProxyContext): Promise<string> {
 function contextView(context: ProxyContext) {
   const { options, settings, state } = context;
   return {
-    window: options.window,
+    window: options.live?.().window ?? options.window,
     contextLength: options.contextLength,
     minOutputTokens: options.minOutputTokens ?? 4096,
     fallbackMarginTokens: options.fallbackMarginTokens ?? 1024,

@@ -190,7 +190,9 @@ async function budgeted(
   }
   const decision = await decide(bytes, {
     kind,
-    bridge,
+    bridge: context.options.live
+      ? { ...bridge, ...context.options.live() }
+      : bridge,
     signal: request.signal,
   });
   switch (decision.kind) {
@@ -310,6 +312,7 @@ function observe(
     promptTokens: result.promptTokens ?? null,
     anchorTokens: anchored ?? null,
     maxTokens: decision.kind === "send" ? decision.maxTokens ?? null : null,
+    reason: result.reason,
   });
   return conversation;
 }

@@ -2,6 +2,15 @@
 import type { BridgeOptions } from "../bridges/options.ts";
 import type { CountCache } from "../cache/mod.ts";
 import type { AnchorStore } from "../anchors/store.ts";
+import type { BudgetRoute } from "../core/route.ts";
+
+/** The window and routes in force, for {@linkcode ProxyOptions.live}. */
+export interface LiveBudget {
+  /** The compression window W of requests whose route names none. */
+  readonly window: number;
+  /** The routes budgeted, each with its own window; others pass untouched. */
+  readonly routes?: readonly BudgetRoute[];
+}
 
 /** Options for {@linkcode createProxyHandler}. */
 export interface ProxyOptions extends BridgeOptions {
@@ -71,6 +80,14 @@ export interface ProxyOptions extends BridgeOptions {
    * proxy answers 503 from then on: a server's shutdown grace period is over.
    */
   readonly signal?: AbortSignal;
+  /**
+   * Asked before each budget for the window and routes in force now, for a
+   * window that follows a file that can change (a Hermes `config.yaml`). It
+   * must answer at once, from what it already knows.
+   *
+   * @default the options' own `window`, `route` and `routes`
+   */
+  readonly live?: () => LiveBudget;
 }
 
 /** The proxy: a named Web handler. */

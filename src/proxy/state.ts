@@ -48,6 +48,8 @@ export interface DecisionRecord {
   readonly anchorTokens: number | null;
   /** The cap sent, when one was written. */
   readonly maxTokens: number | null;
+  /** Why: the counts, or why the request went on unbudgeted (never request content). */
+  readonly reason: string;
 }
 
 /** Shared, bounded state of one proxy. */

@@ -100,6 +100,7 @@ export interface LlamaCppBackendOptions extends HttpCountOptions {
 export class LlamaCppBackend extends Backend {
   /** The label of llama.cpp counts: `"llamacpp-tokenize"`. */
   override readonly source: string = "llamacpp-tokenize";
+  /** The server's own context length, compared with the configured one on every count. */
   override readonly servedContext: string = SERVED_CONTEXT;
   readonly #http: HttpCounter;
   readonly #props: ServerInfo<number>;

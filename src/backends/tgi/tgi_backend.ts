@@ -95,6 +95,7 @@ export interface TgiBackendOptions extends HttpCountOptions {
 export class TgiBackend extends Backend {
   /** The label of TGI counts: `"tgi-chat-tokenize"`. */
   override readonly source: string = "tgi-chat-tokenize";
+  /** The server's own context length, compared with the configured one on every count. */
   override readonly servedContext: string = SERVED_CONTEXT;
   readonly #http: HttpCounter;
   readonly #info: ServerInfo<TgiLimits>;

@@ -82,6 +82,7 @@ export interface VllmBackendOptions extends HttpCountOptions {
 export class VllmBackend extends Backend {
   /** The label of vLLM counts: `"vllm-tokenize"`. */
   override readonly source: string = "vllm-tokenize";
+  /** The server's own context length, compared with the configured one on every count. */
   override readonly servedContext: string = SERVED_CONTEXT;
   readonly #http: HttpCounter;
 

@@ -1,14 +1,15 @@
 /**
- * The compression window W of a Hermes Agent, read from its `config.yaml`.
- * Hermes compresses once its prompt reaches W, so an output budget that stops
- * below W never makes Hermes compress early. {@linkcode hermesWindow} follows
- * Hermes' threshold arithmetic as of Hermes 2026-09 (the small-context raise
- * to 75%, the 64,000-token floor with its 85% fallback, the `max_tokens`
- * reservation and the `threshold_tokens` cap), and
- * {@linkcode resolveWindow} lets `INCONTEXT_COMPRESSION_WINDOW_TOKENS`
- * override it.
+ * The compression window W of a Hermes Agent: the prompt size at which Hermes
+ * compresses, so an output budget that stops below W never makes Hermes
+ * compress early. Hermes' threshold arithmetic changes between releases, so
+ * W comes from the installed Hermes itself: {@linkcode askHermes} runs a
+ * small script in the Python that runs Hermes, which builds Hermes'
+ * `ContextCompressor` for the config and prints its `threshold_tokens`;
+ * {@linkcode watchHermesWindow} asks again whenever `config.yaml` changes.
+ * Where Hermes is not installed, {@linkcode hermesWindow} mirrors the
+ * arithmetic of a release the caller names (`2026-07` or `2026-09`).
  *
- * @example Computing W from a Hermes config.yaml
+ * @example Mirroring a release where Hermes is not installed
  * ```ts
  * import { hermesWindow, parseHermesSettings } from "@incontext/incontext/hermes";
  * import { strictEqual } from "node:assert/strict";
@@ -20,7 +21,8 @@
  *   base_url: http://127.0.0.1:8787/v1
  *   context_length: 65536
  * `);
- * strictEqual(hermesWindow(settings), 55705);
+ * strictEqual(hermesWindow(settings, { release: "2026-07" }), 64000);
+ * strictEqual(hermesWindow(settings, { release: "2026-09" }), 55705);
  * ```
  *
  * @module
@@ -37,6 +39,8 @@ import {
   settingsIssues,
 } from "./settings.ts";
 import {
+  HERMES_RELEASES,
+  type HermesRelease,
   modelThreshold,
   raisedThreshold,
   thresholdTokens,
@@ -44,16 +48,29 @@ import {
 import type { Config } from "../../config/mod.ts";
 import { ConfigError } from "../../core/config_error.ts";
 
-export type { HermesSettings };
+export type { HermesRelease, HermesSettings };
+export { HERMES_RELEASES };
+export {
+  askHermes,
+  type AskHermesOptions,
+  type HermesAnswer,
+  type HermesModelWindow,
+} from "./ask.ts";
+export type { HermesPython } from "./python.ts";
+export {
+  type HermesWindowWatch,
+  type WatchHermesOptions,
+  watchHermesWindow,
+} from "./watch.ts";
 // resolveWindow() takes a Config: re-exported so that this entry stands on its own.
 export type { Config } from "../../config/mod.ts";
 
 const logger = getLogger(["incontext", "hermes"]);
 
 /**
- * Options for {@linkcode hermesWindow}: values the caller knows better than
- * the file, such as the `INCONTEXT_MODEL` and `INCONTEXT_CONTEXT_LENGTH`
- * settings.
+ * Options for {@linkcode hermesWindow}: the release whose arithmetic to
+ * mirror, and values the caller knows better than the file, such as the
+ * `INCONTEXT_MODEL` and `INCONTEXT_CONTEXT_LENGTH` settings.
  *
  * @example Overriding the context length of the file
  * ```ts
@@ -61,10 +78,16 @@ const logger = getLogger(["incontext", "hermes"]);
  * import { strictEqual } from "node:assert/strict";
  *
  * const settings = parseHermesSettings("model:\n  context_length: 65536\n");
- * strictEqual(hermesWindow(settings, { contextLength: 262144 }), 196608);
+ * strictEqual(hermesWindow(settings, { release: "2026-09", contextLength: 262144 }), 196608);
  * ```
  */
 export interface HermesWindowOptions {
+  /**
+   * The Hermes release whose arithmetic to mirror: `2026-07` (Hermes 0.18.x)
+   * or `2026-09`. `2026-07` reads neither `compression.threshold_tokens` nor
+   * `compression.model_thresholds`, as Hermes 0.18.2 does not.
+   */
+  readonly release: HermesRelease;
   /**
    * The model name matched against `compression.model_thresholds`.
    *
@@ -191,48 +214,64 @@ function requirePositiveInteger(
 }
 
 /**
- * Computes the compression window W exactly as Hermes 2026-09 computes its
- * compression threshold:
+ * Computes the compression window W as the named Hermes release computes its
+ * compression threshold, for proxies that run where Hermes is not installed
+ * (where it is, {@linkcode askHermes} asks Hermes itself):
  *
- * 1. pct = the `model_thresholds` entry whose key is the longest substring of
- *    the model name, else `threshold`; the override is taken first, so the
- *    next step raises it too, as Hermes does.
+ * 1. pct = `threshold`; with release `2026-09`, the `model_thresholds` entry
+ *    whose key is the longest substring of the model name replaces it first,
+ *    so the next step raises it too, as Hermes does.
  * 2. Below a 512,000-token context, pct is raised to at least 0.75.
  * 3. eff = context - max_tokens, where max_tokens is Hermes' own output
  *    reservation (`model.max_tokens`), not the `max_tokens` of a request nor
  *    the budget incontext computes; unset means no reservation, and eff <= 0
  *    falls back to the context.
- * 4. value = floor(eff * pct), floored at 64,000; when the floor binds and
- *    exceeds floor(eff * 0.85), max(value, floor(eff * 0.85)) instead.
- * 5. Capped by `threshold_tokens` and by the context length, and never below 1.
+ * 4. value = floor(eff * pct), floored at 64,000. `2026-07`: a floor that
+ *    reaches eff becomes max(1, min(floor(eff * 0.85), eff - 1)).
+ *    `2026-09`: when the floor binds and exceeds floor(eff * 0.85),
+ *    max(value, floor(eff * 0.85)) instead.
+ * 5. `2026-09`: capped by `threshold_tokens`. Always capped by the context
+ *    length, and never below 1.
  *
  * With compression disabled, W is the context length.
  *
  * @param settings The Hermes settings, e.g. from {@linkcode loadHermesSettings}.
- * @param options The model, context length and output reservation, when the caller knows them better.
+ * @param options The release, and the model, context length and output reservation when the caller knows them better.
  * @returns W in tokens: 1 <= W <= the context length.
  * @throws {ConfigError} When no context length is known (neither
  * `model.context_length` nor `options.contextLength`, i.e.
  * `INCONTEXT_CONTEXT_LENGTH`), or when a setting breaks its rule, e.g. a
  * threshold outside (0, 1].
- * @throws {RangeError} When `options.contextLength` or `options.maxTokens` is not a positive integer.
+ * @throws {RangeError} When `options.release` is not a known release, or
+ * `options.contextLength` or `options.maxTokens` is not a positive integer.
  *
- * @example The worked examples of Hermes' arithmetic
+ * @example The worked examples of both releases
  * ```ts
  * import { hermesWindow, parseHermesSettings } from "@incontext/incontext/hermes";
  * import { strictEqual } from "node:assert/strict";
  *
  * const settings = parseHermesSettings("compression:\n  threshold: 0.5\n");
- * strictEqual(hermesWindow(settings, { contextLength: 65536 }), 55705);
- * strictEqual(hermesWindow(settings, { contextLength: 131072 }), 98304);
- * strictEqual(hermesWindow(settings, { contextLength: 262144 }), 196608);
- * strictEqual(hermesWindow(settings, { contextLength: 1000000 }), 500000);
+ * for (const release of ["2026-07", "2026-09"] as const) {
+ *   strictEqual(hermesWindow(settings, { release, contextLength: 131072 }), 98304);
+ *   strictEqual(hermesWindow(settings, { release, contextLength: 262144 }), 196608);
+ *   strictEqual(hermesWindow(settings, { release, contextLength: 1000000 }), 500000);
+ * }
+ * strictEqual(hermesWindow(settings, { release: "2026-07", contextLength: 65536 }), 64000);
+ * strictEqual(hermesWindow(settings, { release: "2026-09", contextLength: 65536 }), 55705);
  * ```
  */
 export function hermesWindow(
   settings: HermesSettings,
-  options: HermesWindowOptions = {},
+  options: HermesWindowOptions,
 ): number {
+  const { release } = options ?? {};
+  if (!HERMES_RELEASES.includes(release)) {
+    throw new RangeError(
+      `Cannot compute the Hermes window as 'release' must be one of ${
+        HERMES_RELEASES.join(", ")
+      }: current value is ${String(release)}`,
+    );
+  }
   requirePositiveInteger("contextLength", options.contextLength);
   requirePositiveInteger("maxTokens", options.maxTokens);
   const issues = settingsIssues(settings);
@@ -249,34 +288,40 @@ export function hermesWindow(
   }
   const { compression } = settings;
   if (!compression.enabled) return context;
+  // Hermes 0.18.x reads neither key.
+  const current = release !== "2026-07";
   const pct = raisedThreshold(
     context,
-    modelThreshold(
-      options.model ?? settings.model.default,
-      compression.modelThresholds,
-      compression.threshold,
-    ),
+    current
+      ? modelThreshold(
+        options.model ?? settings.model.default,
+        compression.modelThresholds,
+        compression.threshold,
+      )
+      : compression.threshold,
   );
   const maxTokens = options.maxTokens ?? settings.model.maxTokens;
   const window = Math.min(
-    thresholdTokens(context, pct, maxTokens),
-    compression.thresholdTokens ?? context,
+    thresholdTokens({ contextLength: context, pct, maxTokens, release }),
+    (current ? compression.thresholdTokens : undefined) ?? context,
     context,
   );
   return Math.max(1, window);
 }
 
 /**
- * The compression window W for a deployment: `INCONTEXT_COMPRESSION_WINDOW_TOKENS`
- * when set, else {@linkcode hermesWindow} of the Hermes settings with the
- * configured model and context length (`INCONTEXT_MODEL`,
+ * The compression window W for a deployment without Hermes at hand:
+ * `INCONTEXT_COMPRESSION_WINDOW_TOKENS` when set, else {@linkcode hermesWindow}
+ * of the Hermes settings for the release named by `INCONTEXT_HERMES_RELEASE`,
+ * with the configured model and context length (`INCONTEXT_MODEL`,
  * `INCONTEXT_CONTEXT_LENGTH`) taking precedence over the file's.
  *
  * @param config The configuration from `loadConfig()`, or the part of it used here.
  * @param settings The Hermes settings, when `INCONTEXT_HERMES_CONFIG` names a file.
  * @returns W in tokens.
  * @throws {ConfigError} When neither source gives a window (the message names
- * `INCONTEXT_COMPRESSION_WINDOW_TOKENS` and `INCONTEXT_HERMES_CONFIG`), or when
+ * `INCONTEXT_COMPRESSION_WINDOW_TOKENS` and `INCONTEXT_HERMES_CONFIG`), when
+ * Hermes settings are given without a release, or when
  * {@linkcode hermesWindow} throws one.
  *
  * @example The environment overrides Hermes
@@ -286,14 +331,20 @@ export function hermesWindow(
  * import { strictEqual } from "node:assert/strict";
  *
  * const settings = parseHermesSettings("model:\n  context_length: 131072\n");
- * const env = { INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize" };
+ * const env = {
+ *   INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize",
+ *   INCONTEXT_HERMES_RELEASE: "2026-07",
+ * };
  * strictEqual(resolveWindow(loadConfig(env), settings), 98304);
  * const fixed = loadConfig({ ...env, INCONTEXT_COMPRESSION_WINDOW_TOKENS: "90000" });
  * strictEqual(resolveWindow(fixed, settings), 90000);
  * ```
  */
 export function resolveWindow(
-  config: Pick<Config, "compressionWindowTokens" | "contextLength" | "model">,
+  config: Pick<
+    Config,
+    "compressionWindowTokens" | "contextLength" | "model" | "hermesRelease"
+  >,
   settings?: HermesSettings,
 ): number {
   if (config.compressionWindowTokens !== undefined) {
@@ -309,12 +360,26 @@ export function resolveWindow(
         `is unset and so is ${HERMES_VARIABLE}: set either to give the compression window`,
     }]);
   }
-  const options: Mutable<HermesWindowOptions> = {};
+  if (config.hermesRelease === undefined) {
+    throw new ConfigError([{
+      variable: "INCONTEXT_HERMES_RELEASE",
+      rule:
+        `is unset: without Hermes installed, set it to the Hermes release whose threshold arithmetic to mirror (${
+          HERMES_RELEASES.join(" or ")
+        }), or set INCONTEXT_COMPRESSION_WINDOW_TOKENS`,
+    }]);
+  }
+  const options: Mutable<HermesWindowOptions> = {
+    release: config.hermesRelease,
+  };
   if (config.model !== undefined) options.model = config.model;
   if (config.contextLength !== undefined) {
     options.contextLength = config.contextLength;
   }
   const window = hermesWindow(settings, options);
-  logger.debug("compression window={window} source=hermes", { window });
+  logger.debug("compression window={window} source=hermes-{release}", {
+    window,
+    release: config.hermesRelease,
+  });
   return window;
 }

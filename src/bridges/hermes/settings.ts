@@ -23,7 +23,7 @@ import { ConfigError, type ConfigIssue } from "../../core/config_error.ts";
  *   model: { contextLength: 131072 },
  *   compression: { enabled: true, threshold: 0.5 },
  * };
- * strictEqual(hermesWindow(settings), 98304);
+ * strictEqual(hermesWindow(settings, { release: "2026-07" }), 98304);
  * ```
  */
 export interface HermesSettings {

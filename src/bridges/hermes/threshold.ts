@@ -1,12 +1,24 @@
 /**
- * Hermes Agent's compression-threshold arithmetic (Hermes 2026-09), kept
+ * Hermes Agent's compression-threshold arithmetic of two releases, kept
  * apart from the YAML reading so that each step can be checked against
- * Hermes' own `agent/context_compressor.py`. Every number here is Hermes'
- * constant, not a tuning knob of ours: changing one makes W disagree with the
- * point at which Hermes really compresses.
+ * Hermes' own `agent/context_compressor.py`: a fallback for proxies that run
+ * where Hermes is not installed (where it is, the proxy asks Hermes itself).
+ * Every number here is Hermes' constant, not a tuning knob of ours: changing
+ * one makes W disagree with the point at which Hermes really compresses.
  *
  * @module
  */
+
+/**
+ * The Hermes releases whose arithmetic is mirrored: `2026-07` (Hermes
+ * 0.18.x, e.g. 0.18.2 of 2026-08-22) and `2026-09`. They disagree wherever
+ * Hermes' 64,000-token floor binds below 85% of the input budget (contexts
+ * between about 64,000 and 75,300 tokens, 65,536 among them).
+ */
+export const HERMES_RELEASES = ["2026-07", "2026-09"] as const;
+
+/** A Hermes release whose threshold arithmetic is mirrored. */
+export type HermesRelease = typeof HERMES_RELEASES[number];
 
 /** Below this context length Hermes raises the threshold (raise-only). */
 export const SMALL_CONTEXT_LIMIT = 512_000;
@@ -45,23 +57,37 @@ export function raisedThreshold(contextLength: number, pct: number): number {
     : pct;
 }
 
+/** What {@linkcode thresholdTokens} computes with. */
+export interface ThresholdInput {
+  readonly contextLength: number;
+  /** The threshold after the small-context raise. */
+  readonly pct: number;
+  /** Hermes' output reservation, when it knows one. */
+  readonly maxTokens: number | undefined;
+  readonly release: HermesRelease;
+}
+
 /**
- * The trigger in tokens before the `threshold_tokens` cap: Python's `int()`
+ * The trigger in tokens before any `threshold_tokens` cap: Python's `int()`
  * of a positive float is `Math.floor`, and both runtimes multiply the same
  * IEEE doubles, so the results agree to the token.
  */
 export function thresholdTokens(
-  contextLength: number,
-  pct: number,
-  maxTokens: number | undefined,
+  { contextLength, pct, maxTokens, release }: ThresholdInput,
 ): number {
   let effective = contextLength - (maxTokens ?? 0);
   if (effective <= 0) effective = contextLength;
   const value = Math.floor(effective * pct);
   const floored = Math.max(value, MINIMUM_THRESHOLD_TOKENS);
   const high = Math.floor(effective * FLOOR_FALLBACK_RATIO);
-  // The floor binds (it raised the value) yet leaves less than 15% of the
-  // input budget free: Hermes then triggers at 85% instead.
+  if (release === "2026-07") {
+    // Only a floor that reaches the input budget itself falls back to 85%
+    // (kept below the budget): 64,000 of 65,536 stands.
+    if (floored < effective) return floored;
+    return Math.max(1, Math.min(high, effective - 1));
+  }
+  // 2026-09: the floor binds (it raised the value) yet leaves less than 15%
+  // of the input budget free: Hermes then triggers at 85% instead.
   if (floored > value && floored > high) return Math.max(value, high);
   return floored;
 }

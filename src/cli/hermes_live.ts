@@ -1,0 +1,63 @@
+/**
+ * The proxy options a Hermes config gives: its routes, each with its own
+ * window, and, when the installed Hermes was asked, the live window that
+ * follows `config.yaml` as it changes. Logs where the window came from at
+ * start-up and each change (counts, model names and versions only).
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import type { Config } from "../config/mod.ts";
+import type { ProxyOptions } from "../proxy/mod.ts";
+import { type HermesBudget, liveRoutes } from "./hermes_window.ts";
+
+const logger = getLogger(["incontext", "hermes"]);
+
+function describe(budget: HermesBudget): string {
+  const routes = budget.routes?.map((route) => route.model) ?? [];
+  return routes.length === 0
+    ? "every model (Hermes names no model.default)"
+    : routes.map((name) => JSON.stringify(name.slice(0, 100))).join(", ");
+}
+
+/** The options to add to the proxy's for a Hermes config, logging the start-up window. */
+export function hermesLive(
+  budget: HermesBudget,
+  config: Config,
+): Pick<ProxyOptions, "routes" | "live"> {
+  logger.info(
+    "hermes window={window} context_length={contextLength} from {source}; budgeting {models}",
+    {
+      window: budget.window,
+      contextLength: budget.contextLength ?? "unknown",
+      source: budget.source,
+      models: describe(budget),
+    },
+  );
+  const { watch } = budget;
+  const routes = budget.routes === undefined ? {} : { routes: budget.routes };
+  if (watch === undefined) return routes;
+  // The live answer alone decides the routes: a route dropped from the
+  // config must not survive in the options.
+  let shown = watch.current();
+  let live = { window: shown.window, ...routes };
+  return {
+    live() {
+      const answer = watch.current();
+      if (answer !== shown) {
+        shown = answer;
+        const routes = liveRoutes(answer, config);
+        live = { window: answer.window, ...(routes ? { routes } : {}) };
+        logger.info(
+          "hermes config changed: window={window} context_length={contextLength} (Hermes {version})",
+          {
+            window: answer.window,
+            contextLength: answer.contextLength,
+            version: answer.hermesVersion,
+          },
+        );
+      }
+      return live;
+    },
+  };
+}

@@ -1,0 +1,229 @@
+/**
+ * The proxy's window and routes with a Hermes config: asked of the installed
+ * Hermes (and followed as `config.yaml` changes), or mirrored from a named
+ * Hermes release where Hermes is not installed, or fixed by
+ * `INCONTEXT_COMPRESSION_WINDOW_TOKENS`. Requests are budgeted for Hermes'
+ * `model.default` (on its provider and base URL, where a host says where a
+ * request goes) and for the models `INCONTEXT_HERMES_MODELS` names, each
+ * with its own window.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import type { Config } from "../config/mod.ts";
+import { errorType } from "../core/error_type.ts";
+import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
+import type { BudgetRoute } from "../core/route.ts";
+import {
+  type HermesAnswer,
+  type HermesSettings,
+  hermesWindow,
+  type HermesWindowWatch,
+  resolveWindow,
+  watchHermesWindow,
+} from "../bridges/hermes/mod.ts";
+
+const logger = getLogger(["incontext", "hermes"]);
+
+/** Logs a changed config that could not be asked about; the old window stays. */
+function logFailure(error: unknown): void {
+  const rules = error instanceof ConfigError
+    ? error.issues.map((issue) => `${issue.variable} ${issue.rule}`).join("; ")
+    : errorType(error);
+  logger.error(
+    "hermes config changed but its window could not be had, the old one stays: {rules}",
+    { rules },
+  );
+}
+
+/** The budget a Hermes config gives the proxy. */
+export interface HermesBudget {
+  /** W of Hermes' own model. */
+  readonly window: number;
+  /** The context length Hermes works with, when it told. */
+  readonly contextLength: number | undefined;
+  /** The routes budgeted, each with its window; none: every request. */
+  readonly routes: readonly BudgetRoute[] | undefined;
+  /** The watch of `config.yaml`, when the installed Hermes was asked. */
+  readonly watch: HermesWindowWatch | undefined;
+  /** Where W came from, for the start-up log. */
+  readonly source: string;
+}
+
+/** What {@linkcode hermesBudget} reads. */
+export interface HermesBudgetInput {
+  readonly config: Config;
+  readonly settings: HermesSettings;
+  readonly env: Record<string, string | undefined>;
+}
+
+/** Where Hermes sends its own model's requests. */
+interface HermesRoute {
+  /** Hermes' own model (or `INCONTEXT_MODEL`); none: every request is budgeted. */
+  readonly model: string | undefined;
+  readonly provider: string | undefined;
+  readonly baseUrl: string | undefined;
+}
+
+/**
+ * The routes budgeted, Hermes' own model first; `undefined` (every request
+ * budgeted with W) when no model is known.
+ */
+export function hermesRoutes(
+  route: HermesRoute,
+  windows: ReadonlyMap<string, number>,
+): BudgetRoute[] | undefined {
+  const { model, provider, baseUrl } = route;
+  if (model === undefined || model === "") return undefined;
+  const where = {
+    ...(provider ? { provider } : {}),
+    ...(baseUrl ? { baseUrl } : {}),
+  };
+  const routes: BudgetRoute[] = [];
+  for (const [name, window] of windows) {
+    // Other models run on routes of their own, which the config does not name.
+    routes.push(
+      name === model ? { model: name, window, ...where } : {
+        model: name,
+        window,
+      },
+    );
+  }
+  return routes;
+}
+
+/** The windows of an answer, by model, Hermes' (or INCONTEXT_MODEL's) first. */
+function answerWindows(
+  answer: HermesAnswer,
+  model: string,
+): Map<string, number> {
+  const windows = new Map<string, number>();
+  windows.set(model, answer.models[model]?.window ?? answer.window);
+  for (const [name, { window }] of Object.entries(answer.models)) {
+    if (name !== answer.model && !windows.has(name)) windows.set(name, window);
+  }
+  return windows;
+}
+
+/**
+ * W <= C, F < W, R < W, F + R < W for every window Hermes gave: a window
+ * that breaks one would fail every request of its model.
+ */
+export function windowIssues(
+  config: Config,
+  { windows, contextLength }: {
+    readonly windows: ReadonlyMap<string, number>;
+    readonly contextLength: number | undefined;
+  },
+): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const room = config.fallbackMarginTokens + config.minOutputTokens;
+  for (const [model, window] of windows) {
+    const label = `INCONTEXT_HERMES_CONFIG (window ${window} of model ${
+      JSON.stringify(model.slice(0, 100))
+    })`;
+    if (contextLength !== undefined && window > contextLength) {
+      issues.push({
+        variable: label,
+        rule: "must not exceed INCONTEXT_CONTEXT_LENGTH",
+      });
+    }
+    if (room >= window) {
+      issues.push({
+        variable: label,
+        rule:
+          "must exceed INCONTEXT_FALLBACK_MARGIN_TOKENS + INCONTEXT_MIN_OUTPUT_TOKENS",
+      });
+    }
+  }
+  return issues;
+}
+
+/**
+ * Resolves the window and routes of a Hermes config.
+ *
+ * @throws {ConfigError} When Hermes cannot be asked, or a window it gives
+ * breaks a rule, or no window can be had.
+ */
+export async function hermesBudget(
+  { config, settings, env }: HermesBudgetInput,
+): Promise<HermesBudget> {
+  const models = config.hermesModels ?? [];
+  const fixed = config.compressionWindowTokens !== undefined;
+  if (fixed || config.hermesRelease !== undefined) {
+    const window = resolveWindow(config, settings);
+    const model = config.model ?? settings.model.default;
+    const windows = new Map<string, number>();
+    if (model !== undefined) windows.set(model, window);
+    for (const name of models) {
+      if (windows.has(name)) continue;
+      windows.set(
+        name,
+        fixed ? window : hermesWindow(settings, {
+          release: config.hermesRelease!,
+          model: name,
+          ...(config.contextLength === undefined
+            ? {}
+            : { contextLength: config.contextLength }),
+        }),
+      );
+    }
+    const contextLength = config.contextLength ?? settings.model.contextLength;
+    const issues = windowIssues(config, { windows, contextLength });
+    if (issues.length > 0) throw new ConfigError(issues);
+    return {
+      window,
+      contextLength: settings.model.contextLength,
+      routes: hermesRoutes({
+        model,
+        provider: settings.model.provider,
+        baseUrl: settings.model.baseUrl,
+      }, windows),
+      watch: undefined,
+      source: fixed
+        ? "INCONTEXT_COMPRESSION_WINDOW_TOKENS"
+        : `Hermes ${config.hermesRelease} arithmetic (INCONTEXT_HERMES_RELEASE)`,
+    };
+  }
+  const accept = (answer: HermesAnswer) => {
+    const windows = answerWindows(answer, config.model ?? answer.model);
+    const contextLength = config.contextLength ?? answer.contextLength;
+    const issues = windowIssues(config, { windows, contextLength });
+    if (issues.length > 0) throw new ConfigError(issues);
+  };
+  const asked = config.model === undefined ? models : [...models, config.model];
+  const watch = await watchHermesWindow({
+    configPath: config.hermesConfig!,
+    models: [...new Set(asked)],
+    env,
+    accept,
+    onError: logFailure,
+    ...(config.hermesPython === undefined
+      ? {}
+      : { python: config.hermesPython }),
+    ...(config.contextLength === undefined
+      ? {}
+      : { contextLength: config.contextLength }),
+  });
+  const answer = watch.current();
+  return {
+    window: answer.window,
+    contextLength: answer.contextLength,
+    routes: liveRoutes(answer, config),
+    watch,
+    source:
+      `Hermes ${answer.hermesVersion} ContextCompressor.threshold_tokens (Python: ${answer.python.source})`,
+  };
+}
+
+/** The routes of an answer Hermes gave. */
+export function liveRoutes(
+  answer: HermesAnswer,
+  config: Pick<Config, "model">,
+): BudgetRoute[] | undefined {
+  const model = config.model ?? answer.model;
+  return hermesRoutes(
+    { model, provider: answer.provider, baseUrl: answer.baseUrl },
+    answerWindows(answer, model),
+  );
+}
