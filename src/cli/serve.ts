@@ -117,7 +117,7 @@ async function listen(prepared: Prepared): Promise<Listening> {
   const { settings, backend, cache } = prepared;
   const { config } = settings;
   const graceOver = new AbortController();
-  const shared = openSharedLayer(prepared);
+  const shared = await openSharedLayer(prepared);
   const handler = createProxyHandler({
     upstream: settings.upstream!,
     window: settings.window,

@@ -36,11 +36,13 @@ export interface SharedLayer extends AsyncDisposable {
  * @param prepared The settings, the backend and the count cache.
  * @returns The layer; dispose it to close its connection.
  */
-export function openSharedLayer(prepared: Prepared): SharedLayer | undefined {
+export async function openSharedLayer(
+  prepared: Prepared,
+): Promise<SharedLayer | undefined> {
   const { config } = prepared.settings;
   if (config.sharedStore === undefined) return undefined;
   const store = new SharedStore({
-    connection: redisConnection(config.sharedStore),
+    connection: await redisConnection(config.sharedStore),
     timeoutMs: config.sharedTimeoutMs,
     ttlSeconds: config.sharedTtlSeconds,
   });

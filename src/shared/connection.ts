@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { Redis } from "ioredis";
+import type { Redis as RedisClient } from "ioredis";
 
 /** What the shared store asks of a connection; a test passes a fake. */
 export interface StoreConnection {
@@ -32,8 +32,10 @@ const MAX_RECONNECT_MS = 1000;
  * @param url The store's URL; it may hold a password, so it is never logged.
  * @returns The connection.
  */
-export function redisConnection(url: string): StoreConnection {
-  const client = new Redis(url, {
+export async function redisConnection(url: string): Promise<StoreConnection> {
+  // Loaded only when a store is configured: a proxy alone never loads it.
+  const { Redis } = await import("ioredis");
+  const client: RedisClient = new Redis(url, {
     // Fail at once when disconnected: the caller's deadline is short.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

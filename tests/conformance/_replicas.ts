@@ -24,7 +24,9 @@ export interface ReplicaOptions {
 }
 
 /** Starts the replicas and the front; disposing stops them all. */
-export async function startReplicas(options: ReplicaOptions): Promise<Replicas> {
+export async function startReplicas(
+  options: ReplicaOptions,
+): Promise<Replicas> {
   const ports = Array.from({ length: options.count }, () => freePort());
   const processes = ports.map((port) =>
     spawnCli([

@@ -110,18 +110,23 @@ Deno.test("replicas sharing a Redis store keep a rotating conversation anchored"
   await untilStoresAnswer(replicas);
   const agent = new Conversation("agent");
 
-  await t.step("each turn lands on another replica and is anchored on the last one", async () => {
-    let previous = (await agent.next(replicas.front)).replica;
-    for (let turn = 2; turn <= 7; turn++) {
-      const { promptTokens, replica } = await agent.next(replicas.front);
-      ok(replica !== previous, `turn ${turn} on another replica`);
-      ok(
-        agent.anchoredOnLastTurn(promptTokens),
-        `turn ${turn}: ${promptTokens} tokens, not anchored on turn ${turn - 1}`,
-      );
-      previous = replica;
-    }
-  });
+  await t.step(
+    "each turn lands on another replica and is anchored on the last one",
+    async () => {
+      let previous = (await agent.next(replicas.front)).replica;
+      for (let turn = 2; turn <= 7; turn++) {
+        const { promptTokens, replica } = await agent.next(replicas.front);
+        ok(replica !== previous, `turn ${turn} on another replica`);
+        ok(
+          agent.anchoredOnLastTurn(promptTokens),
+          `turn ${turn}: ${promptTokens} tokens, not anchored on turn ${
+            turn - 1
+          }`,
+        );
+        previous = replica;
+      }
+    },
+  );
 
   await t.step("each replica's own layer stays within its bound", async () => {
     for (let i = 0; i < 45; i++) {
@@ -142,54 +147,64 @@ Deno.test("replicas sharing a Redis store keep a rotating conversation anchored"
     }
   });
 
-  await t.step("a paused store: lookups are abandoned at the deadline, no request fails", async () => {
-    const admin = new Redis(redis.url);
-    const other = new Redis(redis.url);
-    try {
-      await other.ping();
-      const before = await Promise.all(replicas.urls.map((url) =>
-        metric(url, 'incontext_shared_store_errors_total{reason="timeout"}')
-      ));
-      strictEqual(await admin.call("CLIENT", "PAUSE", "4000", "ALL"), "OK");
-      // Answered only once the pause is over.
-      let paused = true;
-      const resumed = other.ping().then(() => paused = false);
-      for (let turn = 0; turn < 3; turn++) await agent.next(replicas.front);
-      ok(paused, "the turns finished while the store was still paused");
-      const after = await Promise.all(replicas.urls.map((url) =>
-        metric(url, 'incontext_shared_store_errors_total{reason="timeout"}')
-      ));
-      ok(
-        after.every((value, i) => value >= before[i]! + 1),
-        `timeouts ${before} -> ${after}`,
-      );
-      await resumed;
-    } finally {
-      admin.disconnect();
-      other.disconnect();
-    }
-    await untilStoresAnswer(replicas);
-  });
+  await t.step(
+    "a paused store: lookups are abandoned at the deadline, no request fails",
+    async () => {
+      const admin = new Redis(redis.url);
+      const other = new Redis(redis.url);
+      try {
+        await other.ping();
+        const before = await Promise.all(
+          replicas.urls.map((url) =>
+            metric(url, 'incontext_shared_store_errors_total{reason="timeout"}')
+          ),
+        );
+        strictEqual(await admin.call("CLIENT", "PAUSE", "4000", "ALL"), "OK");
+        // Answered only once the pause is over.
+        let paused = true;
+        const resumed = other.ping().then(() => paused = false);
+        for (let turn = 0; turn < 3; turn++) await agent.next(replicas.front);
+        ok(paused, "the turns finished while the store was still paused");
+        const after = await Promise.all(
+          replicas.urls.map((url) =>
+            metric(url, 'incontext_shared_store_errors_total{reason="timeout"}')
+          ),
+        );
+        ok(
+          after.every((value, i) => value >= before[i]! + 1),
+          `timeouts ${before} -> ${after}`,
+        );
+        await resumed;
+      } finally {
+        admin.disconnect();
+        other.disconnect();
+      }
+      await untilStoresAnswer(replicas);
+    },
+  );
 
-  await t.step("the store killed mid-run and restarted: no request fails, anchors come back", async () => {
-    const logged = replicas.urls.map((_, i) => outages(replicas, i));
-    await redis.kill();
-    for (let turn = 0; turn < 6; turn++) await agent.next(replicas.front);
-    for (const [i, url] of replicas.urls.entries()) {
-      const health = await (await fetch(`${url}/incontext/healthz`)).json();
-      strictEqual(health.sharedStore.state, "down");
-      // Once per outage, not once per request.
-      strictEqual(outages(replicas, i), logged[i]! + 1, logOf(replicas, i));
-    }
-    await redis.restart();
-    await untilStoresAnswer(replicas);
-    // The first turn records into the empty store; every next one finds it.
-    await agent.next(replicas.front);
-    for (let turn = 0; turn < 4; turn++) {
-      const { promptTokens } = await agent.next(replicas.front);
-      ok(agent.anchoredOnLastTurn(promptTokens), `${promptTokens} tokens`);
-    }
-  });
+  await t.step(
+    "the store killed mid-run and restarted: no request fails, anchors come back",
+    async () => {
+      const logged = replicas.urls.map((_, i) => outages(replicas, i));
+      await redis.kill();
+      for (let turn = 0; turn < 6; turn++) await agent.next(replicas.front);
+      for (const [i, url] of replicas.urls.entries()) {
+        const health = await (await fetch(`${url}/incontext/healthz`)).json();
+        strictEqual(health.sharedStore.state, "down");
+        // Once per outage, not once per request.
+        strictEqual(outages(replicas, i), logged[i]! + 1, logOf(replicas, i));
+      }
+      await redis.restart();
+      await untilStoresAnswer(replicas);
+      // The first turn records into the empty store; every next one finds it.
+      await agent.next(replicas.front);
+      for (let turn = 0; turn < 4; turn++) {
+        const { promptTokens } = await agent.next(replicas.front);
+        ok(agent.anchoredOnLastTurn(promptTokens), `${promptTokens} tokens`);
+      }
+    },
+  );
 });
 
 Deno.test("a count made by one replica is a hit on another", async () => {
@@ -236,14 +251,14 @@ Deno.test("a count made by one replica is a hit on another", async () => {
 
 Deno.test("two replicas writing the same key at once leave a valid record", async () => {
   await using redis = await startRedisServer();
-  const open = () =>
+  const open = async () =>
     new SharedStore({
-      connection: redisConnection(redis.url),
+      connection: await redisConnection(redis.url),
       timeoutMs: 1000,
       ttlSeconds: 60,
     });
-  await using a = open();
-  await using b = open();
+  await using a = await open();
+  await using b = await open();
   const client = new Redis(redis.url);
   try {
     await client.ping();
