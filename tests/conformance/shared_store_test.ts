@@ -9,7 +9,12 @@ import { Redis } from "ioredis";
 import { serveFakeUpstream } from "../../src/testing/mod.ts";
 import { redisConnection } from "../../src/shared/connection.ts";
 import { SharedStore } from "../../src/shared/shared_store.ts";
-import { decodeCount, encodeCount } from "../../src/shared/records.ts";
+import {
+  anchorRecordKey,
+  decodeCount,
+  encodeCount,
+} from "../../src/shared/records.ts";
+import { prefixDigests } from "../../src/shared/prefix_digests.ts";
 import { startRedisServer } from "./_redis_server.ts";
 import { metric, type Replicas, startReplicas } from "./_replicas.ts";
 
@@ -146,6 +151,47 @@ Deno.test("replicas sharing a Redis store keep a rotating conversation anchored"
       client.disconnect();
     }
   });
+
+  await t.step(
+    "a record of another version in the store is ignored and counted",
+    async () => {
+      const client = new Redis(redis.url);
+      try {
+        const first = {
+          role: "user",
+          content: "a conversation begun elsewhere",
+        };
+        // The anchor key of a one-message conversation of model "m", no tools.
+        const digest = prefixDigests("m\nnull", [first], 1)[0]![1];
+        await client.set(
+          anchorRecordKey(digest),
+          JSON.stringify({ v: 2, p: 999_999, c: 0, n: 1 }),
+        );
+        const url = replicas.urls[0]!;
+        const series =
+          'incontext_shared_store_errors_total{kind="anchor",reason="invalid"}';
+        const before = await metric(url, series);
+        const response = await fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            model: "m",
+            messages: [first, { role: "assistant", content: "ok" }, {
+              role: "user",
+              content: "go on",
+            }],
+            max_tokens: 64,
+          }),
+        });
+        strictEqual(response.status, 200);
+        await response.body?.cancel();
+        ok(Number(response.headers.get("x-incontext-prompt-tokens")) < 1000);
+        strictEqual(await metric(url, series), before + 1);
+      } finally {
+        client.disconnect();
+      }
+    },
+  );
 
   await t.step(
     "a paused store: lookups are abandoned at the deadline, no request fails",
