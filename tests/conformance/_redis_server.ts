@@ -74,9 +74,6 @@ async function spawn(port: number): Promise<Deno.ChildProcess> {
       "no",
       "--dir",
       Deno.env.get("TMPDIR") ?? "/tmp",
-      // DEBUG SLEEP makes the store slow for the deadline test.
-      "--enable-debug-command",
-      "local",
     ],
     stdin: "null",
     stdout: "piped",
