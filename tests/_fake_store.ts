@@ -47,7 +47,12 @@ export class FakeStoreServer {
   #answer<T>(value: () => T): Promise<T> {
     this.calls++;
     if (this.mode === "fail") {
-      return Promise.reject(new Error("ECONNREFUSED"));
+      // As a refused connection fails: its message quotes the address.
+      const error = Object.assign(
+        new Error("connect ECONNREFUSED 127.0.0.1:6379"),
+        { code: "ECONNREFUSED" },
+      );
+      return Promise.reject(error);
     }
     if (this.mode === "hang") {
       return new Promise((resolve) =>

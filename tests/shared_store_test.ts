@@ -186,12 +186,16 @@ Deno.test("SharedStore never holds a request past its deadline", async (t) => {
       );
     },
   );
-  await t.step("a failing store is an outage too", async () => {
-    server.mode = "fail";
-    strictEqual(await shared.read("anchor", ["k"]), undefined);
-    strictEqual(shared.errors.value({ reason: "error" }), 1);
-    strictEqual(shared.status().state, "down");
-  });
+  await t.step(
+    "a failing store is an outage too, named by its error's type and code",
+    async () => {
+      server.mode = "fail";
+      strictEqual(await shared.read("anchor", ["k"]), undefined);
+      strictEqual(shared.errors.value({ reason: "error" }), 1);
+      strictEqual(shared.status().state, "down");
+      strictEqual(shared.status().error, "Error ECONNREFUSED");
+    },
+  );
   await t.step("the metrics name the errors and the lookups", () => {
     const text = shared.metricLines().join("\n");
     ok(

@@ -22,6 +22,9 @@ export interface StoreConnection {
   close(): Promise<void>;
 }
 
+/** The longest wait for a closing connection to end, in milliseconds. */
+const CLOSE_WAIT_MS = 1000;
+
 /** The longest wait between two reconnection attempts, in milliseconds. */
 const MAX_RECONNECT_MS = 1000;
 
@@ -61,10 +64,15 @@ export async function redisConnection(url: string): Promise<StoreConnection> {
     },
     close: async () => {
       client.disconnect(false);
+      // A client that was between two reconnection attempts may never say
+      // "end": the wait is bounded, so a shutdown during an outage finishes.
+      let timer: ReturnType<typeof setTimeout> | undefined;
       await new Promise<void>((resolve) => {
-        if (client.status === "end") resolve();
-        else client.once("end", () => resolve());
+        if (client.status === "end") return resolve();
+        client.once("end", () => resolve());
+        timer = setTimeout(resolve, CLOSE_WAIT_MS);
       });
+      clearTimeout(timer);
     },
   };
 }

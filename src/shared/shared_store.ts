@@ -78,6 +78,18 @@ const LOOKUP_BUCKETS: readonly number[] = [
 const TIMEOUT: unique symbol = Symbol("timeout");
 
 /**
+ * An error's type, with its system code when it has one (`Error ECONNREFUSED`):
+ * a code names the cause without any text of the error's message, which may
+ * quote the store's address.
+ */
+function storeErrorType(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^E[A-Z0-9_]{1,30}$/.test(code)
+    ? `${errorType(error)} ${code}`
+    : errorType(error);
+}
+
+/**
  * A Redis or Valkey store shared by the proxy's replicas, used so that it
  * never takes a replica down: see the module documentation.
  */
@@ -129,7 +141,7 @@ export class SharedStore implements AsyncDisposable {
     this.#maxPending = options.maxPending ?? 256;
     this.#now = options.now ?? Date.now;
     this.#connection.onReady(() => this.#ready());
-    this.#connection.onError((error) => this.#failed(errorType(error)));
+    this.#connection.onError((error) => this.#failed(storeErrorType(error)));
   }
 
   /**
@@ -219,7 +231,7 @@ export class SharedStore implements AsyncDisposable {
       this.#answered();
       return value;
     } catch (error) {
-      this.#fail("error", errorType(error));
+      this.#fail("error", storeErrorType(error));
       return "error";
     } finally {
       clearTimeout(timer);

@@ -68,7 +68,11 @@ export async function startReplicas(
     async [Symbol.asyncDispose]() {
       await server.shutdown();
       for (const p of processes) {
-        p.child.kill("SIGTERM");
+        try {
+          p.child.kill("SIGTERM");
+        } catch {
+          // Already stopped by the test.
+        }
         await p.child.status;
         await p[Symbol.asyncDispose]();
       }

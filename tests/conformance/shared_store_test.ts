@@ -253,7 +253,7 @@ Deno.test("replicas sharing a Redis store keep a rotating conversation anchored"
   );
 });
 
-Deno.test("a count made by one replica is a hit on another", async () => {
+Deno.test("a count made by one replica is a hit on another; a replica stops cleanly while the store is down", async () => {
   await using redis = await startRedisServer();
   await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
   await using replicas = await startReplicas({
@@ -293,6 +293,21 @@ Deno.test("a count made by one replica is a hit on another", async () => {
   strictEqual(answers[0]!.counted, 1);
   strictEqual(answers[1]!.counted, 0);
   strictEqual(answers[1]!.tokens, answers[0]!.tokens);
+  // A replica stopped while its store is down still stops cleanly.
+  await redis.kill();
+  const response = await fetch(`${replicas.urls[0]}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      ...request,
+      messages: [{ role: "user", content: "x" }],
+    }),
+  });
+  strictEqual(response.status, 200);
+  await response.body?.cancel();
+  const replica = replicas.processes[0]!;
+  replica.child.kill("SIGTERM");
+  strictEqual((await replica.child.status).code, 0);
 });
 
 Deno.test("two replicas writing the same key at once leave a valid record", async () => {
