@@ -108,7 +108,9 @@ Deno.test("the proxy's healthz and metrics report the shared store without chang
   ok(!JSON.stringify(body).includes("127.0.0.1:6379"));
   const metrics = await (await fetch(`${proxy.url}/incontext/metrics`)).text();
   ok(
-    metrics.includes('incontext_shared_store_errors_total{reason="error"} 1'),
+    metrics.includes(
+      'incontext_shared_store_errors_total{kind="anchor",reason="error"} 1',
+    ),
     metrics,
   );
 });

@@ -155,7 +155,7 @@ Deno.test("SharedStore never holds a request past its deadline", async (t) => {
     async () => {
       server.mode = "hang";
       strictEqual(await shared.read("count", ["k"]), undefined);
-      strictEqual(shared.errors.value({ reason: "timeout" }), 1);
+      strictEqual(shared.errors.value({ kind: "count", reason: "timeout" }), 1);
       strictEqual(shared.status().state, "down");
       strictEqual(shared.status().error, "TimeoutError");
       // Later calls within the retry interval do not reach the store.
@@ -164,7 +164,10 @@ Deno.test("SharedStore never holds a request past its deadline", async (t) => {
         strictEqual(await shared.read("count", ["k"]), undefined);
       }
       strictEqual(server.calls, calls);
-      strictEqual(shared.errors.value({ reason: "unavailable" }), 5);
+      strictEqual(
+        shared.errors.value({ kind: "count", reason: "unavailable" }),
+        5,
+      );
       strictEqual(
         logs.lines.filter((line) => line.includes("shared store unavailable"))
           .length,
@@ -191,7 +194,7 @@ Deno.test("SharedStore never holds a request past its deadline", async (t) => {
     async () => {
       server.mode = "fail";
       strictEqual(await shared.read("anchor", ["k"]), undefined);
-      strictEqual(shared.errors.value({ reason: "error" }), 1);
+      strictEqual(shared.errors.value({ kind: "anchor", reason: "error" }), 1);
       strictEqual(shared.status().state, "down");
       strictEqual(shared.status().error, "Error ECONNREFUSED");
     },
@@ -199,7 +202,9 @@ Deno.test("SharedStore never holds a request past its deadline", async (t) => {
   await t.step("the metrics name the errors and the lookups", () => {
     const text = shared.metricLines().join("\n");
     ok(
-      text.includes('incontext_shared_store_errors_total{reason="timeout"} 1'),
+      text.includes(
+        'incontext_shared_store_errors_total{kind="count",reason="timeout"} 1',
+      ),
     );
     ok(text.includes("incontext_shared_store_lookup_seconds_bucket"));
     ok(text.includes('outcome="timeout"'));
@@ -214,7 +219,7 @@ Deno.test("SharedStore bounds the calls waiting on a hung store", async () => {
   server.mode = "hang";
   const reads = Array.from({ length: 6 }, () => shared.read("count", ["k"]));
   strictEqual(shared.status().pending, 4);
-  strictEqual(shared.errors.value({ reason: "busy" }), 2);
+  strictEqual(shared.errors.value({ kind: "count", reason: "busy" }), 2);
   server.mode = "ok";
   server.release();
   await Promise.all(reads);

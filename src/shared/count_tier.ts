@@ -27,7 +27,7 @@ export function sharedCountTier(shared: SharedStore): CountTier {
       return count;
     },
     set(key: string, count: number): void {
-      shared.write(countRecordKey(key), encodeCount(count));
+      shared.write("count", countRecordKey(key), encodeCount(count));
     },
   };
 }

@@ -60,6 +60,7 @@ export class SharedAnchorStore extends AnchorStore {
     super.recordKeys(keys, usage);
     if (keys.length === 0) return;
     this.#shared.write(
+      "anchor",
       anchorRecordKey(keys.full),
       encodeAnchor({
         promptTokens: usage.promptTokens,

@@ -97,7 +97,7 @@ export class SharedStore implements AsyncDisposable {
   /** Calls that brought nothing back, by reason. */
   readonly errors: Counter = new Counter(
     "incontext_shared_store_errors_total",
-    "Shared-store calls that brought nothing back, by reason: timeout, error, unavailable (skipped during an outage), busy, invalid (a record of another version or shape).",
+    "Shared-store calls that brought nothing back, by record kind and reason: timeout, error, unavailable (skipped during an outage), busy, invalid (a record of another version or shape).",
   );
   /** Time of lookups, by record kind and outcome. */
   readonly lookups: Histogram = new Histogram(
@@ -153,7 +153,7 @@ export class SharedStore implements AsyncDisposable {
     keys: readonly string[],
   ): Promise<(string | null)[] | undefined> {
     const start = performance.now();
-    const answer = await this.#call(() => this.#connection.mget(keys));
+    const answer = await this.#call(kind, () => this.#connection.mget(keys));
     const seconds = (performance.now() - start) / 1000;
     if (typeof answer === "string") {
       if (answer === "timeout" || answer === "error") {
@@ -171,8 +171,11 @@ export class SharedStore implements AsyncDisposable {
   }
 
   /** Writes `value` under `key` with the records' lifetime; returns at once. */
-  write(key: string, value: string): void {
-    void this.#call(() => this.#connection.set(key, value, this.#ttlMs));
+  write(kind: RecordKind, key: string, value: string): void {
+    void this.#call(
+      kind,
+      () => this.#connection.set(key, value, this.#ttlMs),
+    );
   }
 
   /** Counts a record that was not of this version or shape. */
@@ -208,10 +211,13 @@ export class SharedStore implements AsyncDisposable {
   }
 
   /** Runs `run` under the deadline: its value, or why there is none. */
-  async #call<T>(run: () => Promise<T>): Promise<T | FailureReason> {
+  async #call<T>(
+    kind: RecordKind,
+    run: () => Promise<T>,
+  ): Promise<T | FailureReason> {
     const skipped = this.#skip();
     if (skipped !== undefined) {
-      this.errors.inc({ reason: skipped });
+      this.errors.inc({ kind, reason: skipped });
       return skipped;
     }
     this.#pending++;
@@ -225,13 +231,13 @@ export class SharedStore implements AsyncDisposable {
       if (value === TIMEOUT) {
         // The answer may still come; it is dropped, and its error too.
         running.catch(() => {});
-        this.#fail("timeout", "TimeoutError");
+        this.#fail(kind, "timeout", "TimeoutError");
         return "timeout";
       }
       this.#answered();
       return value;
     } catch (error) {
-      this.#fail("error", storeErrorType(error));
+      this.#fail(kind, "error", storeErrorType(error));
       return "error";
     } finally {
       clearTimeout(timer);
@@ -251,8 +257,8 @@ export class SharedStore implements AsyncDisposable {
     return undefined;
   }
 
-  #fail(reason: "timeout" | "error", type: string): void {
-    this.errors.inc({ reason });
+  #fail(kind: RecordKind, reason: "timeout" | "error", type: string): void {
+    this.errors.inc({ kind, reason });
     this.#failed(type);
   }
 

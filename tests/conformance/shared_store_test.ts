@@ -202,7 +202,10 @@ Deno.test("replicas sharing a Redis store keep a rotating conversation anchored"
         await other.ping();
         const before = await Promise.all(
           replicas.urls.map((url) =>
-            metric(url, 'incontext_shared_store_errors_total{reason="timeout"}')
+            metric(
+              url,
+              'incontext_shared_store_errors_total{kind="anchor",reason="timeout"}',
+            )
           ),
         );
         strictEqual(await admin.call("CLIENT", "PAUSE", "4000", "ALL"), "OK");
@@ -213,7 +216,10 @@ Deno.test("replicas sharing a Redis store keep a rotating conversation anchored"
         ok(paused, "the turns finished while the store was still paused");
         const after = await Promise.all(
           replicas.urls.map((url) =>
-            metric(url, 'incontext_shared_store_errors_total{reason="timeout"}')
+            metric(
+              url,
+              'incontext_shared_store_errors_total{kind="anchor",reason="timeout"}',
+            )
           ),
         );
         ok(
@@ -327,8 +333,8 @@ Deno.test("two replicas writing the same key at once leave a valid record", asyn
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     for (let i = 0; i < 200; i++) {
-      a.write("incontext:v1:count:same", encodeCount(i));
-      b.write("incontext:v1:count:same", encodeCount(1000 + i));
+      a.write("count", "incontext:v1:count:same", encodeCount(i));
+      b.write("count", "incontext:v1:count:same", encodeCount(1000 + i));
     }
     // Both connections' writes are in order: a read after them sees the last.
     await Promise.all([a.read("count", ["x"]), b.read("count", ["x"])]);
