@@ -68,6 +68,8 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       upstreamTimeoutSeconds: 600,
       upstreamIdleTimeoutSeconds: 600,
       shutdownGraceSeconds: 30,
+      sharedTtlSeconds: 86400,
+      sharedTimeoutMs: 5,
     });
   });
   await t.step("leaves the optional values absent, not undefined", () => {

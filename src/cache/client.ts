@@ -18,6 +18,7 @@ import type {
 import { CountError } from "../core/errors.ts";
 import { errorType } from "../core/error_type.ts";
 import { SentMessages } from "./message_delta.ts";
+import { type CountTier, throughTier } from "./tier.ts";
 
 /**
  * The engine channel of `cache`: a cache this module made runs its engine
@@ -39,6 +40,22 @@ export function peekCount(
   key: () => string,
 ): number | undefined {
   return cache instanceof CountCacheClient ? cache.peek(key) : undefined;
+}
+
+/**
+ * Puts `tier` behind `cache` (or takes it away, with `undefined`): a key's
+ * leader asks the tier before counting and writes its count to it. Only a
+ * cache of this module has the slot; any other is left as it is.
+ *
+ * @returns Whether the cache took the tier.
+ */
+export function attachCountTier(
+  cache: CountCache,
+  tier: CountTier | undefined,
+): boolean {
+  if (!(cache instanceof CountCacheClient)) return false;
+  CountCacheClient.setTier(cache, tier);
+  return true;
 }
 
 const DEFAULT_SETTINGS: CoreSettings = {
@@ -109,6 +126,8 @@ export class CountCacheClient implements CountCache, EngineChannel {
   readonly #closing = new Set<Promise<void>>();
   /** The message lists sent to the current core, for deltas. */
   readonly #sent = new SentMessages();
+  /** A shared store asked before a count: see {@linkcode attachCountTier}. */
+  #tier: CountTier | undefined;
 
   constructor(setup: ClientSetup) {
     this.#settings = setup.settings;
@@ -160,7 +179,11 @@ export class CountCacheClient implements CountCache, EngineChannel {
         request: { type: "get", id, key },
         answer: (response, link) => {
           if (response.type === "lead") {
-            this.#lead(id, link, compute, signal, resolve, reject).finally(
+            const tier = this.#tier;
+            const leading = tier === undefined
+              ? compute
+              : throughTier(tier, key, compute);
+            this.#lead(id, link, leading, signal, resolve, reject).finally(
               release,
             );
             return;
@@ -238,6 +261,11 @@ export class CountCacheClient implements CountCache, EngineChannel {
   [Symbol.asyncDispose](): Promise<void> {
     this.#disposing ??= this.#dispose();
     return this.#disposing;
+  }
+
+  /** {@linkcode attachCountTier}'s way in. */
+  static setTier(cache: CountCacheClient, tier: CountTier | undefined): void {
+    cache.#tier = tier;
   }
 
   /** Testing hook: stops the worker abruptly, as a crash would. */

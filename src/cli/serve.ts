@@ -18,6 +18,7 @@ import { probeTokenizer, probeUpstream } from "./probes.ts";
 import { HELP } from "./serve_settings.ts";
 import { listenProblem } from "./listen_problem.ts";
 import { hermesLive } from "./hermes_live.ts";
+import { openSharedLayer, type SharedLayer } from "./shared_layer.ts";
 
 const logger = getLogger(["incontext", "server"]);
 const COMMAND = "incontext serve";
@@ -41,7 +42,7 @@ export async function serveCommand(
     if (prepared === "help") return "help";
     let listening: Listening;
     try {
-      listening = listen(prepared);
+      listening = await listen(prepared);
     } catch (error) {
       await prepared[Symbol.asyncDispose]();
       throw error;
@@ -108,19 +109,22 @@ async function probe({ settings, backend }: Prepared): Promise<void> {
 
 interface Listening {
   readonly server: Deno.HttpServer<Deno.NetAddr>;
+  /** The store shared with other replicas, when one is configured. */
+  readonly shared: SharedLayer | undefined;
   /** Aborted when the shutdown grace period is over: it ends what is still in flight. */
   readonly graceOver: AbortController;
 }
 
-function listen(prepared: Prepared): Listening {
+async function listen(prepared: Prepared): Promise<Listening> {
   const { settings, backend, cache } = prepared;
   const { config, hermes } = settings;
   const graceOver = new AbortController();
+  const shared = await openSharedLayer(prepared);
   const handler = createProxyHandler({
     upstream: settings.upstream!,
     window: settings.window,
     contextLength: settings.contextLength,
-    backend,
+    backend: shared?.backend ?? backend,
     fallbackMarginTokens: config.fallbackMarginTokens,
     minOutputTokens: config.minOutputTokens,
     onExhausted: config.onExhausted,
@@ -133,6 +137,9 @@ function listen(prepared: Prepared): Listening {
     cache,
     // The anchored backend counts from the usage this proxy records: one store.
     ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),
+    ...(shared === undefined
+      ? {}
+      : { anchors: shared.anchors, reporters: [shared.reporter] }),
     ...(config.model === undefined ? {} : { route: { model: config.model } }),
     ...(hermes === undefined ? {} : hermesLive(hermes, config)),
   });
@@ -150,8 +157,9 @@ function listen(prepared: Prepared): Listening {
         return new Response(null, { status: 502 });
       },
     }, handler);
-    return { server, graceOver };
+    return { server, graceOver, shared };
   } catch (error) {
+    await shared?.[Symbol.asyncDispose]();
     throw new ConfigError([{
       variable: settings.nameOf("INCONTEXT_LISTEN"),
       rule: `cannot listen on ${config.listen}: ${listenProblem(error)}`,
@@ -177,7 +185,9 @@ interface Running {
 }
 
 function stopOnSignals(
-  { prepared, server, graceOver }: Listening & { prepared: Prepared },
+  { prepared, server, graceOver, shared }: Listening & {
+    prepared: Prepared;
+  },
 ): Running {
   const grace = prepared.settings.config.shutdownGraceSeconds;
   let stopped: Promise<void> | undefined;
@@ -196,6 +206,7 @@ function stopOnSignals(
       }, grace * 1000);
       await server.shutdown();
       clearTimeout(timer);
+      await shared?.[Symbol.asyncDispose]();
       await prepared[Symbol.asyncDispose]();
     })();
     return stopped;

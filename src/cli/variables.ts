@@ -188,6 +188,21 @@ export const VARIABLES: readonly VariableDoc[] = [
     default: "30",
     meaning: "after SIGTERM, time for requests in flight",
   },
+  {
+    name: "INCONTEXT_SHARED_STORE",
+    default: "none",
+    meaning: "redis:// or rediss:// URL replicas share anchors and counts in",
+  },
+  {
+    name: "INCONTEXT_SHARED_TTL_SECONDS",
+    default: "86400",
+    meaning: "how long a shared record lives",
+  },
+  {
+    name: "INCONTEXT_SHARED_TIMEOUT_MS",
+    default: "5",
+    meaning: "deadline of one shared-store call, then the local layer",
+  },
 ];
 
 /** The variables as `--help` lists them: name, default, meaning, alias. */

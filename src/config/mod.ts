@@ -128,6 +128,34 @@ const httpUrl = z.string().superRefine((value, ctx) => {
   if (rule !== undefined) ctx.addIssue({ code: "custom", message: rule });
 });
 
+// redis:// or rediss:// with a host, an optional port and database number.
+// Only the rule is reported: the URL may carry a password.
+const redisUrl = z.string().superRefine((value, ctx) => {
+  const rule = checkRedisUrl(value);
+  if (rule !== undefined) ctx.addIssue({ code: "custom", message: rule });
+});
+
+function checkRedisUrl(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "must be a redis:// or rediss:// URL";
+  }
+  if (url.protocol !== "redis:" && url.protocol !== "rediss:") {
+    return "must be a redis:// or rediss:// URL";
+  }
+  if (url.hostname === "") return "must name a host";
+  if (url.search !== "" || url.hash !== "") {
+    return "must not have a query or a fragment";
+  }
+  const db = url.pathname.replace(/^\//, "");
+  if (db !== "" && !DIGITS.test(db)) {
+    return "must end in a database number, such as /0";
+  }
+  return undefined;
+}
+
 const moduleList = z.string()
   .transform((value) => value.split(",").map((item) => item.trim()))
   .superRefine((items, ctx) => {
@@ -193,6 +221,12 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   shutdownGraceSeconds: seconds(),
   backendModules: moduleList,
   cacheEntries: integer(1),
+  sharedStore: redisUrl,
+  sharedTtlSeconds: seconds(),
+  sharedTimeoutMs: integer(1).refine(
+    (n) => n <= 60_000,
+    "must be at most 60000 milliseconds",
+  ),
 };
 
 type Env = Readonly<Record<string, string | undefined>>;

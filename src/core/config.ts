@@ -194,6 +194,27 @@ export interface Config {
    * @default 30
    */
   readonly shutdownGraceSeconds: number;
+  /**
+   * `INCONTEXT_SHARED_STORE`: a Redis or Valkey URL (`redis://HOST:PORT/DB`,
+   * `rediss://` for TLS) whose store the proxy server's replicas share usage
+   * anchors and count-cache entries through. Unset, each process keeps its
+   * own. A secret when it holds a password: never echoed in errors or logs.
+   */
+  readonly sharedStore?: string;
+  /**
+   * `INCONTEXT_SHARED_TTL_SECONDS`: how long a shared record lives in the store.
+   *
+   * @default 86400
+   */
+  readonly sharedTtlSeconds: number;
+  /**
+   * `INCONTEXT_SHARED_TIMEOUT_MS`: the deadline of one call to the shared
+   * store; a call past it is abandoned and the request goes on from the
+   * process's own layer.
+   *
+   * @default 5
+   */
+  readonly sharedTimeoutMs: number;
 }
 
 /** Where a setting is read from: its variable, then the original plugin's legacy alias. */
@@ -261,6 +282,9 @@ export const CONFIG_VARIABLES: {
   shutdownGraceSeconds: { name: "INCONTEXT_SHUTDOWN_GRACE_SECONDS" },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES" },
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES" },
+  sharedStore: { name: "INCONTEXT_SHARED_STORE" },
+  sharedTtlSeconds: { name: "INCONTEXT_SHARED_TTL_SECONDS" },
+  sharedTimeoutMs: { name: "INCONTEXT_SHARED_TIMEOUT_MS" },
 };
 
 /**
@@ -284,4 +308,6 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   upstreamTimeoutSeconds: 600,
   upstreamIdleTimeoutSeconds: 600,
   shutdownGraceSeconds: 30,
+  sharedTtlSeconds: 86400,
+  sharedTimeoutMs: 5,
 });

@@ -44,10 +44,15 @@ async function healthz(context: ProxyContext): Promise<Response> {
     tokenizerReachable(context),
   ]);
   const ok = upstream && tokenizer === "reachable";
+  const detail: Record<string, unknown> = {};
+  for (const reporter of context.options.reporters ?? []) {
+    detail[reporter.name] = reporter.status();
+  }
   return Response.json({
     status: ok ? "ok" : "degraded",
     upstream: upstream ? "reachable" : "unreachable",
     tokenizer,
+    ...detail,
   }, { status: ok ? 200 : 503 });
 }
 
@@ -110,6 +115,9 @@ async function metrics(context: ProxyContext): Promise<string> {
       state.anchors.size,
     ),
   ];
+  for (const reporter of options.reporters ?? []) {
+    lines.push(...reporter.metricLines());
+  }
   if (options.cache) {
     try {
       const stats = await options.cache.stats();

@@ -25,7 +25,12 @@
  * @module
  */
 export { createProxyHandler } from "./handler.ts";
-export type { LiveBudget, ProxyHandler, ProxyOptions } from "./options.ts";
+export type {
+  LiveBudget,
+  ProxyHandler,
+  ProxyOptions,
+  ProxyReporter,
+} from "./options.ts";
 // The types this entry's API names, so that it stands on its own.
 export type * from "../bridges/entry_types.ts";
 export type * from "../anchors/types.ts";

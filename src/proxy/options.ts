@@ -56,6 +56,8 @@ export interface ProxyOptions extends BridgeOptions {
    * @default globalThis.fetch
    */
   readonly fetch?: typeof globalThis.fetch;
+  /** Parts of the server whose health and metrics the proxy's endpoints report. */
+  readonly reporters?: readonly ProxyReporter[];
   /** The count cache whose hits and misses the metrics report. */
   readonly cache?: CountCache;
   /**
@@ -88,6 +90,20 @@ export interface ProxyOptions extends BridgeOptions {
    * @default the options' own `window`, `route` and `routes`
    */
   readonly live?: () => LiveBudget;
+}
+
+/**
+ * A part of the server that the proxy's own endpoints report on, such as a
+ * store shared by replicas: its detail in `/incontext/healthz` (which never
+ * changes the status: the proxy works without it) and its metric families.
+ */
+export interface ProxyReporter {
+  /** Its entry's name in `/incontext/healthz`, such as `sharedStore`. */
+  readonly name: string;
+  /** Its health detail, as JSON. */
+  status(): unknown;
+  /** Its metric families, in the Prometheus text format, line by line. */
+  metricLines(): string[];
 }
 
 /** The proxy: a named Web handler. */

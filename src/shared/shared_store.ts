@@ -1,0 +1,301 @@
+/**
+ * The shared store as the proxy uses it: every call under a short deadline,
+ * an outage noticed once and logged once, calls skipped while the store is
+ * known to be down, and its health and metrics for the proxy's endpoints.
+ * Nothing here throws into a request: a call that fails is a miss.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { errorType } from "../core/error_type.ts";
+import { Counter, Histogram } from "../proxy/metrics.ts";
+import type { StoreConnection } from "./connection.ts";
+
+const logger = getLogger(["incontext", "shared"]);
+
+/** Options of {@linkcode SharedStore}. */
+export interface SharedStoreOptions {
+  /** The connection, such as `redisConnection(url)`; the store closes it. */
+  readonly connection: StoreConnection;
+  /** The deadline of one call, in milliseconds. */
+  readonly timeoutMs: number;
+  /** How long a record lives, in seconds. */
+  readonly ttlSeconds: number;
+  /**
+   * While the store is down, one call is tried this often (and at once when
+   * the connection says it is ready again); the others are skipped.
+   * @default 1000
+   */
+  readonly retryMs?: number;
+  /**
+   * Calls still waiting for the store's answer (abandoned ones included)
+   * beyond which new calls are skipped: the bound of what a hung store holds.
+   * @default 256
+   */
+  readonly maxPending?: number;
+  /** The clock of the outage state, in milliseconds. @default Date.now */
+  readonly now?: () => number;
+}
+
+/** What {@linkcode SharedStore.status} reports. */
+export interface SharedStoreStatus {
+  /** `connecting` until the first answer, `up`, or `down` during an outage. */
+  readonly state: "connecting" | "up" | "down";
+  /** When the outage began (ISO 8601), while down. */
+  readonly downSince?: string;
+  /** The error type that began it, while down. */
+  readonly error?: string;
+  /** Calls waiting for the store's answer. */
+  readonly pending: number;
+  /** The deadline of one call, in milliseconds. */
+  readonly timeoutMs: number;
+}
+
+/** Why a call brought nothing back, as the errors metric labels it. */
+export type FailureReason =
+  | "timeout"
+  | "error"
+  | "unavailable"
+  | "busy"
+  | "invalid";
+
+/** What a record kind is, for the metrics' labels. */
+export type RecordKind = "anchor" | "count";
+
+/** Lookup latency buckets, seconds: from a loopback answer to past a deadline. */
+const LOOKUP_BUCKETS: readonly number[] = [
+  0.0001,
+  0.00025,
+  0.0005,
+  0.001,
+  0.0025,
+  0.005,
+  0.01,
+  0.025,
+  0.1,
+];
+
+const TIMEOUT: unique symbol = Symbol("timeout");
+
+/**
+ * An error's type, with its system code when it has one (`Error ECONNREFUSED`):
+ * a code names the cause without any text of the error's message, which may
+ * quote the store's address.
+ */
+function storeErrorType(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^E[A-Z0-9_]{1,30}$/.test(code)
+    ? `${errorType(error)} ${code}`
+    : errorType(error);
+}
+
+/**
+ * A Redis or Valkey store shared by the proxy's replicas, used so that it
+ * never takes a replica down: see the module documentation.
+ */
+export class SharedStore implements AsyncDisposable {
+  /** Calls that brought nothing back, by reason. */
+  readonly errors: Counter = new Counter(
+    "incontext_shared_store_errors_total",
+    "Shared-store calls that brought nothing back, by record kind and reason: timeout, error, unavailable (skipped during an outage), busy, invalid (a record of another version or shape).",
+  );
+  /** Time of lookups, by record kind and outcome. */
+  readonly lookups: Histogram = new Histogram(
+    "incontext_shared_store_lookup_seconds",
+    "Time of shared-store lookups, by record kind and outcome (hit, miss, timeout, error).",
+    LOOKUP_BUCKETS,
+  );
+  readonly #connection: StoreConnection;
+  readonly #timeoutMs: number;
+  readonly #ttlMs: number;
+  readonly #retryMs: number;
+  readonly #maxPending: number;
+  readonly #now: () => number;
+  #state: "connecting" | "up" | "down" = "connecting";
+  #downSince = 0;
+  #downError = "";
+  #retryAt = 0;
+  #pending = 0;
+  #closed = false;
+
+  /**
+   * @param options The connection, the deadline and the records' lifetime.
+   * @throws {RangeError} When the deadline or the lifetime is not positive.
+   */
+  constructor(options: SharedStoreOptions) {
+    const { timeoutMs, ttlSeconds } = options;
+    if (!(Number.isSafeInteger(timeoutMs) && timeoutMs > 0)) {
+      throw new RangeError(
+        `Cannot open the shared store as 'timeoutMs' must be a positive integer: current value is ${timeoutMs}`,
+      );
+    }
+    if (!(ttlSeconds > 0)) {
+      throw new RangeError(
+        `Cannot open the shared store as 'ttlSeconds' must be positive: current value is ${ttlSeconds}`,
+      );
+    }
+    this.#connection = options.connection;
+    this.#timeoutMs = timeoutMs;
+    this.#ttlMs = Math.ceil(ttlSeconds * 1000);
+    this.#retryMs = options.retryMs ?? 1000;
+    this.#maxPending = options.maxPending ?? 256;
+    this.#now = options.now ?? Date.now;
+    this.#connection.onReady(() => this.#ready());
+    this.#connection.onError((error) => this.#failed(storeErrorType(error)));
+  }
+
+  /**
+   * The stored texts of `keys` (`null` for each missing), or `undefined`
+   * when the store did not answer in time or is down.
+   */
+  async read(
+    kind: RecordKind,
+    keys: readonly string[],
+  ): Promise<(string | null)[] | undefined> {
+    const start = performance.now();
+    const answer = await this.#call(kind, () => this.#connection.mget(keys));
+    const seconds = (performance.now() - start) / 1000;
+    if (typeof answer === "string") {
+      if (answer === "timeout" || answer === "error") {
+        this.lookups.observe(seconds, { kind, outcome: answer });
+      }
+      return undefined;
+    }
+    if (!Array.isArray(answer) || answer.length !== keys.length) {
+      this.invalid(kind);
+      return undefined;
+    }
+    const hit = answer.some((value) => value !== null);
+    this.lookups.observe(seconds, { kind, outcome: hit ? "hit" : "miss" });
+    return answer.map((value) => typeof value === "string" ? value : null);
+  }
+
+  /** Writes `value` under `key` with the records' lifetime; returns at once. */
+  write(kind: RecordKind, key: string, value: string): void {
+    void this.#call(
+      kind,
+      () => this.#connection.set(key, value, this.#ttlMs),
+    );
+  }
+
+  /** Counts a record that was not of this version or shape. */
+  invalid(kind: RecordKind): void {
+    this.errors.inc({ kind, reason: "invalid" });
+  }
+
+  /** The store's state, for the proxy's health endpoint. */
+  status(): SharedStoreStatus {
+    return {
+      state: this.#state,
+      ...(this.#state === "down"
+        ? {
+          downSince: new Date(this.#downSince).toISOString(),
+          error: this.#downError,
+        }
+        : {}),
+      pending: this.#pending,
+      timeoutMs: this.#timeoutMs,
+    };
+  }
+
+  /** The store's metric families, in the exposition format. */
+  metricLines(): string[] {
+    return [...this.errors.render(), ...this.lookups.render()];
+  }
+
+  /** Closes the connection; calls after it are skipped. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#connection.close();
+  }
+
+  /** Runs `run` under the deadline: its value, or why there is none. */
+  async #call<T>(
+    kind: RecordKind,
+    run: () => Promise<T>,
+  ): Promise<T | FailureReason> {
+    const skipped = this.#skip();
+    if (skipped !== undefined) {
+      this.errors.inc({ kind, reason: skipped });
+      return skipped;
+    }
+    this.#pending++;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const running = (async () => await run())().finally(() => this.#pending--);
+    const late = new Promise<typeof TIMEOUT>((resolve) => {
+      timer = setTimeout(() => resolve(TIMEOUT), this.#timeoutMs);
+    });
+    try {
+      const value = await Promise.race([running, late]);
+      if (value === TIMEOUT) {
+        // The answer may still come; it is dropped, and its error too.
+        running.catch(() => {});
+        this.#fail(kind, "timeout", "TimeoutError");
+        return "timeout";
+      }
+      this.#answered();
+      return value;
+    } catch (error) {
+      this.#fail(kind, "error", storeErrorType(error));
+      return "error";
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Why a call must not go to the store now, or undefined when it may. */
+  #skip(): FailureReason | undefined {
+    if (this.#closed || this.#state === "connecting") return "unavailable";
+    if (this.#pending >= this.#maxPending) return "busy";
+    if (this.#state === "down") {
+      const now = this.#now();
+      if (now < this.#retryAt) return "unavailable";
+      // One call tries the store; the others wait for the next retry.
+      this.#retryAt = now + this.#retryMs;
+    }
+    return undefined;
+  }
+
+  #fail(kind: RecordKind, reason: "timeout" | "error", type: string): void {
+    this.errors.inc({ kind, reason });
+    this.#failed(type);
+  }
+
+  /** The store failed: the outage begins, logged once. */
+  #failed(type: string): void {
+    if (this.#closed) return;
+    const now = this.#now();
+    if (this.#state !== "down") {
+      this.#state = "down";
+      this.#downSince = now;
+      this.#downError = type;
+      logger.warn(
+        "shared store unavailable ({error}): each replica works from its own anchors and counts until it answers",
+        { error: type },
+      );
+    }
+    this.#retryAt = Math.max(this.#retryAt, now + this.#retryMs);
+  }
+
+  /** The connection is ready: the next call may try the store at once. */
+  #ready(): void {
+    if (this.#state === "connecting") {
+      this.#state = "up";
+      logger.info("shared store connected");
+      return;
+    }
+    this.#retryAt = 0;
+  }
+
+  /** A call was answered: an outage is over. */
+  #answered(): void {
+    if (this.#state === "up") return;
+    if (this.#state === "down") {
+      logger.info("shared store answers again after {seconds} s", {
+        seconds: Math.round((this.#now() - this.#downSince) / 100) / 10,
+      });
+    }
+    this.#state = "up";
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Debian's `redis-server` as a child process on a free port, for the tests
+ * of replicas sharing a store: started, killed as a crash would, and started
+ * again on the same port.
+ */
+import { collect, freePort } from "../_cli_process.ts";
+
+/** What a test is told when the server is not installed. */
+export const REDIS_MISSING =
+  "These tests need redis-server: install the Debian package redis-server (apt-get install -y redis-server); .ci/run installs it";
+
+/** A running (or stopped) redis-server on its own port. */
+export interface RedisServer extends AsyncDisposable {
+  readonly port: number;
+  /** `redis://127.0.0.1:PORT/0`. */
+  readonly url: string;
+  /** Kills the server with SIGKILL, as a crash would; its records are gone. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port, empty. */
+  restart(): Promise<void>;
+}
+
+/** Fails with {@linkcode REDIS_MISSING} when `redis-server` is not on PATH. */
+export async function requireRedisServer(): Promise<void> {
+  try {
+    const { success } = await new Deno.Command("redis-server", {
+      args: ["--version"],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    if (success) return;
+  } catch {
+    // Not found: the message below says what to install.
+  }
+  throw new Error(REDIS_MISSING);
+}
+
+/** Starts redis-server on a free port of the loopback, persisting nothing. */
+export async function startRedisServer(): Promise<RedisServer> {
+  await requireRedisServer();
+  const port = freePort();
+  let child = await spawn(port);
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}/0`,
+    async kill() {
+      child.kill("SIGKILL");
+      await child.status;
+    },
+    async restart() {
+      child = await spawn(port);
+    },
+    async [Symbol.asyncDispose]() {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already stopped.
+      }
+      await child.status;
+    },
+  };
+}
+
+async function spawn(port: number): Promise<Deno.ChildProcess> {
+  const child = new Deno.Command("redis-server", {
+    args: [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      Deno.env.get("TMPDIR") ?? "/tmp",
+    ],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const out = collect(child.stdout);
+  collect(child.stderr);
+  const text = await out.waitFor(/Ready to accept connections/);
+  if (!/Ready to accept connections/.test(text)) {
+    throw new Error(`redis-server did not start on port ${port}`);
+  }
+  return child;
+}
