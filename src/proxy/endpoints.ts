@@ -58,6 +58,8 @@ async function upstreamReachable(context: ProxyContext): Promise<boolean> {
   try {
     const response = await (context.options.fetch ?? fetch)(target, {
       signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
+      // An answer is all it asks for: a redirect is one, never followed.
+      redirect: "manual",
     });
     await response.body?.cancel();
     // Any HTTP answer (even 401 without a key) means the server is there.
