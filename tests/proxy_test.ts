@@ -444,13 +444,16 @@ Deno.test("a client abort cancels the upstream request", async () => {
   }
   controller.abort();
   await rejects(pending);
-  // The proxy's own upstream fetch was aborted: it counts an unreached upstream.
+  // The proxy's own upstream fetch was aborted: a disconnect, not an
+  // unreachable upstream.
+  const gone = 'incontext_client_disconnects_total{phase="upstream"} 1';
   let metrics = "";
-  for (let i = 0; i < 400 && !metrics.includes('status="0"} 1'); i++) {
+  for (let i = 0; i < 400 && !metrics.includes(gone); i++) {
     await new Promise((resolve) => setTimeout(resolve, 5));
     metrics = await (await fetch(`${proxy.url}/incontext/metrics`)).text();
   }
-  ok(metrics.includes('incontext_upstream_responses_total{status="0"} 1'));
+  ok(metrics.includes(gone));
+  ok(!metrics.includes('incontext_upstream_responses_total{status="0"}'));
 });
 
 Deno.test("the proxy learns an anchor from a streamed response's final usage chunk", async () => {

@@ -94,6 +94,8 @@ async function metrics(context: ProxyContext): Promise<string> {
     ...state.counts.render(),
     ...state.tokenizer.render(),
     ...state.upstream.render(),
+    ...state.upstreamErrors.render(),
+    ...state.disconnects.render(),
     ...state.timeouts.render(),
     ...state.disagreements.render(),
     ...gauge(
