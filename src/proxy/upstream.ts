@@ -288,7 +288,28 @@ function guardIdle(
 ): GuardedBody {
   const idleMs = context.settings.upstreamIdleTimeoutMs;
   const reader = body.getReader();
+  let client: ReadableStreamDefaultController<Uint8Array> | undefined;
+  // An abort (the proxy's deadline, a timeout, the client gone) ends the
+  // exchange here and now: the upstream read is cancelled and the client's
+  // stream errored, whether a read is pending or the client is between
+  // reads. fetch's own abort does not reliably reach a body in flight.
+  const onAbort = () => {
+    reader.cancel(abort.signal.reason).catch(() => {});
+    try {
+      client?.error(abort.signal.reason);
+    } catch {
+      // Closed or errored already.
+    }
+  };
+  abort.signal.addEventListener("abort", onAbort, { once: true });
+  const done = () => {
+    abort.signal.removeEventListener("abort", onAbort);
+    unlink();
+  };
   const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      client = controller;
+    },
     async pull(controller) {
       const timer = setQueuedTimeout(() => {
         context.state.timeouts.inc({ phase: "body" });
@@ -301,15 +322,17 @@ function guardIdle(
       try {
         result = await reader.read();
       } catch (error) {
-        unlink();
+        done();
         if (!abort.signal.aborted) upstreamTruncated(error, context);
         controller.error(error);
         return;
       } finally {
         clearQueuedTimeout(timer);
       }
+      // Ended by the abort above: the client's stream is errored already.
+      if (abort.signal.aborted) return;
       if (result.done) {
-        unlink();
+        done();
         // Usage is recorded before the client sees the end.
         tap?.end();
         controller.close();
@@ -319,7 +342,7 @@ function guardIdle(
       }
     },
     cancel(reason) {
-      unlink();
+      done();
       return reader.cancel(reason);
     },
   }, { highWaterMark: 0 });
