@@ -68,6 +68,7 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       upstreamTimeoutSeconds: 600,
       upstreamIdleTimeoutSeconds: 600,
       shutdownGraceSeconds: 30,
+      contextEndpoint: true,
     });
   });
   await t.step("leaves the optional values absent, not undefined", () => {

@@ -93,6 +93,10 @@ export async function serveCommand(
     upstreamTimeoutSeconds: config.upstreamTimeoutSeconds,
     upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
     signal: graceOver.signal,
+    contextEndpoint: config.contextEndpoint,
+    ...(config.adminToken === undefined
+      ? {}
+      : { adminToken: config.adminToken }),
     cache,
     // The anchored backend counts from the usage this proxy records: one store.
     ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),

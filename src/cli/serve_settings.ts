@@ -51,7 +51,9 @@ Other variables:
   INCONTEXT_CACHE_ENTRIES (4096), INCONTEXT_ANCHOR_ENTRIES (4096), INCONTEXT_ANCHOR_TOLERANCE (2%),
   INCONTEXT_MAX_REQUEST_BYTES (33554432), INCONTEXT_UPSTREAM_TIMEOUT_SECONDS (600: time to response headers),
   INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS (600: longest wait for the next body bytes),
-  INCONTEXT_SHUTDOWN_GRACE_SECONDS (30: after SIGTERM, time for requests in flight); legacy HERMES_* aliases
+  INCONTEXT_SHUTDOWN_GRACE_SECONDS (30: after SIGTERM, time for requests in flight),
+  INCONTEXT_ADMIN_TOKEN (none: when set, /incontext/metrics and /incontext/context need it as a bearer token),
+  INCONTEXT_CONTEXT_ENDPOINT (on: off answers 404 on /incontext/context); legacy HERMES_* aliases
   as in the README.
 
 Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses are budgeted; every other path is

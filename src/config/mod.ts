@@ -180,6 +180,9 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   upstreamTimeoutSeconds: seconds(),
   upstreamIdleTimeoutSeconds: seconds(),
   shutdownGraceSeconds: seconds(),
+  adminToken: headerValue,
+  contextEndpoint: z.enum(["on", "off"], { error: "must be on or off" })
+    .transform((value) => value === "on"),
   backendModules: moduleList,
   cacheEntries: integer(1),
 };

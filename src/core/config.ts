@@ -165,6 +165,19 @@ export interface Config {
    * @default 30
    */
   readonly shutdownGraceSeconds: number;
+  /**
+   * `INCONTEXT_ADMIN_TOKEN`: when set, `/incontext/metrics` and
+   * `/incontext/context` answer only requests bearing it
+   * (`Authorization: Bearer <token>`); `/incontext/healthz` stays open.
+   */
+  readonly adminToken?: string;
+  /**
+   * `INCONTEXT_CONTEXT_ENDPOINT`: `on` serves `/incontext/context` (the
+   * recent decisions, with their model names), `off` answers 404.
+   *
+   * @default true
+   */
+  readonly contextEndpoint: boolean;
 }
 
 /** Where a setting is read from: its variable, then the original plugin's legacy alias. */
@@ -226,6 +239,8 @@ export const CONFIG_VARIABLES: {
     name: "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
   },
   shutdownGraceSeconds: { name: "INCONTEXT_SHUTDOWN_GRACE_SECONDS" },
+  adminToken: { name: "INCONTEXT_ADMIN_TOKEN" },
+  contextEndpoint: { name: "INCONTEXT_CONTEXT_ENDPOINT" },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES" },
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES" },
 };
@@ -251,4 +266,5 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   upstreamTimeoutSeconds: 600,
   upstreamIdleTimeoutSeconds: 600,
   shutdownGraceSeconds: 30,
+  contextEndpoint: true,
 });

@@ -188,6 +188,15 @@ function readSettings(options: ProxyOptions): ProxySettings {
       "Cannot create the proxy as 'anchors' must be an AnchorStore",
     );
   }
+  const { adminToken } = options;
+  if (
+    adminToken !== undefined &&
+    (typeof adminToken !== "string" || adminToken.trim() === "")
+  ) {
+    throw new TypeError(
+      "Cannot create the proxy as 'adminToken' must be a non-blank string",
+    );
+  }
   if (!(anchorTolerance >= 0 && anchorTolerance < 1)) {
     throw new RangeError(
       `Cannot create the proxy as 'anchorTolerance' must be a fraction in [0, 1): current value is ${anchorTolerance}`,
