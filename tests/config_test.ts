@@ -68,6 +68,10 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       upstreamTimeoutSeconds: 600,
       upstreamIdleTimeoutSeconds: 600,
       shutdownGraceSeconds: 30,
+      headersTimeoutSeconds: 30,
+      requestTimeoutSeconds: 300,
+      keepAliveTimeoutSeconds: 75,
+      maxConnections: 512,
       contextEndpoint: true,
     });
   });

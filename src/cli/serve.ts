@@ -14,6 +14,11 @@ import { SglangBackend } from "../backends/sglang/mod.ts";
 import { sharedCountCache } from "../cache/mod.ts";
 import { loadBackendModules } from "../config/plugins.ts";
 import { createProxyHandler } from "../proxy/mod.ts";
+import {
+  connectionCap,
+  processLimits,
+  startHttpServer,
+} from "../proxy/http_server.ts";
 import { configured } from "./config_failure.ts";
 import { configureConsoleLog } from "./console_log.ts";
 import { HELP, resolveServerSettings } from "./serve_settings.ts";
@@ -103,47 +108,61 @@ export async function serveCommand(
     ...(config.model === undefined ? {} : { route: { model: config.model } }),
   });
 
-  const server = Deno.serve({
+  // node:http, not Deno.serve: it bounds the time to send a request's head
+  // and body, idle keep-alive connections and the connections open at once.
+  const requestTimeoutMs = config.requestTimeoutSeconds * 1000;
+  const maxConnections = connectionCap(config.maxConnections, processLimits());
+  if (maxConnections < config.maxConnections) {
+    logger.warn(
+      "INCONTEXT_MAX_CONNECTIONS lowered from {wanted} to {cap}: the open-file limit (ulimit -n) allows no more",
+      { wanted: config.maxConnections, cap: maxConnections },
+    );
+  }
+  const server = await startHttpServer(handler, {
     hostname: settings.hostname,
     port: settings.port,
-    onListen: ({ hostname, port }) => {
-      const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-      console.log(
-        `incontext proxy listening on http://${host}:${port}: window=${settings.window} context_length=${settings.contextLength} backend=${backend.source}`,
-      );
-    },
-    // A stream the upstream cut mid-way ends the client's stream; log its type only.
-    onError: (error) => {
-      logger.warn("response stream failed: error={error}", {
-        error: error instanceof Error ? error.name : typeof error,
-      });
-      return new Response(null, { status: 502 });
-    },
-  }, handler);
+    headersTimeoutMs: Math.min(
+      config.headersTimeoutSeconds * 1000,
+      requestTimeoutMs,
+    ),
+    requestTimeoutMs,
+    keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
+    maxConnections,
+  });
+  const host = server.hostname.includes(":")
+    ? `[${server.hostname}]`
+    : server.hostname;
+  console.log(
+    `incontext proxy listening on http://${host}:${server.port}: window=${settings.window} context_length=${settings.contextLength} backend=${backend.source}`,
+  );
 
+  let onStopped = () => {};
+  const stopped = new Promise<void>((resolve) => onStopped = resolve);
   let stopping = false;
   async function stop(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info("stopping: finishing requests in flight");
-    // shutdown() waits for every response to end; after the grace period the
-    // proxy's signal ends the upstream requests behind the ones left, so it
-    // returns. (Aborting Deno.serve's own signal after shutdown() throws.)
+    // close() waits for every connection to end; after the grace period the
+    // proxy's signal ends every exchange still running, and what remains
+    // (a client that never reads its error) is closed.
     const timer = setTimeout(() => {
       logger.warn(
         "grace period of {seconds} s over: ending requests in flight",
         { seconds: config.shutdownGraceSeconds },
       );
       graceOver.abort();
+      server.closeAll();
     }, config.shutdownGraceSeconds * 1000);
-    await server.shutdown();
+    await server.close();
     clearTimeout(timer);
     await cache[Symbol.asyncDispose]();
+    onStopped();
   }
   const signals = ["SIGTERM", "SIGINT"] as const;
   const onSignal = () => void stop();
   for (const signal of signals) Deno.addSignalListener(signal, onSignal);
-  await server.finished;
+  await stopped;
   for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
   return 0;
 }

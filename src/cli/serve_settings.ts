@@ -52,6 +52,9 @@ Other variables:
   INCONTEXT_MAX_REQUEST_BYTES (33554432), INCONTEXT_UPSTREAM_TIMEOUT_SECONDS (600: time to response headers),
   INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS (600: longest wait for the next body bytes),
   INCONTEXT_SHUTDOWN_GRACE_SECONDS (30: after SIGTERM, time for requests in flight),
+  INCONTEXT_HEADERS_TIMEOUT_SECONDS (30: time to send a request head), INCONTEXT_REQUEST_TIMEOUT_SECONDS
+  (300: time to send a whole request), INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS (75: idle connection lifetime),
+  INCONTEXT_MAX_CONNECTIONS (512: connections open at once; keep well below ulimit -n),
   INCONTEXT_ADMIN_TOKEN (none: when set, /incontext/metrics and /incontext/context need it as a bearer token),
   INCONTEXT_CONTEXT_ENDPOINT (on: off answers 404 on /incontext/context); legacy HERMES_* aliases
   as in the README.

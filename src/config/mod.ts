@@ -180,6 +180,10 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   upstreamTimeoutSeconds: seconds(),
   upstreamIdleTimeoutSeconds: seconds(),
   shutdownGraceSeconds: seconds(),
+  headersTimeoutSeconds: seconds(),
+  requestTimeoutSeconds: seconds(),
+  keepAliveTimeoutSeconds: seconds(),
+  maxConnections: integer(1),
   adminToken: headerValue,
   contextEndpoint: z.enum(["on", "off"], { error: "must be on or off" })
     .transform((value) => value === "on"),

@@ -166,6 +166,35 @@ export interface Config {
    */
   readonly shutdownGraceSeconds: number;
   /**
+   * `INCONTEXT_HEADERS_TIMEOUT_SECONDS`: how long a client may take to send
+   * a request's head; then the connection is closed (408).
+   *
+   * @default 30
+   */
+  readonly headersTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_REQUEST_TIMEOUT_SECONDS`: how long a client may take to send
+   * a whole request, head and body; then the connection is closed (408).
+   *
+   * @default 300
+   */
+  readonly requestTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS`: how long an idle keep-alive
+   * connection stays open between requests.
+   *
+   * @default 75
+   */
+  readonly keepAliveTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_MAX_CONNECTIONS`: the most client connections open at once;
+   * a connection beyond it is closed as soon as it is accepted. Keep it
+   * well below the process's open-file limit (`ulimit -n`).
+   *
+   * @default 512
+   */
+  readonly maxConnections: number;
+  /**
    * `INCONTEXT_ADMIN_TOKEN`: when set, `/incontext/metrics` and
    * `/incontext/context` answer only requests bearing it
    * (`Authorization: Bearer <token>`); `/incontext/healthz` stays open.
@@ -239,6 +268,10 @@ export const CONFIG_VARIABLES: {
     name: "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
   },
   shutdownGraceSeconds: { name: "INCONTEXT_SHUTDOWN_GRACE_SECONDS" },
+  headersTimeoutSeconds: { name: "INCONTEXT_HEADERS_TIMEOUT_SECONDS" },
+  requestTimeoutSeconds: { name: "INCONTEXT_REQUEST_TIMEOUT_SECONDS" },
+  keepAliveTimeoutSeconds: { name: "INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS" },
+  maxConnections: { name: "INCONTEXT_MAX_CONNECTIONS" },
   adminToken: { name: "INCONTEXT_ADMIN_TOKEN" },
   contextEndpoint: { name: "INCONTEXT_CONTEXT_ENDPOINT" },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES" },
@@ -266,5 +299,9 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   upstreamTimeoutSeconds: 600,
   upstreamIdleTimeoutSeconds: 600,
   shutdownGraceSeconds: 30,
+  headersTimeoutSeconds: 30,
+  requestTimeoutSeconds: 300,
+  keepAliveTimeoutSeconds: 75,
+  maxConnections: 512,
   contextEndpoint: true,
 });
