@@ -122,3 +122,53 @@ for (
     }
   });
 }
+
+Deno.test("serve closes a connection whose body stalls, and an idle keep-alive one", async (t) => {
+  await using upstream = serveRaw(() => rawResponse("{}", "application/json"));
+  await using proxy = await spawnProxy(upstream.url, {
+    INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
+    INCONTEXT_HEADERS_TIMEOUT_SECONDS: "1",
+    INCONTEXT_REQUEST_TIMEOUT_SECONDS: "2",
+    INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS: "1",
+  });
+  const encoder = new TextEncoder();
+  await t.step("a body that stops halfway", async () => {
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: proxy.port,
+    });
+    try {
+      await conn.write(encoder.encode(
+        "POST /v1/files HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nhello",
+      ));
+      await guard("the stalled body's connection closed", closedByServer(conn));
+    } finally {
+      conn.close();
+    }
+    strictEqual(upstream.requests.length, 0, "a partial body was forwarded");
+  });
+  await t.step(
+    "a keep-alive connection left idle after its answer",
+    async () => {
+      const conn = await Deno.connect({
+        hostname: "127.0.0.1",
+        port: proxy.port,
+      });
+      try {
+        await conn.write(encoder.encode(
+          "GET /v1/models HTTP/1.1\r\nhost: x\r\n\r\n",
+        ));
+        const buffer = new Uint8Array(4096);
+        const n = await conn.read(buffer);
+        ok(
+          new TextDecoder().decode(buffer.subarray(0, n ?? 0)).startsWith(
+            "HTTP/1.1 200",
+          ),
+        );
+        await guard("the idle connection closed", closedByServer(conn));
+      } finally {
+        conn.close();
+      }
+    },
+  );
+});
