@@ -41,6 +41,7 @@ async function start(spec: ServerSpec): Promise<string> {
       requestTimeoutMs: 300_000,
       keepAliveTimeoutMs: 75_000,
       maxConnections: 512,
+      backlog: 511,
     });
     close = async () => {
       await server[Symbol.asyncDispose]();

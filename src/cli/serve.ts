@@ -15,7 +15,7 @@ import { sharedCountCache } from "../cache/mod.ts";
 import { loadBackendModules } from "../config/plugins.ts";
 import { createProxyHandler } from "../proxy/mod.ts";
 import {
-  connectionCap,
+  connectionBounds,
   processLimits,
   startHttpServer,
 } from "../proxy/http_server.ts";
@@ -111,7 +111,10 @@ export async function serveCommand(
   // node:http, not Deno.serve: it bounds the time to send a request's head
   // and body, idle keep-alive connections and the connections open at once.
   const requestTimeoutMs = config.requestTimeoutSeconds * 1000;
-  const maxConnections = connectionCap(config.maxConnections, processLimits());
+  const { maxConnections, backlog } = connectionBounds(
+    config.maxConnections,
+    processLimits(),
+  );
   if (maxConnections < config.maxConnections) {
     logger.warn(
       "INCONTEXT_MAX_CONNECTIONS lowered from {wanted} to {cap}: the open-file limit (ulimit -n) allows no more",
@@ -128,6 +131,7 @@ export async function serveCommand(
     requestTimeoutMs,
     keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
     maxConnections,
+    backlog,
   });
   const host = server.hostname.includes(":")
     ? `[${server.hostname}]`

@@ -33,6 +33,8 @@ export interface HttpServerOptions {
   readonly keepAliveTimeoutMs: number;
   /** The most connections open at once. */
   readonly maxConnections: number;
+  /** The most connections waiting to be accepted. */
+  readonly backlog: number;
 }
 
 /** A running server. */
@@ -48,22 +50,37 @@ export interface HttpServer extends AsyncDisposable {
 
 /** Descriptors kept apart from client connections: the listener, logs, files, the tokenizer. */
 const RESERVED_FILES = 32;
+/** node's listen backlog, where nothing bounds it. */
+const DEFAULT_BACKLOG = 511;
+
+/** The connection cap and the listen backlog the server runs with. */
+export interface ConnectionBounds {
+  readonly maxConnections: number;
+  readonly backlog: number;
+}
 
 /**
- * The connection cap the process's open-file limit allows: each client
- * connection may hold a descriptor of its own and one to the upstream, and
- * an accept that fails for want of a descriptor stops accepting for good
- * (under Deno's node:net), so the cap must keep clear of the limit.
- * `limits` is the text of `/proc/self/limits`; undefined where there is none.
+ * The connection cap and listen backlog the process's open-file limit
+ * allows. Each client connection may hold a descriptor of its own and one to
+ * the upstream. A connection beyond the cap holds one too until it is
+ * closed, and the server accepts every pending connection (up to the
+ * backlog) in one turn before any is closed: the cap leaves room for a full
+ * backlog. An accept that fails for want of a descriptor stops Deno's
+ * node:net from accepting for good. `limits` is the text of
+ * `/proc/self/limits`; without it the cap is `wanted`.
  */
-export function connectionCap(
+export function connectionBounds(
   wanted: number,
   limits: string | undefined,
-): number {
+): ConnectionBounds {
   const soft = /^Max open files\s+(\d+)/m.exec(limits ?? "")?.[1];
-  if (soft === undefined) return wanted;
-  const allowed = Math.floor((Number(soft) - RESERVED_FILES) / 2);
-  return Math.max(1, Math.min(wanted, allowed));
+  if (soft === undefined) {
+    return { maxConnections: wanted, backlog: DEFAULT_BACKLOG };
+  }
+  const files = Number(soft);
+  const backlog = Math.min(DEFAULT_BACKLOG, Math.max(8, Math.floor(files / 8)));
+  const allowed = Math.floor((files - RESERVED_FILES - backlog) / 2);
+  return { maxConnections: Math.max(1, Math.min(wanted, allowed)), backlog };
 }
 
 /** The text of `/proc/self/limits`, or undefined off Linux. */
@@ -117,7 +134,11 @@ export function startHttpServer(
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port, options.hostname, () => {
+    server.listen({
+      port: options.port,
+      host: options.hostname,
+      backlog: options.backlog,
+    }, () => {
       server.off("error", reject);
       const { port, address } = server.address() as AddressInfo;
       let closed: Promise<void> | undefined;
