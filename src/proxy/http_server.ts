@@ -48,6 +48,9 @@ export interface HttpServer extends AsyncDisposable {
   closeAll(): void;
 }
 
+/** The largest request head read, in bytes. */
+const MAX_HEADER_BYTES = 256 * 1024;
+
 /** Descriptors kept apart from client connections: the listener, logs, files, the tokenizer. */
 const RESERVED_FILES = 32;
 /** node's listen backlog, where nothing bounds it. */
@@ -98,6 +101,9 @@ export function startHttpServer(
   options: HttpServerOptions,
 ): Promise<HttpServer> {
   const server = createServer({
+    // Above node's 16 KiB: clients send long cookies and keys; a 1 MB head
+    // is still refused (431) before the handler runs.
+    maxHeaderSize: MAX_HEADER_BYTES,
     headersTimeout: options.headersTimeoutMs,
     requestTimeout: options.requestTimeoutMs,
     keepAliveTimeout: options.keepAliveTimeoutMs,
