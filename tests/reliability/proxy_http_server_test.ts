@@ -5,10 +5,13 @@
  * 1 MB head is refused, an absolute URI stays on the upstream, and methods
  * fetch cannot send get the proxy's own 501.
  */
-import { ok, strictEqual } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { FakeBackend, serveFakeUpstream } from "../../src/testing/mod.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
-import { startHttpServer } from "../../src/proxy/http_server.ts";
+import {
+  connectionBounds,
+  startHttpServer,
+} from "../../src/proxy/http_server.ts";
 
 const CHAT = "/v1/chat/completions";
 
@@ -161,4 +164,27 @@ Deno.test("startHttpServer() refuses smuggling and keeps the proxy's forwarding 
     strictEqual(response.status, 200);
     ok((await response.text()).includes("data: [DONE]"));
   });
+});
+
+Deno.test("connectionBounds() keeps the cap and the backlog within the open-file limit", () => {
+  const limits = (files: number) =>
+    `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${files}                 ${files}                 files\n`;
+  deepStrictEqual(connectionBounds(512, undefined), {
+    maxConnections: 512,
+    backlog: 511,
+  });
+  deepStrictEqual(connectionBounds(512, limits(20000)), {
+    maxConnections: 512,
+    backlog: 511,
+  });
+  // (1024 - 32 - 128) / 2
+  deepStrictEqual(connectionBounds(512, limits(1024)), {
+    maxConnections: 432,
+    backlog: 128,
+  });
+  deepStrictEqual(connectionBounds(1000, limits(256)), {
+    maxConnections: 96,
+    backlog: 32,
+  });
+  deepStrictEqual(connectionBounds(512, limits(40)).maxConnections, 1);
 });
