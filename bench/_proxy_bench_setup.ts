@@ -22,6 +22,8 @@ export type ServerSpec =
     readonly contextLength: number;
     /** `"worker"`: the shared worker-backed count cache, as examples/server.ts. */
     readonly cache: "worker" | "in-process";
+    /** `"node"`: served by node:http with its bounds, as `incontext serve`; else Deno.serve. */
+    readonly server?: "deno" | "node";
   };
 
 /** A server running in its own Worker on a port the system picked. */
@@ -65,6 +67,8 @@ export interface BenchServers extends AsyncDisposable {
   readonly bare: BenchServer;
   readonly incontext: BenchServer;
   readonly inProcess: BenchServer;
+  /** The in-process proxy served by node:http with its bounds, as `incontext serve`. */
+  readonly served: BenchServer;
 }
 
 /** Starts the upstream, the bare proxy, and incontext with each kind of count cache. */
@@ -74,23 +78,26 @@ export async function startServers(): Promise<BenchServers> {
     contextLength: CONTEXT,
   });
   const bare = await startServer({ role: "bare", upstream: upstream.url });
-  const proxy = (cache: "worker" | "in-process") =>
+  const proxy = (cache: "worker" | "in-process", server?: "node") =>
     startServer({
       role: "incontext",
       upstream: upstream.url,
       window: WINDOW,
       contextLength: CONTEXT,
       cache,
+      ...(server === undefined ? {} : { server }),
     });
   const incontext = await proxy("worker");
   const inProcess = await proxy("in-process");
+  const served = await proxy("in-process", "node");
   return {
     upstream,
     bare,
     incontext,
     inProcess,
+    served,
     async [Symbol.asyncDispose]() {
-      for (const server of [inProcess, incontext, bare, upstream]) {
+      for (const server of [served, inProcess, incontext, bare, upstream]) {
         await server[Symbol.asyncDispose]();
       }
     },

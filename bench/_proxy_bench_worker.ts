@@ -9,6 +9,7 @@
  */
 import { createCountCache, sharedCountCache, VllmBackend } from "../mod.ts";
 import { createProxyHandler } from "../src/proxy/mod.ts";
+import { startHttpServer } from "../src/proxy/http_server.ts";
 import { createFakeUpstreamHandler } from "../src/testing/mod.ts";
 import type { ServerSpec } from "./_proxy_bench_setup.ts";
 
@@ -31,6 +32,23 @@ scope.onmessage = (event) => {
 
 async function start(spec: ServerSpec): Promise<string> {
   const { handler, dispose } = build(spec);
+  if (spec.role === "incontext" && spec.server === "node") {
+    // The defaults of `incontext serve`.
+    const server = await startHttpServer(handler, {
+      hostname: "127.0.0.1",
+      port: 0,
+      headersTimeoutMs: 30_000,
+      requestTimeoutMs: 300_000,
+      keepAliveTimeoutMs: 75_000,
+      maxConnections: 512,
+      backlog: 511,
+    });
+    close = async () => {
+      await server[Symbol.asyncDispose]();
+      await dispose();
+    };
+    return `http://127.0.0.1:${server.port}`;
+  }
   const { promise: listening, resolve } = Promise.withResolvers<void>();
   const server = Deno.serve({
     port: 0,

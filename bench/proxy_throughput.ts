@@ -29,12 +29,13 @@ const started = performance.now();
 printMachine();
 
 await using servers = await startServers();
-const { upstream, bare, incontext, inProcess } = servers;
+const { upstream, bare, incontext, inProcess, served } = servers;
 
 const body = chatBody(2_000);
 // Fills the count caches.
 await post(incontext.url, body);
 await post(inProcess.url, body);
+await post(served.url, body);
 
 interface Run {
   readonly requests: number;
@@ -69,8 +70,12 @@ const paths = [
   [BARE, bare],
   [INCONTEXT, incontext],
   [
-    "incontext proxy (in-process count cache, as examples/server.ts)",
+    "incontext proxy (in-process count cache), Deno.serve",
     inProcess,
+  ],
+  [
+    "incontext proxy (in-process count cache), node:http with its bounds, as incontext serve",
+    served,
   ],
 ] as const;
 const runs = new Map<string, Run[]>(paths.map(([label]) => [label, []]));

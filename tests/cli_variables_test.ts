@@ -62,6 +62,8 @@ Deno.test("the documented defaults are the configuration's defaults", () => {
     if (value === undefined) continue;
     const expected = Array.isArray(value)
       ? (value.length === 0 ? "none" : value.join(","))
+      : typeof value === "boolean"
+      ? (value ? "on" : "off")
       : String(value).replace(/^incontext\/.*$/, "incontext/VERSION");
     strictEqual(byName.get(variable.name), expected, variable.name);
   }

@@ -70,6 +70,11 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       shutdownGraceSeconds: 30,
       sharedTtlSeconds: 86400,
       sharedTimeoutMs: 5,
+      headersTimeoutSeconds: 30,
+      requestTimeoutSeconds: 300,
+      keepAliveTimeoutSeconds: 75,
+      maxConnections: 512,
+      contextEndpoint: true,
     });
   });
   await t.step("leaves the optional values absent, not undefined", () => {

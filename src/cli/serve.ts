@@ -11,6 +11,7 @@ import { getLogger } from "@logtape/logtape";
 import { AnchoredBackend } from "../backends/anchored/mod.ts";
 import { ConfigError } from "../core/config_error.ts";
 import { createProxyHandler } from "../proxy/mod.ts";
+
 import { configured } from "./config_failure.ts";
 import { configureConsoleLog } from "./console_log.ts";
 import { prepare, type Prepared } from "./prepare.ts";
@@ -19,6 +20,12 @@ import { HELP } from "./serve_settings.ts";
 import { listenProblem } from "./listen_problem.ts";
 import { hermesLive } from "./hermes_live.ts";
 import { openSharedLayer, type SharedLayer } from "./shared_layer.ts";
+import {
+  connectionBounds,
+  type HttpServer,
+  processLimits,
+  startHttpServer,
+} from "../proxy/http_server.ts";
 
 const logger = getLogger(["incontext", "server"]);
 const COMMAND = "incontext serve";
@@ -56,7 +63,7 @@ export async function serveCommand(
       await running.stop();
       throw error;
     }
-    announce(prepared, listening.server.addr);
+    announce(prepared, listening.server);
     return running;
   });
   if ("exitCode" in started) return started.exitCode;
@@ -108,7 +115,7 @@ async function probe({ settings, backend }: Prepared): Promise<void> {
 }
 
 interface Listening {
-  readonly server: Deno.HttpServer<Deno.NetAddr>;
+  readonly server: HttpServer;
   /** The store shared with other replicas, when one is configured. */
   readonly shared: SharedLayer | undefined;
   /** Aborted when the shutdown grace period is over: it ends what is still in flight. */
@@ -134,6 +141,10 @@ async function listen(prepared: Prepared): Promise<Listening> {
     upstreamTimeoutSeconds: config.upstreamTimeoutSeconds,
     upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
     signal: graceOver.signal,
+    contextEndpoint: config.contextEndpoint,
+    ...(config.adminToken === undefined
+      ? {}
+      : { adminToken: config.adminToken }),
     cache,
     // The anchored backend counts from the usage this proxy records: one store.
     ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),
@@ -143,20 +154,32 @@ async function listen(prepared: Prepared): Promise<Listening> {
     ...(config.model === undefined ? {} : { route: { model: config.model } }),
     ...(hermes === undefined ? {} : hermesLive(hermes, config)),
   });
+  // node:http, not Deno.serve: it bounds the time to send a request's head
+  // and body, idle keep-alive connections and the connections open at once.
+  const requestTimeoutMs = config.requestTimeoutSeconds * 1000;
+  const { maxConnections, backlog } = connectionBounds(
+    config.maxConnections,
+    processLimits(),
+  );
+  if (maxConnections < config.maxConnections) {
+    logger.warn(
+      "INCONTEXT_MAX_CONNECTIONS lowered from {wanted} to {cap}: the open-file limit (ulimit -n) allows no more",
+      { wanted: config.maxConnections, cap: maxConnections },
+    );
+  }
   try {
-    const server = Deno.serve({
+    const server = await startHttpServer(handler, {
       hostname: settings.hostname,
       port: settings.port,
-      // Announced once the probes have passed: see announce().
-      onListen: () => {},
-      // A stream the upstream cut mid-way ends the client's stream; log its type only.
-      onError: (error) => {
-        logger.warn("response stream failed: error={error}", {
-          error: error instanceof Error ? error.name : typeof error,
-        });
-        return new Response(null, { status: 502 });
-      },
-    }, handler);
+      headersTimeoutMs: Math.min(
+        config.headersTimeoutSeconds * 1000,
+        requestTimeoutMs,
+      ),
+      requestTimeoutMs,
+      keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
+      maxConnections,
+      backlog,
+    });
     return { server, graceOver, shared };
   } catch (error) {
     await shared?.[Symbol.asyncDispose]();
@@ -169,7 +192,7 @@ async function listen(prepared: Prepared): Promise<Listening> {
 
 function announce(
   { settings, backend }: Prepared,
-  { hostname, port }: Deno.NetAddr,
+  { hostname, port }: HttpServer,
 ): void {
   const host = hostname.includes(":") ? `[${hostname}]` : hostname;
   console.log(
@@ -190,45 +213,39 @@ function stopOnSignals(
   },
 ): Running {
   const grace = prepared.settings.config.shutdownGraceSeconds;
+  const signals = ["SIGTERM", "SIGINT"] as const;
   let stopped: Promise<void> | undefined;
+  let markFinished = () => {};
+  const finished = new Promise<void>((resolve) => markFinished = resolve);
+  // The server stops only through stop(): on a signal, or when start-up fails.
   function stop(): Promise<void> {
     stopped ??= (async () => {
-      // shutdown() waits for every response to end; after the grace period
-      // the proxy's signal ends the upstream requests behind the ones left,
-      // so it returns. (Aborting Deno.serve's own signal after shutdown()
-      // throws.)
+      // close() waits for every connection to end; after the grace period
+      // the proxy's signal ends every exchange still running, and what
+      // remains (a client that never reads its error) is closed.
       const timer = setTimeout(() => {
         logger.warn(
           "grace period of {seconds} s over: ending requests in flight",
           { seconds: grace },
         );
         graceOver.abort();
+        server.closeAll();
       }, grace * 1000);
-      await server.shutdown();
+      await server.close();
       clearTimeout(timer);
+      for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
       await shared?.[Symbol.asyncDispose]();
       await prepared[Symbol.asyncDispose]();
+      markFinished();
     })();
     return stopped;
   }
-  const signals = ["SIGTERM", "SIGINT"] as const;
-  const onSignal = () => {
+  function onSignal(): void {
     if (stopped === undefined) {
       logger.info("stopping: finishing requests in flight");
     }
     void stop();
-  };
+  }
   for (const signal of signals) Deno.addSignalListener(signal, onSignal);
-  const finished = (async () => {
-    await server.finished;
-    for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
-    await stop();
-  })();
-  return {
-    finished,
-    stop: async () => {
-      await stop();
-      await finished;
-    },
-  };
+  return { finished, stop };
 }

@@ -189,6 +189,36 @@ export const VARIABLES: readonly VariableDoc[] = [
     meaning: "after SIGTERM, time for requests in flight",
   },
   {
+    name: "INCONTEXT_HEADERS_TIMEOUT_SECONDS",
+    default: "30",
+    meaning: "time a client has to send a request's head",
+  },
+  {
+    name: "INCONTEXT_REQUEST_TIMEOUT_SECONDS",
+    default: "300",
+    meaning: "time a client has to send a whole request",
+  },
+  {
+    name: "INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS",
+    default: "75",
+    meaning: "how long an idle keep-alive connection stays open",
+  },
+  {
+    name: "INCONTEXT_MAX_CONNECTIONS",
+    default: "512",
+    meaning: "connections open at once; keep well below ulimit -n",
+  },
+  {
+    name: "INCONTEXT_ADMIN_TOKEN",
+    default: "none",
+    meaning: "bearer token /incontext/metrics and /incontext/context then need",
+  },
+  {
+    name: "INCONTEXT_CONTEXT_ENDPOINT",
+    default: "on",
+    meaning: "off answers 404 on /incontext/context",
+  },
+  {
     name: "INCONTEXT_SHARED_STORE",
     default: "none",
     meaning: "redis:// or rediss:// URL replicas share anchors and counts in",

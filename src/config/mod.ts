@@ -219,6 +219,13 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   upstreamTimeoutSeconds: seconds(),
   upstreamIdleTimeoutSeconds: seconds(),
   shutdownGraceSeconds: seconds(),
+  headersTimeoutSeconds: seconds(),
+  requestTimeoutSeconds: seconds(),
+  keepAliveTimeoutSeconds: seconds(),
+  maxConnections: integer(1),
+  adminToken: headerValue,
+  contextEndpoint: z.enum(["on", "off"], { error: "must be on or off" })
+    .transform((value) => value === "on"),
   backendModules: moduleList,
   cacheEntries: integer(1),
   sharedStore: redisUrl,

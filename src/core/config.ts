@@ -215,6 +215,48 @@ export interface Config {
    * @default 5
    */
   readonly sharedTimeoutMs: number;
+  /**
+   * `INCONTEXT_HEADERS_TIMEOUT_SECONDS`: how long a client may take to send
+   * a request's head; then the connection is closed (408).
+   *
+   * @default 30
+   */
+  readonly headersTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_REQUEST_TIMEOUT_SECONDS`: how long a client may take to send
+   * a whole request, head and body; then the connection is closed (408).
+   *
+   * @default 300
+   */
+  readonly requestTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS`: how long an idle keep-alive
+   * connection stays open between requests.
+   *
+   * @default 75
+   */
+  readonly keepAliveTimeoutSeconds: number;
+  /**
+   * `INCONTEXT_MAX_CONNECTIONS`: the most client connections open at once;
+   * a connection beyond it is closed as soon as it is accepted. Keep it
+   * well below the process's open-file limit (`ulimit -n`).
+   *
+   * @default 512
+   */
+  readonly maxConnections: number;
+  /**
+   * `INCONTEXT_ADMIN_TOKEN`: when set, `/incontext/metrics` and
+   * `/incontext/context` answer only requests bearing it
+   * (`Authorization: Bearer <token>`); `/incontext/healthz` stays open.
+   */
+  readonly adminToken?: string;
+  /**
+   * `INCONTEXT_CONTEXT_ENDPOINT`: `on` serves `/incontext/context` (the
+   * recent decisions, with their model names), `off` answers 404.
+   *
+   * @default true
+   */
+  readonly contextEndpoint: boolean;
 }
 
 /** Where a setting is read from: its variable, then the original plugin's legacy alias. */
@@ -280,6 +322,12 @@ export const CONFIG_VARIABLES: {
     name: "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
   },
   shutdownGraceSeconds: { name: "INCONTEXT_SHUTDOWN_GRACE_SECONDS" },
+  headersTimeoutSeconds: { name: "INCONTEXT_HEADERS_TIMEOUT_SECONDS" },
+  requestTimeoutSeconds: { name: "INCONTEXT_REQUEST_TIMEOUT_SECONDS" },
+  keepAliveTimeoutSeconds: { name: "INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS" },
+  maxConnections: { name: "INCONTEXT_MAX_CONNECTIONS" },
+  adminToken: { name: "INCONTEXT_ADMIN_TOKEN" },
+  contextEndpoint: { name: "INCONTEXT_CONTEXT_ENDPOINT" },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES" },
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES" },
   sharedStore: { name: "INCONTEXT_SHARED_STORE" },
@@ -310,4 +358,9 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   shutdownGraceSeconds: 30,
   sharedTtlSeconds: 86400,
   sharedTimeoutMs: 5,
+  headersTimeoutSeconds: 30,
+  requestTimeoutSeconds: 300,
+  keepAliveTimeoutSeconds: 75,
+  maxConnections: 512,
+  contextEndpoint: true,
 });

@@ -64,21 +64,33 @@ export async function countPrompt(
     }
     exactError = error;
   }
+  // A caller that aborted (a client gone away) is no tokenizer failure.
+  const abandoned = options.signal?.aborted === true;
+  if (abandoned) {
+    logger.debug(
+      "count abandoned, the caller aborted: model={model} source={source}",
+      { model: modelLabel(request), source },
+    );
+  }
   const anchored = anchorCount(request, options);
   if (anchored !== undefined) {
-    logger.info(
-      "exact count failed, using the usage anchor: model={model} source={source} error={error}",
-      { model: modelLabel(request), source, error: errorType(exactError) },
-    );
+    if (!abandoned) {
+      logger.info(
+        "exact count failed, using the usage anchor: model={model} source={source} error={error}",
+        { model: modelLabel(request), source, error: errorType(exactError) },
+      );
+    }
     return { tokens: anchored, estimated: 0, source: ANCHOR };
   }
   try {
     const estimate = (options.estimate ?? roughEstimate)(request);
     if (!Number.isFinite(estimate)) throw new TypeError("invalid estimate");
-    logger.warn(
-      "exact count failed, using the rough estimate: model={model} source={source} error={error}",
-      { model: modelLabel(request), source, error: errorType(exactError) },
-    );
+    if (!abandoned) {
+      logger.warn(
+        "exact count failed, using the rough estimate: model={model} source={source} error={error}",
+        { model: modelLabel(request), source, error: errorType(exactError) },
+      );
+    }
     const tokens = Math.max(1, Math.ceil(estimate));
     return { tokens, estimated: tokens, source: ROUGH };
   } catch (error) {

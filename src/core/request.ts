@@ -41,9 +41,32 @@ export function effectiveField(request: JsonObject, field: string): unknown {
   return Object.hasOwn(request, field) ? request[field] : undefined;
 }
 
-/** The effective model name for logs: a string of at most 200 characters, else "unknown". */
+/** The longest model name a log line or page shows, in characters. */
+export const MODEL_LABEL_CHARS = 100;
+
+/**
+ * The effective model name for logs and pages, or "unknown" when it is not
+ * a string: a client chooses it, so it is cut to {@linkcode MODEL_LABEL_CHARS}
+ * characters (an ellipsis marks the cut) and its control characters and
+ * line separators are escaped (`\n` as `\u000a`), so that it can never
+ * split a log record or forge one.
+ */
 export function modelLabel(request: unknown): string {
   if (!isJsonObject(request)) return "unknown";
   const model = effectiveField(request, "model");
-  return typeof model === "string" ? model.slice(0, 200) : "unknown";
+  return typeof model === "string" ? safeLabel(model) : "unknown";
+}
+
+/** A client-chosen string made safe for a log line or a page; see {@linkcode modelLabel}. */
+export function safeLabel(text: string): string {
+  // Cut by code points, so that no surrogate pair is split.
+  const points = Array.from(text.slice(0, MODEL_LABEL_CHARS * 2));
+  const cut = points.length > MODEL_LABEL_CHARS ||
+    text.length > MODEL_LABEL_CHARS * 2;
+  const kept = cut ? points.slice(0, MODEL_LABEL_CHARS).join("") + "…" : text;
+  return kept.replace(
+    // deno-lint-ignore no-control-regex -- control characters are the point
+    /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }

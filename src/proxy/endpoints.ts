@@ -18,22 +18,55 @@ export async function ownEndpoint(
       message: "Use GET",
     });
   }
+  const { options } = context;
   switch (url.pathname) {
     case "/incontext/healthz":
       return await healthz(context);
     case "/incontext/metrics":
-      return new Response(await metrics(context), {
-        headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
-      });
+      return refused(request, options.adminToken) ??
+        new Response(await metrics(context), {
+          headers: {
+            "content-type": "text/plain; version=0.0.4; charset=utf-8",
+          },
+        });
     case "/incontext/context":
-      return Response.json(contextView(context));
-    default:
-      return errorResponse(404, {
-        code: "not_found",
-        message: "No such incontext endpoint",
-      });
+      if (options.contextEndpoint === false) break;
+      return refused(request, options.adminToken) ??
+        Response.json(contextView(context));
   }
+  return errorResponse(404, {
+    code: "not_found",
+    message: "No such incontext endpoint",
+  });
 }
+
+/**
+ * A 401 unless the request bears `token` as its bearer token (or no token
+ * is set). The comparison takes the same time wherever the first
+ * difference lies, so the token cannot be guessed byte by byte.
+ */
+function refused(
+  request: Request,
+  token: string | undefined,
+): Response | undefined {
+  if (token === undefined) return undefined;
+  const given =
+    /^Bearer +(.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1] ??
+      "";
+  const a = encoder.encode(given.trim());
+  const b = encoder.encode(token);
+  let difference = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) difference |= (a[i] ?? 0) ^ b[i]!;
+  if (difference === 0) return undefined;
+  const response = errorResponse(401, {
+    code: "unauthorized",
+    message: "This incontext endpoint needs the admin token as a bearer token",
+  });
+  response.headers.set("www-authenticate", 'Bearer realm="incontext"');
+  return response;
+}
+
+const encoder = new TextEncoder();
 
 const HEALTH_TIMEOUT_MS = 2000;
 
@@ -64,6 +97,8 @@ async function upstreamReachable(context: ProxyContext): Promise<boolean> {
   try {
     const response = await (context.options.fetch ?? fetch)(target, {
       signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
+      // An answer is all it asks for: a redirect is one, never followed.
+      redirect: "manual",
     });
     await response.body?.cancel();
     // Any HTTP answer (even 401 without a key) means the server is there.
@@ -107,6 +142,8 @@ async function metrics(context: ProxyContext): Promise<string> {
     ...state.counts.render(),
     ...state.tokenizer.render(),
     ...state.upstream.render(),
+    ...state.upstreamErrors.render(),
+    ...state.disconnects.render(),
     ...state.timeouts.render(),
     ...state.disagreements.render(),
     ...gauge(

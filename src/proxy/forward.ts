@@ -74,3 +74,83 @@ function withoutHopByHop(
   );
   return out.filter(([name]) => !named.has(name));
 }
+
+/** Methods `fetch` refuses to send (Fetch standard: forbidden methods). */
+const FORBIDDEN_METHODS: ReadonlySet<string> = new Set([
+  "CONNECT",
+  "TRACE",
+  "TRACK",
+]);
+
+/** Methods `fetch` sends upper-cased whatever their case (Fetch standard: normalize a method). */
+const NORMALIZED_METHODS: ReadonlySet<string> = new Set([
+  "DELETE",
+  "GET",
+  "HEAD",
+  "OPTIONS",
+  "POST",
+  "PUT",
+]);
+
+/**
+ * Why the proxy cannot send `method` upstream exactly as it came, or
+ * undefined when it can. Methods are case-sensitive (RFC 9110 section 9.1):
+ * `get` is not `GET`, yet `fetch` would send it as `GET`.
+ */
+export function unsendableMethod(method: string): string | undefined {
+  const upper = method.toUpperCase();
+  if (FORBIDDEN_METHODS.has(upper)) {
+    return `the method ${upper} is not forwarded by the incontext proxy`;
+  }
+  if (NORMALIZED_METHODS.has(upper) && method !== upper) {
+    return `the method must be written ${upper}: methods are case-sensitive`;
+  }
+  return undefined;
+}
+
+/**
+ * Whether the client declared a body of one byte or more. (Chunks declare
+ * no size: a GET's are most often the empty body some clients frame.)
+ */
+export function declaresBody(headers: Headers): boolean {
+  const length = headers.get("content-length");
+  return length !== null && Number(length) !== 0;
+}
+
+/**
+ * The body to forward as the client framed it: null when it sent none,
+ * the bytes when it declared a length of at most `limit` (so the upstream
+ * gets that same length, not a chunked body), else a stream (a chunked
+ * body, or one above `limit`). Throws when the client broke the body off.
+ */
+export async function framedBody(
+  request: Request,
+  limit: number,
+): Promise<Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null> {
+  if (request.body === null) return null;
+  const length = request.headers.get("content-length");
+  if (length !== null && Number(length) <= limit) {
+    return new Uint8Array(await request.arrayBuffer());
+  }
+  // No declared length: a request without a body still has an empty
+  // stream here, which must not become an empty chunked body upstream.
+  const reader = request.body.getReader();
+  let first = await reader.read();
+  while (!first.done && first.value.byteLength === 0) {
+    first = await reader.read();
+  }
+  if (first.done) return null;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(first.value);
+    },
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}

@@ -13,7 +13,13 @@ import { isJsonContentType, pathKind } from "../bridges/endpoints.ts";
 import { errorResponse } from "../bridges/answers.ts";
 import { checkHttpUrl } from "../_internal/url.ts";
 import { MAX_TIMEOUT_SECONDS } from "../_internal/timer_limit.ts";
-import { type HeaderPairs, upstreamUrl } from "./forward.ts";
+import {
+  declaresBody,
+  framedBody,
+  type HeaderPairs,
+  unsendableMethod,
+  upstreamUrl,
+} from "./forward.ts";
 import { readLimited } from "../_internal/limited_read.ts";
 import { forward, sendUpstream, type UpstreamAnswer } from "./upstream.ts";
 import { TimedBackend } from "./timed_backend.ts";
@@ -33,7 +39,7 @@ import { ownEndpoint } from "./endpoints.ts";
 import type { ProxyHandler, ProxyOptions } from "./options.ts";
 import { AnchorStore } from "../anchors/store.ts";
 import { readUsage, tapFor, tapUsage, type Usage } from "../anchors/usage.ts";
-import { effectiveField } from "../core/request.ts";
+import { effectiveField, safeLabel } from "../core/request.ts";
 import { requireInteger } from "../core/compute.ts";
 import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
@@ -76,8 +82,8 @@ export function createProxyHandler(options: ProxyOptions): ProxyHandler {
     options.anchors ?? new AnchorStore({ maxEntries: settings.anchorEntries }),
     settings.recentDecisions,
   );
-  const backend = new TimedBackend(options.backend, (seconds, ok) => {
-    state.tokenizer.observe(seconds, { outcome: ok ? "ok" : "error" });
+  const backend = new TimedBackend(options.backend, (seconds, outcome) => {
+    state.tokenizer.observe(seconds, { outcome });
   });
   const bridge: BridgeOptions = {
     ...options,
@@ -90,17 +96,69 @@ export function createProxyHandler(options: ProxyOptions): ProxyHandler {
     if (url.pathname.startsWith("/incontext/")) {
       return await ownEndpoint(request, url, context);
     }
+    const unsendable = unsendableMethod(request.method);
+    if (unsendable !== undefined) {
+      state.requests.inc({ route: "passthrough", action: "refused_method" });
+      return errorResponse(501, {
+        code: "method_not_supported",
+        message: `Cannot forward the request as ${unsendable}`,
+      });
+    }
     const target = upstreamUrl(settings.upstream, url);
     const kind = request.method === "POST" ? pathKind(url.pathname) : undefined;
-    if (
-      kind === undefined ||
-      !isJsonContentType(request.headers.get("content-type"))
-    ) {
-      state.requests.inc({ route: "passthrough", action: "forwarded" });
-      return await forward({ request, target, body: undefined }, context);
+    const type = request.headers.get("content-type");
+    // The upstream's reading decides (vLLM's FastAPI routes): a body with no
+    // content type is read as JSON, as is a JSON type; any other is not.
+    if (kind === undefined || (type !== null && !isJsonContentType(type))) {
+      return await passthrough(request, target, context);
     }
-    return await budgeted(request, { target, kind }, context);
+    return await budgeted(
+      request,
+      { target, kind, typed: type !== null },
+      context,
+    );
   };
+}
+
+/** Forwards a request the proxy does not budget, framed as the client framed it. */
+async function passthrough(
+  request: Request,
+  target: string,
+  context: ProxyContext,
+): Promise<Response> {
+  const { state, settings } = context;
+  let body: Awaited<ReturnType<typeof framedBody>>;
+  try {
+    body = await framedBody(request, settings.maxRequestBytes);
+  } catch {
+    state.requests.inc({ route: "passthrough", action: "unreadable" });
+    return unreadable(request);
+  }
+  if (
+    (request.method === "GET" || request.method === "HEAD") &&
+    (body !== null || declaresBody(request.headers))
+  ) {
+    // fetch cannot send it, and dropping the body would alter the request.
+    state.requests.inc({ route: "passthrough", action: "refused_method" });
+    return errorResponse(501, {
+      code: "method_not_supported",
+      message:
+        `Cannot forward the request as a ${request.method} request with a body is not forwarded by the incontext proxy`,
+    });
+  }
+  state.requests.inc({ route: "passthrough", action: "forwarded" });
+  return await forward({ request, target, body }, context);
+}
+
+/** The answer to a body the client broke off: none when it went away. */
+function unreadable(request: Request): Response {
+  return request.signal.aborted
+    ? new Response(null, { status: 499 })
+    : errorResponse(400, {
+      code: "invalid_body",
+      message:
+        "Cannot forward the request as its body could not be read in full",
+    });
 }
 
 function readSettings(options: ProxyOptions): ProxySettings {
@@ -128,6 +186,15 @@ function readSettings(options: ProxyOptions): ProxySettings {
   ) {
     throw new TypeError(
       "Cannot create the proxy as 'anchors' must be an AnchorStore",
+    );
+  }
+  const { adminToken } = options;
+  if (
+    adminToken !== undefined &&
+    (typeof adminToken !== "string" || adminToken.trim() === "")
+  ) {
+    throw new TypeError(
+      "Cannot create the proxy as 'adminToken' must be a non-blank string",
     );
   }
   if (!(anchorTolerance >= 0 && anchorTolerance < 1)) {
@@ -161,9 +228,17 @@ function timeoutMs(name: string, seconds: number): number {
   return Math.ceil(seconds * 1000);
 }
 
+/** Where a budgeted request goes. */
+interface Route {
+  readonly target: string;
+  readonly kind: RequestKind;
+  /** Whether the client declared a (JSON) content type. */
+  readonly typed: boolean;
+}
+
 async function budgeted(
   request: Request,
-  { target, kind }: { readonly target: string; readonly kind: RequestKind },
+  { target, kind, typed }: Route,
   context: ProxyContext,
 ): Promise<Response> {
   const { settings, state, bridge } = context;
@@ -195,8 +270,26 @@ async function budgeted(
       : bridge,
     signal: request.signal,
   });
+  if (request.signal.aborted) {
+    // The client went away while its prompt was counted: nothing to send,
+    // and no count to report.
+    state.requests.inc({ route, action: "client_closed" });
+    state.disconnects.inc({ phase: "count" });
+    logger.debug("client closed the connection while its prompt was counted");
+    return new Response(null, { status: 499 });
+  }
   switch (decision.kind) {
     case "malformed":
+      if (!typed) {
+        // Not JSON, and not declared to be: it goes on as it came.
+        state.requests.inc({ route: "passthrough", action: "forwarded" });
+        const none = bytes.byteLength === 0 &&
+          request.headers.get("content-length") === null;
+        return await forward(
+          { request, target, body: none ? null : bytes },
+          context,
+        );
+      }
       state.requests.inc({ route, action: "malformed" });
       return errorResponse(400, {
         code: "invalid_json",
@@ -306,7 +399,7 @@ function observe(
   const model = effectiveField(result.request, "model");
   state.remember({
     kind,
-    model: typeof model === "string" ? model.slice(0, 200) : null,
+    model: typeof model === "string" ? safeLabel(model) : null,
     action: result.action,
     source: result.source,
     promptTokens: result.promptTokens ?? null,

@@ -78,6 +78,19 @@ export interface ProxyOptions extends BridgeOptions {
    */
   readonly upstreamIdleTimeoutSeconds?: number;
   /**
+   * When set, `/incontext/metrics` and `/incontext/context` answer 401
+   * unless the request bears it (`Authorization: Bearer <token>`).
+   * `/incontext/healthz` stays open for health checks.
+   */
+  readonly adminToken?: string;
+  /**
+   * Whether `/incontext/context` is served: it shows recent decisions and
+   * the model names clients chose. `false` answers 404.
+   *
+   * @default true
+   */
+  readonly contextEndpoint?: boolean;
+  /**
    * Aborting it ends every upstream request and response in flight, and the
    * proxy answers 503 from then on: a server's shutdown grace period is over.
    */

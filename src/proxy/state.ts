@@ -70,6 +70,14 @@ export class ProxyState {
     "incontext_upstream_responses_total",
     "Upstream responses by status code (0: unreachable).",
   );
+  readonly upstreamErrors = new Counter(
+    "incontext_upstream_errors_total",
+    "Upstream exchanges that failed without a complete answer: unreachable (no answer) or truncated (the body ended early).",
+  );
+  readonly disconnects = new Counter(
+    "incontext_client_disconnects_total",
+    "Clients that went away before their answer began: while their prompt was counted (phase count) or the upstream was asked (phase upstream).",
+  );
   readonly timeouts = new Counter(
     "incontext_upstream_timeouts_total",
     "Upstream requests the proxy ended: no headers in time (phase headers) or a body idle too long (phase body).",

@@ -11,15 +11,22 @@ import {
   type RequestKind,
 } from "../core/backend.ts";
 
+/** How a timed count ended: counted, failed, or abandoned by its caller. */
+export type CountOutcome = "ok" | "error" | "aborted";
+
 /**
  * Wraps a backend to time its counts (successful or not) for the proxy's
- * tokenizer latency histogram; every hook goes to the wrapped backend.
+ * tokenizer latency histogram; every hook goes to the wrapped backend. A
+ * count its caller aborted (a client that went away) is no tokenizer failure.
  */
 export class TimedBackend extends Backend {
   readonly #inner: Backend;
-  readonly #observe: (seconds: number, ok: boolean) => void;
+  readonly #observe: (seconds: number, outcome: CountOutcome) => void;
 
-  constructor(inner: Backend, observe: (seconds: number, ok: boolean) => void) {
+  constructor(
+    inner: Backend,
+    observe: (seconds: number, outcome: CountOutcome) => void,
+  ) {
     super();
     this.#inner = inner;
     this.#observe = observe;
@@ -34,13 +41,16 @@ export class TimedBackend extends Backend {
     options: CountOptions,
   ): Promise<number | CountResult> {
     const start = performance.now();
-    let ok = false;
+    let outcome: CountOutcome = "error";
     try {
       const count = await this.#inner.count(request, options);
-      ok = true;
+      outcome = "ok";
       return count;
+    } catch (error) {
+      if (options.signal?.aborted) outcome = "aborted";
+      throw error;
     } finally {
-      this.#observe((performance.now() - start) / 1000, ok);
+      this.#observe((performance.now() - start) / 1000, outcome);
     }
   }
 

@@ -62,8 +62,15 @@ export interface Upstream {
   readonly request: Request;
   /** The upstream URL. */
   readonly target: string;
-  /** The body to send in place of the request's own, when given. */
-  readonly body: Uint8Array<ArrayBuffer> | string | undefined;
+  /**
+   * The body to send: the client's bytes or stream, a rewritten body
+   * (a string), or null for none.
+   */
+  readonly body:
+    | Uint8Array<ArrayBuffer>
+    | string
+    | ReadableStream<Uint8Array>
+    | null;
 }
 
 /**
@@ -102,11 +109,10 @@ export async function sendUpstream(
     signal: abort.signal,
     redirect: "manual",
   };
-  if (body !== undefined) init.body = body;
-  else if (request.body !== null) {
-    init.body = request.body;
+  if (body instanceof ReadableStream) {
+    init.body = body;
     init.duplex = "half";
-  }
+  } else if (body !== null) init.body = body;
   const timer = setQueuedTimeout(
     () => abort.abort(new UpstreamTimeout("headers")),
     settings.upstreamTimeoutMs,
@@ -138,7 +144,7 @@ export async function sendUpstream(
     try {
       return { ...answer, bytes: new Uint8Array(await response.arrayBuffer()) };
     } catch (error) {
-      return failed(error, { request, own: abort.signal }, context);
+      return bodyFailed(error, { request, own: abort.signal }, context);
     } finally {
       clearQueuedTimeout(timer);
       unlink();
@@ -194,6 +200,36 @@ function isSmallJson(headers: Headers, type: string | null): boolean {
   return Number.isSafeInteger(length) && length <= SMALL_JSON_BYTES;
 }
 
+/**
+ * The answer when the upstream's headers came but its body (read whole)
+ * broke off: the client's disconnect, the proxy's own timeout or
+ * shutdown, or a truncated body, which is none of "unreachable".
+ */
+function bodyFailed(
+  error: unknown,
+  { request, own }: { readonly request: Request; readonly own: AbortSignal },
+  context: ProxyContext,
+): Response {
+  if (request.signal.aborted || own.aborted) {
+    return failed(error, { request, own }, context);
+  }
+  upstreamTruncated(error, context);
+  return errorResponse(502, {
+    code: "upstream_truncated",
+    message:
+      "The upstream server ended its response before the end of its body through the incontext proxy",
+    type: "upstream_error",
+  });
+}
+
+/** Counts and logs an upstream body that ended before it was complete. */
+function upstreamTruncated(error: unknown, context: ProxyContext): void {
+  context.state.upstreamErrors.inc({ error: "truncated" });
+  logger.warn("upstream body ended early: error={error}", {
+    error: errorType(error),
+  });
+}
+
 /** The answer to a failed upstream call; `own` is the proxy's signal of that call. */
 function failed(
   error: unknown,
@@ -202,7 +238,9 @@ function failed(
 ): Response {
   const { state, settings } = context;
   if (request.signal.aborted) {
-    state.upstream.inc({ status: "0" });
+    // The client went away: not the upstream's failure.
+    state.disconnects.inc({ phase: "upstream" });
+    logger.debug("client closed the connection before the upstream answered");
     return new Response(null, { status: 499 });
   }
   if (own.reason instanceof UpstreamTimeout) {
@@ -218,7 +256,6 @@ function failed(
       type: "upstream_error",
     });
   }
-  state.upstream.inc({ status: "0" });
   if (context.options.signal?.aborted) {
     return errorResponse(503, {
       code: "proxy_shutting_down",
@@ -226,6 +263,8 @@ function failed(
       type: "upstream_error",
     });
   }
+  state.upstream.inc({ status: "0" });
+  state.upstreamErrors.inc({ error: "unreachable" });
   logger.error("upstream unreachable: error={error}", {
     error: errorType(error),
   });
@@ -249,7 +288,28 @@ function guardIdle(
 ): GuardedBody {
   const idleMs = context.settings.upstreamIdleTimeoutMs;
   const reader = body.getReader();
+  let client: ReadableStreamDefaultController<Uint8Array> | undefined;
+  // An abort (the proxy's deadline, a timeout, the client gone) ends the
+  // exchange here and now: the upstream read is cancelled and the client's
+  // stream errored, whether a read is pending or the client is between
+  // reads. fetch's own abort does not reliably reach a body in flight.
+  const onAbort = () => {
+    reader.cancel(abort.signal.reason).catch(() => {});
+    try {
+      client?.error(abort.signal.reason);
+    } catch {
+      // Closed or errored already.
+    }
+  };
+  abort.signal.addEventListener("abort", onAbort, { once: true });
+  const done = () => {
+    abort.signal.removeEventListener("abort", onAbort);
+    unlink();
+  };
   const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      client = controller;
+    },
     async pull(controller) {
       const timer = setQueuedTimeout(() => {
         context.state.timeouts.inc({ phase: "body" });
@@ -262,14 +322,17 @@ function guardIdle(
       try {
         result = await reader.read();
       } catch (error) {
-        unlink();
+        done();
+        if (!abort.signal.aborted) upstreamTruncated(error, context);
         controller.error(error);
         return;
       } finally {
         clearQueuedTimeout(timer);
       }
+      // Ended by the abort above: the client's stream is errored already.
+      if (abort.signal.aborted) return;
       if (result.done) {
-        unlink();
+        done();
         // Usage is recorded before the client sees the end.
         tap?.end();
         controller.close();
@@ -279,7 +342,7 @@ function guardIdle(
       }
     },
     cancel(reason) {
-      unlink();
+      done();
       return reader.cancel(reason);
     },
   }, { highWaterMark: 0 });

@@ -73,14 +73,29 @@ export interface SpawnedProxy extends AsyncDisposable {
   rss(): Promise<number>;
 }
 
+/** How to start the server beyond its environment. */
+export interface SpawnOptions {
+  /** The server process's open-file limit (`ulimit -n`), set through `sh`. */
+  readonly openFiles?: number;
+}
+
 /** Starts examples/server.ts in front of `upstream`; resolves once it listens. */
 export async function spawnProxy(
   upstream: string,
   env: Record<string, string>,
+  options: SpawnOptions = {},
 ): Promise<SpawnedProxy> {
   const port = freePort();
-  const child = new Deno.Command(Deno.execPath(), {
+  const limited = options.openFiles !== undefined;
+  const child = new Deno.Command(limited ? "/bin/sh" : Deno.execPath(), {
     args: [
+      ...(limited
+        ? [
+          "-c",
+          `ulimit -n ${options.openFiles} && exec "$0" "$@"`,
+          Deno.execPath(),
+        ]
+        : []),
       "run",
       "-A",
       "--config",

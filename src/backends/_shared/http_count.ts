@@ -134,13 +134,34 @@ export interface FetchJsonOptions {
 }
 
 /**
+ * A count endpoint answered with a redirect. It is never followed: the
+ * request carries the prompt, and a redirect to another origin would send
+ * it there (fetch drops only the credentials).
+ */
+export class CountRedirectError extends CountError {
+  /** @param label Names the endpoint: never a URL (nor the redirect's target). */
+  constructor(label: string, status: number) {
+    super(`${label} answered a redirect (HTTP ${status}), not followed`);
+    this.name = "CountRedirectError";
+  }
+}
+
+/** Whether `response` is a redirect that `redirect: "manual"` left unfollowed. */
+function isRedirect(response: Response): boolean {
+  return response.type === "opaqueredirect" ||
+    (response.status >= 300 && response.status < 400);
+}
+
+/**
  * Sends one request and returns the answer's JSON object. A non-2xx answer
  * (429 and 5xx included: no retries on the request path) fails at once with
  * its status only: its body may echo the prompt, so it is cancelled unread.
+ * Redirects are not followed.
  *
- * @throws {CountError} For a non-2xx status, an answer over `maxBytes`, or
- * an answer that is not a JSON object. Network and abort errors propagate
- * as they are, for {@linkcode countWithin} to name.
+ * @throws {CountRedirectError} For a redirect.
+ * @throws {CountError} For any other non-2xx status, an answer over
+ * `maxBytes`, or an answer that is not a JSON object. Network and abort
+ * errors propagate as they are, for {@linkcode countWithin} to name.
  */
 export async function fetchJson(
   options: FetchJsonOptions,
@@ -151,8 +172,13 @@ export async function fetchJson(
     headers: options.headers,
     ...(options.body === undefined ? {} : { body: options.body }),
     signal: options.signal,
+    redirect: "manual",
   });
   const { label, maxBytes } = options;
+  if (isRedirect(response)) {
+    await response.body?.cancel().catch(() => {});
+    throw new CountRedirectError(label, response.status);
+  }
   if (!response.ok) {
     await response.body?.cancel().catch(() => {});
     throw new CountError(`${label} answered HTTP ${response.status}`);

@@ -1,0 +1,270 @@
+/**
+ * The proxy's HTTP/1.1 server: a Web handler served by `node:http`, which
+ * bounds what `Deno.serve` does not: the time a client may take to send its
+ * request head and its body, how long an idle keep-alive connection stays
+ * open, and how many connections are open at once. A connection that
+ * breaks a bound is closed; one beyond the cap is closed as soon as it is
+ * accepted; a failed accept is logged, never thrown.
+ */
+import {
+  createServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
+import type { AddressInfo } from "node:net";
+import { readFileSync } from "node:fs";
+import { Readable } from "node:stream";
+import { getLogger } from "@logtape/logtape";
+import { errorType } from "../core/error_type.ts";
+import { errorResponse } from "../bridges/answers.ts";
+
+const logger = getLogger(["incontext", "server"]);
+
+/** Options for {@linkcode startHttpServer}. */
+export interface HttpServerOptions {
+  readonly hostname: string;
+  /** The port; 0 picks a free one. */
+  readonly port: number;
+  /** Longest time to receive a request's head, in ms. */
+  readonly headersTimeoutMs: number;
+  /** Longest time to receive a whole request (head and body), in ms. */
+  readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open, in ms. */
+  readonly keepAliveTimeoutMs: number;
+  /** The most connections open at once. */
+  readonly maxConnections: number;
+  /** The most connections waiting to be accepted. */
+  readonly backlog: number;
+}
+
+/** A running server. */
+export interface HttpServer extends AsyncDisposable {
+  /** The address it listens on. */
+  readonly hostname: string;
+  readonly port: number;
+  /** Stops accepting connections; resolves once every connection is closed. */
+  close(): Promise<void>;
+  /** Closes every connection now, in flight or not. */
+  closeAll(): void;
+}
+
+/** The largest request head read, in bytes. */
+const MAX_HEADER_BYTES = 256 * 1024;
+
+/** Descriptors kept apart from client connections: the listener, logs, files, the tokenizer. */
+const RESERVED_FILES = 32;
+/** node's listen backlog, where nothing bounds it. */
+const DEFAULT_BACKLOG = 511;
+
+/** The connection cap and the listen backlog the server runs with. */
+export interface ConnectionBounds {
+  readonly maxConnections: number;
+  readonly backlog: number;
+}
+
+/**
+ * The connection cap and listen backlog the process's open-file limit
+ * allows. Each client connection may hold a descriptor of its own and one to
+ * the upstream. A connection beyond the cap holds one too until it is
+ * closed, and the server accepts every pending connection (up to the
+ * backlog) in one turn before any is closed: the cap leaves room for a full
+ * backlog. An accept that fails for want of a descriptor stops Deno's
+ * node:net from accepting for good. `limits` is the text of
+ * `/proc/self/limits`; without it the cap is `wanted`.
+ */
+export function connectionBounds(
+  wanted: number,
+  limits: string | undefined,
+): ConnectionBounds {
+  const soft = /^Max open files\s+(\d+)/m.exec(limits ?? "")?.[1];
+  if (soft === undefined) {
+    return { maxConnections: wanted, backlog: DEFAULT_BACKLOG };
+  }
+  const files = Number(soft);
+  const backlog = Math.min(DEFAULT_BACKLOG, Math.max(8, Math.floor(files / 8)));
+  const allowed = Math.floor((files - RESERVED_FILES - backlog) / 2);
+  return { maxConnections: Math.max(1, Math.min(wanted, allowed)), backlog };
+}
+
+/** The text of `/proc/self/limits`, or undefined off Linux. */
+export function processLimits(): string | undefined {
+  try {
+    return readFileSync("/proc/self/limits", "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Serves `handler` until closed. */
+export function startHttpServer(
+  handler: (request: Request) => Promise<Response>,
+  options: HttpServerOptions,
+): Promise<HttpServer> {
+  const server = createServer({
+    // Above node's 16 KiB: clients send long cookies and keys; a 1 MB head
+    // is still refused (431) before the handler runs.
+    maxHeaderSize: MAX_HEADER_BYTES,
+    headersTimeout: options.headersTimeoutMs,
+    requestTimeout: options.requestTimeoutMs,
+    keepAliveTimeout: options.keepAliveTimeoutMs,
+    // How often the timeouts are checked: a fraction of the shortest one.
+    connectionsCheckingInterval: Math.max(
+      100,
+      Math.min(options.headersTimeoutMs, options.requestTimeoutMs) / 4,
+    ),
+  }, (incoming, outgoing) => void exchange(handler, incoming, outgoing));
+  server.maxConnections = options.maxConnections;
+  server.on("error", (error) => {
+    logger.error("server error: error={error}", { error: errorType(error) });
+  });
+  server.on("drop", () => {
+    logger.debug("connection refused: {max} connections open", {
+      max: options.maxConnections,
+    });
+  });
+  server.on("clientError", (error, socket) => {
+    // A malformed request or a timed-out head or body: the socket ends
+    // with node's own 400/408/431 when it can still be written.
+    logger.debug("connection closed: error={error}", {
+      error: (error as { code?: string }).code ?? errorType(error),
+    });
+    if (socket.writable) {
+      const code = (error as { code?: string }).code;
+      const status = code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? "408 Request Timeout"
+        : code === "HPE_HEADER_OVERFLOW"
+        ? "431 Request Header Fields Too Large"
+        : "400 Bad Request";
+      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`);
+    } else socket.destroy();
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({
+      port: options.port,
+      host: options.hostname,
+      backlog: options.backlog,
+    }, () => {
+      server.off("error", reject);
+      const { port, address } = server.address() as AddressInfo;
+      let closed: Promise<void> | undefined;
+      const close = () => {
+        closed ??= new Promise<void>((done) => {
+          server.close(() => done());
+          server.closeIdleConnections();
+        });
+        return closed;
+      };
+      resolve({
+        hostname: address,
+        port,
+        close,
+        closeAll: () => server.closeAllConnections(),
+        async [Symbol.asyncDispose]() {
+          const done = close();
+          server.closeAllConnections();
+          await done;
+        },
+      });
+    });
+  });
+}
+
+/** One request through the handler, and its answer written back. */
+async function exchange(
+  handler: (request: Request) => Promise<Response>,
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+): Promise<void> {
+  const abort = new AbortController();
+  outgoing.on("close", () => {
+    if (!outgoing.writableFinished) abort.abort();
+  });
+  let response: Response;
+  try {
+    response = await handler(toRequest(incoming, abort.signal));
+  } catch (error) {
+    // `new Request` refuses what fetch cannot send (CONNECT, TRACE, TRACK).
+    response = error instanceof TypeError
+      ? errorResponse(501, {
+        code: "method_not_supported",
+        message:
+          `Cannot forward the request as the method ${incoming.method} is not forwarded by the incontext proxy`,
+      })
+      : errorResponse(500, {
+        code: "internal_error",
+        message: "The incontext proxy failed to handle the request",
+      });
+    logger.debug("request not handled: error={error}", {
+      error: errorType(error),
+    });
+    incoming.resume();
+  }
+  await write(response, outgoing);
+}
+
+function toRequest(incoming: IncomingMessage, signal: AbortSignal): Request {
+  const headers = new Headers();
+  const raw = incoming.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    headers.append(raw[i]!, raw[i + 1]!);
+  }
+  const method = incoming.method ?? "GET";
+  const init: RequestInit & { duplex?: "half" } = { method, headers, signal };
+  if (method !== "GET" && method !== "HEAD") {
+    init.body = Readable.toWeb(incoming) as ReadableStream<Uint8Array>;
+    init.duplex = "half";
+  } else incoming.resume();
+  return new Request(new URL(incoming.url ?? "/", "http://proxy"), init);
+}
+
+/** Writes a Response with backpressure; a body that errors cuts the connection. */
+async function write(
+  response: Response,
+  outgoing: ServerResponse,
+): Promise<void> {
+  if (outgoing.destroyed) {
+    await response.body?.cancel().catch(() => {});
+    return;
+  }
+  const headers: string[] = [];
+  response.headers.forEach((value, name) => {
+    headers.push(name, value);
+  });
+  outgoing.writeHead(response.status, response.statusText, headers);
+  if (response.body === null) {
+    outgoing.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (outgoing.destroyed) {
+        await reader.cancel();
+        return;
+      }
+      if (!outgoing.write(value)) await drained(outgoing);
+    }
+    outgoing.end();
+  } catch (error) {
+    // The upstream cut the stream: the client's ends with an error too.
+    logger.warn("response stream failed: error={error}", {
+      error: errorType(error),
+    });
+    outgoing.destroy();
+  }
+}
+
+function drained(outgoing: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      outgoing.off("drain", done);
+      outgoing.off("close", done);
+      resolve();
+    };
+    outgoing.on("drain", done);
+    outgoing.on("close", done);
+  });
+}
