@@ -10,12 +10,18 @@
 import { getLogger } from "@logtape/logtape";
 import { AnchoredBackend } from "../backends/anchored/mod.ts";
 import { ConfigError } from "../core/config_error.ts";
-import { createProxyHandler } from "../proxy/mod.ts";
+import { createProxyHandler, Readiness } from "../proxy/mod.ts";
 import { configured } from "./config_failure.ts";
-import { configureConsoleLog } from "./console_log.ts";
+import { configureConsoleLog, logSettings } from "./console_log.ts";
+import { redactedUrl } from "./redacted_url.ts";
 import { prepare, type Prepared } from "./prepare.ts";
-import { probeTokenizer, probeUpstream } from "./probes.ts";
+import {
+  probeTokenizer,
+  probeUpstream,
+  type TokenizerProbe,
+} from "./probes.ts";
 import { HELP } from "./serve_settings.ts";
+import type { ReadinessProbe, TokenizerReadiness } from "../proxy/readiness.ts";
 
 const logger = getLogger(["incontext", "server"]);
 const COMMAND = "incontext serve";
@@ -33,7 +39,7 @@ export async function serveCommand(
   args: readonly string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
-  await configureConsoleLog();
+  await configureConsoleLog(logSettings(env));
   const started = await configured(COMMAND, async () => {
     const prepared = await prepare(args, env);
     if (prepared === "help") return "help";
@@ -48,7 +54,7 @@ export async function serveCommand(
     // proxy while it still probes.
     const running = stopOnSignals({ prepared, ...listening });
     try {
-      await probe(prepared);
+      listening.readiness.record(await probe(prepared));
     } catch (error) {
       await running.stop();
       throw error;
@@ -71,7 +77,9 @@ export async function serveCommand(
  * wrong limit. One that cannot be reached is only a warning: it may come up
  * later, and budget() estimates meanwhile.
  */
-async function probe({ settings, backend }: Prepared): Promise<void> {
+async function probe(
+  { settings, backend }: Prepared,
+): Promise<Omit<ReadinessProbe, "checkedAt">> {
   const [tokenizer, upstream] = await Promise.all([
     probeTokenizer(backend, settings.contextLength),
     probeUpstream(settings.upstream!),
@@ -102,19 +110,42 @@ async function probe({ settings, backend }: Prepared): Promise<void> {
       { error: upstream.error },
     );
   }
+  return {
+    tokenizer: TOKENIZER_READINESS[tokenizer.status],
+    upstream: upstream.reachable ? "reachable" : "unreachable",
+  };
 }
+
+/** What a start-up probe's outcome means for readiness (a mismatch stops start-up). */
+const TOKENIZER_READINESS = {
+  exact: "reachable",
+  estimated: "estimating",
+  failed: "unreachable",
+} as const satisfies Record<
+  Exclude<TokenizerProbe["status"], "mismatch">,
+  TokenizerReadiness
+>;
+
+/** How long one readiness probe answers `/incontext/readyz`, in seconds. */
+const READINESS_SECONDS = 5;
 
 interface Listening {
   readonly server: Deno.HttpServer<Deno.NetAddr>;
   /** Aborted when the shutdown grace period is over: it ends what is still in flight. */
   readonly graceOver: AbortController;
+  /** Where the start-up probe is recorded for `/incontext/readyz`. */
+  readonly readiness: Readiness;
 }
 
 function listen(prepared: Prepared): Listening {
   const { settings, backend, cache } = prepared;
   const { config } = settings;
   const graceOver = new AbortController();
+  // The start-up probe answers readiness for a few seconds; a supervisor
+  // checking every second then costs one probe every few seconds, not each.
+  const readiness = new Readiness({ maxAgeSeconds: READINESS_SECONDS });
   const handler = createProxyHandler({
+    readiness,
     upstream: settings.upstream!,
     window: settings.window,
     contextLength: settings.contextLength,
@@ -147,7 +178,7 @@ function listen(prepared: Prepared): Listening {
         return new Response(null, { status: 502 });
       },
     }, handler);
-    return { server, graceOver };
+    return { server, graceOver, readiness };
   } catch (error) {
     throw new ConfigError([{
       variable: settings.nameOf("INCONTEXT_LISTEN"),
@@ -161,8 +192,21 @@ function announce(
   { hostname, port }: Deno.NetAddr,
 ): void {
   const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-  console.log(
-    `incontext proxy listening on http://${host}:${port}: window=${settings.window} (${settings.windowSource}) context_length=${settings.contextLength} (${settings.contextLengthSource}) backend=${backend.source}`,
+  const { config } = settings;
+  logger.info(
+    "incontext proxy listening on {listen}: upstream={upstream} tokenizer={tokenizer} backend={backend} window={window} ({windowSource}) context_length={contextLength} ({contextLengthSource})",
+    {
+      listen: `http://${host}:${port}`,
+      upstream: redactedUrl(settings.upstream!),
+      tokenizer: config.tokenizerUrl !== undefined
+        ? redactedUrl(config.tokenizerUrl)
+        : config.tokenizerDir ?? "none",
+      backend: backend.source,
+      window: settings.window,
+      windowSource: settings.windowSource,
+      contextLength: settings.contextLength,
+      contextLengthSource: settings.contextLengthSource,
+    },
   );
 }
 

@@ -9,7 +9,7 @@
 import { createCountCache } from "../cache/mod.ts";
 import { LocalBackend } from "../backends/local/mod.ts";
 import { configured } from "./config_failure.ts";
-import { configureConsoleLog } from "./console_log.ts";
+import { configureConsoleLog, logSettings } from "./console_log.ts";
 import { createTokenizeHandler } from "./tokenize_handler.ts";
 import {
   resolveTokenizeServerSettings,
@@ -27,7 +27,7 @@ export async function tokenizeServerCommand(
   args: readonly string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
-  await configureConsoleLog();
+  await configureConsoleLog(logSettings(env));
   const resolved = await configured(
     "incontext tokenize-server",
     () => resolveTokenizeServerSettings(args, env),

@@ -173,6 +173,16 @@ export const VARIABLES: readonly VariableDoc[] = [
     default: "30",
     meaning: "after SIGTERM, time for requests in flight",
   },
+  {
+    name: "INCONTEXT_LOG_LEVEL",
+    default: "info",
+    meaning: "the lowest level logged: debug, info, warning or error",
+  },
+  {
+    name: "INCONTEXT_LOG_FORMAT",
+    default: "text",
+    meaning: "log records as text lines or json lines",
+  },
 ];
 
 /** The variables as `--help` lists them: name, default, meaning, alias. */

@@ -181,6 +181,10 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   upstreamTimeoutSeconds: seconds(),
   upstreamIdleTimeoutSeconds: seconds(),
   shutdownGraceSeconds: seconds(),
+  logLevel: z.enum(["debug", "info", "warning", "error"], {
+    error: "must be debug, info, warning or error",
+  }),
+  logFormat: z.enum(["text", "json"], { error: "must be text or json" }),
   backendModules: moduleList,
   cacheEntries: integer(1),
 };

@@ -174,6 +174,20 @@ export interface Config {
    * @default 30
    */
   readonly shutdownGraceSeconds: number;
+  /**
+   * `INCONTEXT_LOG_LEVEL`: the lowest level the command line logs: `debug`,
+   * `info`, `warning` or `error`.
+   *
+   * @default "info"
+   */
+  readonly logLevel: "debug" | "info" | "warning" | "error";
+  /**
+   * `INCONTEXT_LOG_FORMAT`: how the command line writes log records: `text`
+   * lines or `json` lines.
+   *
+   * @default "text"
+   */
+  readonly logFormat: "text" | "json";
 }
 
 /** Where a setting is read from: its variable, then the original plugin's legacy alias. */
@@ -236,6 +250,8 @@ export const CONFIG_VARIABLES: {
     name: "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
   },
   shutdownGraceSeconds: { name: "INCONTEXT_SHUTDOWN_GRACE_SECONDS" },
+  logLevel: { name: "INCONTEXT_LOG_LEVEL" },
+  logFormat: { name: "INCONTEXT_LOG_FORMAT" },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES" },
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES" },
 };
@@ -261,4 +277,6 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   upstreamTimeoutSeconds: 600,
   upstreamIdleTimeoutSeconds: 600,
   shutdownGraceSeconds: 30,
+  logLevel: "info",
+  logFormat: "text",
 });

@@ -30,6 +30,8 @@ import {
   anchorKeys,
 } from "../anchors/keys.ts";
 import { ownEndpoint } from "./endpoints.ts";
+import { Readiness } from "./readiness.ts";
+import { type AccessTrace, logAccess, startTrace } from "./access_log.ts";
 import type { ProxyHandler, ProxyOptions } from "./options.ts";
 import { AnchorStore } from "../anchors/store.ts";
 import { readUsage, tapFor, tapUsage, type Usage } from "../anchors/usage.ts";
@@ -84,7 +86,8 @@ export function createProxyHandler(options: ProxyOptions): ProxyHandler {
     backend,
     anchor: (parsed) => anchorEstimate(state.anchors, parsed),
   };
-  const context = { options, settings, state, backend, bridge };
+  const readiness = options.readiness ?? new Readiness();
+  const context = { options, settings, state, backend, bridge, readiness };
   return async function incontextProxy(request) {
     const url = new URL(request.url);
     if (url.pathname.startsWith("/incontext/")) {
@@ -99,7 +102,9 @@ export function createProxyHandler(options: ProxyOptions): ProxyHandler {
       state.requests.inc({ route: "passthrough", action: "forwarded" });
       return await forward({ request, target, body: undefined }, context);
     }
-    return await budgeted(request, { target, kind }, context);
+    const trace = startTrace(request, url);
+    const response = await budgeted(request, { target, kind, trace }, context);
+    return logAccess(trace, response);
   };
 }
 
@@ -128,6 +133,14 @@ function readSettings(options: ProxyOptions): ProxySettings {
   ) {
     throw new TypeError(
       "Cannot create the proxy as 'anchors' must be an AnchorStore",
+    );
+  }
+  if (
+    options.readiness !== undefined &&
+    !(options.readiness instanceof Readiness)
+  ) {
+    throw new TypeError(
+      "Cannot create the proxy as 'readiness' must be a Readiness",
     );
   }
   if (!(anchorTolerance >= 0 && anchorTolerance < 1)) {
@@ -161,15 +174,23 @@ function timeoutMs(name: string, seconds: number): number {
   return Math.ceil(seconds * 1000);
 }
 
+/** Where a budgeted request goes, and its access trace. */
+interface Budgeted {
+  readonly target: string;
+  readonly kind: RequestKind;
+  readonly trace: AccessTrace;
+}
+
 async function budgeted(
   request: Request,
-  { target, kind }: { readonly target: string; readonly kind: RequestKind },
+  { target, kind, trace }: Budgeted,
   context: ProxyContext,
 ): Promise<Response> {
   const { settings, state, bridge } = context;
   const route = kind;
   const bytes = await readBody(request, settings.maxRequestBytes);
   if (bytes === "unreadable") {
+    trace.action = "unreadable";
     state.requests.inc({ route, action: "unreadable" });
     return request.signal.aborted
       ? new Response(null, { status: 499 })
@@ -181,6 +202,7 @@ async function budgeted(
   }
   if (bytes === undefined) {
     await request.body?.cancel().catch(() => {});
+    trace.action = "too_large";
     state.requests.inc({ route, action: "too_large" });
     return errorResponse(413, {
       code: "request_too_large",
@@ -193,19 +215,24 @@ async function budgeted(
     bridge,
     signal: request.signal,
   });
+  trace.countMs = performance.now() - trace.start;
   switch (decision.kind) {
     case "malformed":
+      trace.action = "malformed";
       state.requests.inc({ route, action: "malformed" });
       return errorResponse(400, {
         code: "invalid_json",
         message: `Cannot budget the request as ${decision.reason}`,
       });
     case "reject":
-      observe(decision, kind, context);
-      state.requests.inc({ route, action: "rejected" });
+      observe(decision, { kind, trace }, context);
       return decision.response;
     case "send":
-      return await send(request, { target, bytes, decision, kind }, context);
+      return await send(
+        request,
+        { target, bytes, decision, kind, trace },
+        context,
+      );
   }
 }
 
@@ -216,15 +243,17 @@ interface Outgoing {
   readonly bytes: Uint8Array<ArrayBuffer>;
   readonly decision: Sending;
   readonly kind: RequestKind;
+  readonly trace: AccessTrace;
 }
 
 /** Sends a budgeted request upstream and answers with the upstream's response. */
 async function send(
   request: Request,
-  { target, bytes, decision, kind }: Outgoing,
+  { target, bytes, decision, kind, trace }: Outgoing,
   context: ProxyContext,
 ): Promise<Response> {
   const body = decision.body === undefined ? bytes : decision.body;
+  const sent = performance.now();
   const sending = sendUpstream({ request, target, body }, context);
   // The bookkeeping (anchor keys, the decision record) must not delay the
   // send: network I/O runs on this thread's loop, so work done right now
@@ -234,8 +263,11 @@ async function send(
   // bookkeeping waits for it, which spares each request a turn of the loop.
   if (streams(decision)) await nextTurn();
   else await sending;
-  const conversation = observe(decision, kind, context);
-  return finish(await sending, { decision, conversation }, context);
+  const conversation = observe(decision, { kind, trace }, context);
+  const answer = await sending;
+  trace.upstreamMs = performance.now() - sent;
+  context.state.upstreamSeconds.observe(trace.upstreamMs / 1000);
+  return finish(answer, { decision, conversation }, context);
 }
 
 /** Whether the client asked for a streamed answer. */
@@ -279,12 +311,20 @@ async function readBody(
  */
 function observe(
   decision: Rejected | Sending,
-  kind: RequestKind,
+  { kind, trace }: { readonly kind: RequestKind; readonly trace: AccessTrace },
   context: ProxyContext,
 ): AnchorKeys | undefined {
   const { result } = decision;
   const { state, settings } = context;
-  state.requests.inc({ route: kind, action: result.action });
+  const rejected = decision.kind === "reject";
+  const maxTokens = decision.kind === "send"
+    ? decision.maxTokens ?? null
+    : null;
+  trace.action = rejected ? "rejected" : result.action;
+  trace.source = result.source;
+  trace.promptTokens = result.promptTokens ?? null;
+  trace.maxTokens = maxTokens;
+  state.requests.inc({ route: kind, action: trace.action });
   state.counts.inc({ kind: countKind(result) });
   const conversation = kind === "chat" && decision.kind === "send"
     ? anchorKeys(state.anchors, decision.sent)
@@ -309,7 +349,8 @@ function observe(
     source: result.source,
     promptTokens: result.promptTokens ?? null,
     anchorTokens: anchored ?? null,
-    maxTokens: decision.kind === "send" ? decision.maxTokens ?? null : null,
+    maxTokens,
+    rejected,
   });
   return conversation;
 }
