@@ -76,7 +76,7 @@ function el(name, attrs, parent) {
 function chart(model, decisions, view) {
   const top = view.contextLength * 1.05;
   const n = decisions.length;
-  const x = (i) => LEFT + (n === 1 ? 0.5 : i / (n - 1)) * (WIDTH - LEFT - RIGHT);
+  const x = (i) => LEFT + 12 + (n === 1 ? 0.5 : i / (n - 1)) * (WIDTH - LEFT - RIGHT - 24);
   const y = (v) => TOP + (1 - Math.min(v, top) / top) * (HEIGHT - TOP - BOTTOM);
   const svg = el("svg", { viewBox: "0 0 " + WIDTH + " " + HEIGHT, class: "chart", role: "img" });
   svg.dataset.model = model;
