@@ -24,6 +24,15 @@ export interface LogSettings {
   readonly level?: (typeof LOG_LEVELS)[number];
   /** `text` lines or `json` lines. @default "text" */
   readonly format?: (typeof LOG_FORMATS)[number];
+  /**
+   * Buffers records and writes them from a timer, off the request path: a
+   * console write blocks while a slow reader (a pipe, a terminal) catches
+   * up. Whoever sets it calls LogTape's `dispose()` before exiting, which
+   * writes what is still buffered.
+   *
+   * @default false
+   */
+  readonly nonBlocking?: boolean;
 }
 
 /**
@@ -51,13 +60,13 @@ export function logSettings(
 export async function configureConsoleLog(
   settings: LogSettings = {},
 ): Promise<void> {
-  const { level = "info", format = "text" } = settings;
+  const { level = "info", format = "text", nonBlocking = false } = settings;
   const formatter = format === "json"
     ? jsonLinesFormatter
     // Strings bare: `upstream=http://...`, as an operator would write them.
     : getTextFormatter({ value: "bare", category: "." });
   await configure({
-    sinks: { console: getConsoleSink({ formatter }) },
+    sinks: { console: getConsoleSink({ formatter, nonBlocking }) },
     loggers: [
       {
         category: ["incontext"],

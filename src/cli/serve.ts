@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
+import { dispose, getLogger } from "@logtape/logtape";
 import { AnchoredBackend } from "../backends/anchored/mod.ts";
 import { ConfigError } from "../core/config_error.ts";
 import { createProxyHandler, Readiness } from "../proxy/mod.ts";
@@ -39,7 +39,19 @@ export async function serveCommand(
   args: readonly string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
-  await configureConsoleLog(logSettings(env));
+  await configureConsoleLog({ ...logSettings(env), nonBlocking: true });
+  try {
+    return await serve(args, env);
+  } finally {
+    // Writes the records still buffered.
+    await dispose();
+  }
+}
+
+async function serve(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
   const started = await configured(COMMAND, async () => {
     const prepared = await prepare(args, env);
     if (prepared === "help") return "help";
