@@ -142,3 +142,41 @@ Deno.test("the status page marks a refusal in chromium", async () => {
   strictEqual(chart.compress, 0);
   strictEqual(chart.caps, 1);
 });
+
+Deno.test("the status page redraws itself when new decisions arrive", async () => {
+  await requireChromium();
+  await using proxy = await proxyFixture();
+  const send = async (tokens: number) => {
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      model: "m",
+      messages: [message(tokens)],
+    });
+    await response.body?.cancel();
+  };
+  await send(1000);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox"],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${proxy.url}/incontext/`);
+    await page.waitForSelector("circle.point");
+    strictEqual(await page.locator("circle.point").count(), 1);
+    await send(2000);
+    // No reload: the page reads the decisions again on its own.
+    await page.waitForFunction(
+      // Runs in the page (a string would need 'unsafe-eval', which the
+      // page's policy refuses); this file's types have no DOM.
+      () =>
+        (globalThis as unknown as {
+          document: { querySelectorAll(selector: string): ArrayLike<unknown> };
+        }).document.querySelectorAll("circle.point").length === 2,
+      undefined,
+      { timeout: 30_000 },
+    );
+    strictEqual(await page.locator("circle.point").count(), 2);
+  } finally {
+    await browser.close();
+  }
+});
