@@ -21,7 +21,7 @@ export interface AccessTrace {
   maxTokens: number | null;
   /** Time to the budget decision (reading the body and counting), ms. */
   countMs: number | null;
-  /** Time from the send to the upstream's response headers, ms. */
+  /** Time from the send to the upstream's answer (headers; a small JSON answer whole), ms. */
   upstreamMs: number | null;
 }
 

@@ -254,7 +254,12 @@ async function send(
 ): Promise<Response> {
   const body = decision.body === undefined ? bytes : decision.body;
   const sent = performance.now();
-  const sending = sendUpstream({ request, target, body }, context);
+  const sending = sendUpstream({ request, target, body }, context).then(
+    (answer) => {
+      trace.upstreamMs = performance.now() - sent;
+      return answer;
+    },
+  );
   // The bookkeeping (anchor keys, the decision record) must not delay the
   // send: network I/O runs on this thread's loop, so work done right now
   // holds the request back. A streamed answer's first bytes are what its
@@ -265,8 +270,7 @@ async function send(
   else await sending;
   const conversation = observe(decision, { kind, trace }, context);
   const answer = await sending;
-  trace.upstreamMs = performance.now() - sent;
-  context.state.upstreamSeconds.observe(trace.upstreamMs / 1000);
+  context.state.upstreamSeconds.observe(trace.upstreamMs! / 1000);
   return finish(answer, { decision, conversation }, context);
 }
 

@@ -84,7 +84,7 @@ export class ProxyState {
   );
   readonly upstreamSeconds = new Histogram(
     "incontext_upstream_seconds",
-    "Time from sending a budgeted request upstream to its response headers, in seconds.",
+    "Time from sending a budgeted request upstream to its answer (headers; a small JSON answer whole), in seconds.",
     UPSTREAM_BUCKETS,
   );
   readonly counts = new Counter(
