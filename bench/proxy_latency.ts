@@ -80,7 +80,7 @@ async function fillCaches(body: Uint8Array<ArrayBuffer>): Promise<void> {
 async function cacheMisses(proxy: BenchServer): Promise<number> {
   const text = await (await fetch(`${proxy.url}/incontext/metrics`)).text();
   const line = text.split("\n").find((l) =>
-    l.startsWith("incontext_cache_misses ")
+    l.startsWith("incontext_cache_misses_total ")
   );
   return Number(line?.split(" ")[1]);
 }

@@ -1,13 +1,15 @@
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 
-/** Captures every incontext log record, rendered to text, until disposed. */
+/** Captures every incontext log record, also rendered to text, until disposed. */
 export async function captureLogs(): Promise<
-  { lines: string[] } & AsyncDisposable
+  { lines: string[]; records: LogRecord[] } & AsyncDisposable
 > {
   const lines: string[] = [];
+  const records: LogRecord[] = [];
   await configure({
     sinks: {
       capture: (record: LogRecord) => {
+        records.push(record);
         lines.push(
           `${record.category.join(".")} ${record.level} ${
             record.message.map(String).join("")
@@ -23,6 +25,7 @@ export async function captureLogs(): Promise<
   });
   return {
     lines,
+    records,
     [Symbol.asyncDispose]: () => reset(),
   };
 }

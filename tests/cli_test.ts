@@ -141,6 +141,18 @@ Deno.test("incontext serve starts with a warning when the tokenizer and the upst
   const log = server.stdout.text + server.stderr.text;
   ok(/tokenizer not reachable at start-up/.test(log), log);
   ok(/upstream not reachable at start-up/.test(log), log);
+  // The start-up probe is what readiness reports; the process is alive.
+  const live = await fetch(`http://127.0.0.1:${port}/incontext/livez`);
+  strictEqual(live.status, 200);
+  await live.body?.cancel();
+  const ready = await fetch(`http://127.0.0.1:${port}/incontext/readyz`);
+  strictEqual(ready.status, 503);
+  const { status, tokenizer, upstream } = await ready.json();
+  deepStrictEqual({ status, tokenizer, upstream }, {
+    status: "not_ready",
+    tokenizer: "unreachable",
+    upstream: "unreachable",
+  });
   server.child.kill("SIGTERM");
   strictEqual((await server.child.status).code, 0);
 });

@@ -75,6 +75,8 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       keepAliveTimeoutSeconds: 75,
       maxConnections: 512,
       contextEndpoint: true,
+      logLevel: "info",
+      logFormat: "text",
     });
   });
   await t.step("leaves the optional values absent, not undefined", () => {
@@ -804,7 +806,11 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
       INCONTEXT_UPSTREAM_TIMEOUT_SECONDS: "120",
       INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS: "2.5",
       INCONTEXT_SHUTDOWN_GRACE_SECONDS: "10",
+      INCONTEXT_LOG_LEVEL: "debug",
+      INCONTEXT_LOG_FORMAT: "json",
     });
+    strictEqual(config.logLevel, "debug");
+    strictEqual(config.logFormat, "json");
     strictEqual(config.upstreamUrl, "http://127.0.0.1:8000");
     strictEqual(config.listen, "[::1]:9000");
     strictEqual(config.onExhausted, "reject");
@@ -834,6 +840,8 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
           INCONTEXT_UPSTREAM_TIMEOUT_SECONDS: "0",
           INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS: "-1",
           INCONTEXT_SHUTDOWN_GRACE_SECONDS: "forever",
+          INCONTEXT_LOG_LEVEL: "verbose",
+          INCONTEXT_LOG_FORMAT: "xml",
         }),
       (error: unknown) => {
         ok(error instanceof ConfigError);
@@ -847,6 +855,8 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
           "INCONTEXT_UPSTREAM_TIMEOUT_SECONDS",
           "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
           "INCONTEXT_SHUTDOWN_GRACE_SECONDS",
+          "INCONTEXT_LOG_LEVEL",
+          "INCONTEXT_LOG_FORMAT",
         ]);
         return true;
       },

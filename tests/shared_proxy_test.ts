@@ -85,7 +85,7 @@ Deno.test("PrefetchingBackend counts from an anchor another replica recorded", a
   });
 });
 
-Deno.test("the proxy's healthz and metrics report the shared store without changing the status", async () => {
+Deno.test("the proxy's readyz and metrics report the shared store without changing the status", async () => {
   const server = new FakeStoreServer();
   const { shared } = replicaOn(server);
   await using _shared = shared;
@@ -99,10 +99,10 @@ Deno.test("the proxy's healthz and metrics report the shared store without chang
       metricLines: () => shared.metricLines(),
     }],
   });
-  const health = await fetch(`${proxy.url}/incontext/healthz`);
+  const health = await fetch(`${proxy.url}/incontext/readyz`);
   strictEqual(health.status, 200);
   const body = await health.json();
-  strictEqual(body.status, "ok");
+  strictEqual(body.status, "ready");
   strictEqual(body.sharedStore.state, "down");
   strictEqual(body.sharedStore.error, "Error ECONNREFUSED");
   ok(!JSON.stringify(body).includes("127.0.0.1:6379"));

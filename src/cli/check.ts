@@ -7,7 +7,7 @@
  * @module
  */
 import { configured } from "./config_failure.ts";
-import { configureConsoleLog } from "./console_log.ts";
+import { configureConsoleLog, logSettings } from "./console_log.ts";
 import { prepare, type Prepared } from "./prepare.ts";
 import {
   probeTokenizer,
@@ -30,7 +30,7 @@ export async function checkCommand(
   args: readonly string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
-  await configureConsoleLog();
+  await configureConsoleLog(logSettings(env));
   const prepared = await configured(
     "incontext check",
     () => prepare(args, env, { requireUpstream: false }),

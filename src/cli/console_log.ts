@@ -1,18 +1,78 @@
 /**
  * Console logging for the command line: LogTape's console sink for the
- * `incontext` categories, so a server's log lines reach standard error and
- * standard output as LogTape formats them.
+ * `incontext` categories, at the level `INCONTEXT_LOG_LEVEL` gives, as text
+ * or as JSON lines (`INCONTEXT_LOG_FORMAT`), with LogTape's own formatters.
  *
  * @module
  */
-import { configure, getConsoleSink } from "@logtape/logtape";
+import {
+  configure,
+  getConsoleSink,
+  getTextFormatter,
+  jsonLinesFormatter,
+  type LogLevel,
+} from "@logtape/logtape";
 
-/** Sends the `incontext` loggers to the console, from `info` up. */
-export async function configureConsoleLog(): Promise<void> {
+/** The levels `INCONTEXT_LOG_LEVEL` accepts, as LogTape names them. */
+export const LOG_LEVELS = ["debug", "info", "warning", "error"] as const;
+/** The formats `INCONTEXT_LOG_FORMAT` accepts. */
+export const LOG_FORMATS = ["text", "json"] as const;
+
+/** How the command line logs. */
+export interface LogSettings {
+  /** The lowest level written. @default "info" */
+  readonly level?: (typeof LOG_LEVELS)[number];
+  /** `text` lines or `json` lines. @default "text" */
+  readonly format?: (typeof LOG_FORMATS)[number];
+  /**
+   * Buffers records and writes them from a timer, off the request path: a
+   * console write blocks while a slow reader (a pipe, a terminal) catches
+   * up. Whoever sets it calls LogTape's `dispose()` before exiting, which
+   * writes what is still buffered.
+   *
+   * @default false
+   */
+  readonly nonBlocking?: boolean;
+}
+
+/**
+ * The log settings an environment asks for. A value that is not valid is
+ * left at its default here: logging starts before the configuration is
+ * checked, and `loadConfig()` then reports the bad value with the others.
+ *
+ * @param env The environment.
+ * @returns The settings.
+ */
+export function logSettings(
+  env: Record<string, string | undefined>,
+): LogSettings {
+  const level = LOG_LEVELS.find((l) => l === env.INCONTEXT_LOG_LEVEL?.trim());
+  const format = LOG_FORMATS.find((f) =>
+    f === env.INCONTEXT_LOG_FORMAT?.trim()
+  );
+  return {
+    ...(level === undefined ? {} : { level }),
+    ...(format === undefined ? {} : { format }),
+  };
+}
+
+/** Sends the `incontext` loggers to the console, from `level` up. */
+export async function configureConsoleLog(
+  settings: LogSettings = {},
+): Promise<void> {
+  const { level = "info", format = "text", nonBlocking = false } = settings;
+  const formatter = format === "json"
+    ? jsonLinesFormatter
+    // Strings bare: `upstream=http://...`, as an operator would write them.
+    : getTextFormatter({ value: "bare", category: "." });
   await configure({
-    sinks: { console: getConsoleSink() },
+    sinks: { console: getConsoleSink({ formatter, nonBlocking }) },
     loggers: [
-      { category: ["incontext"], lowestLevel: "info", sinks: ["console"] },
+      {
+        category: ["incontext"],
+        lowestLevel: level satisfies LogLevel,
+        sinks: ["console"],
+      },
       {
         category: ["logtape", "meta"],
         lowestLevel: "warning",

@@ -9,7 +9,7 @@
 import { budget } from "../core/budget.ts";
 import { isJsonObject } from "../core/request.ts";
 import { configured, reportConfigIssues } from "./config_failure.ts";
-import { configureConsoleLog } from "./console_log.ts";
+import { configureConsoleLog, logSettings } from "./console_log.ts";
 import { prepare, type Prepared } from "./prepare.ts";
 
 const COMMAND = "incontext count";
@@ -49,7 +49,7 @@ export async function countCommand(
       rule: own.error,
     }]);
   }
-  await configureConsoleLog();
+  await configureConsoleLog(logSettings(env));
   const prepared = await configured(
     COMMAND,
     () => prepare(own.rest, env, { requireUpstream: false }),

@@ -7,15 +7,19 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
+import { dispose, getLogger } from "@logtape/logtape";
 import { AnchoredBackend } from "../backends/anchored/mod.ts";
 import { ConfigError } from "../core/config_error.ts";
-import { createProxyHandler } from "../proxy/mod.ts";
-
+import { createProxyHandler, Readiness } from "../proxy/mod.ts";
 import { configured } from "./config_failure.ts";
-import { configureConsoleLog } from "./console_log.ts";
+import { configureConsoleLog, logSettings } from "./console_log.ts";
+import { redactedUrl } from "./redacted_url.ts";
 import { prepare, type Prepared } from "./prepare.ts";
-import { probeTokenizer, probeUpstream } from "./probes.ts";
+import {
+  probeTokenizer,
+  probeUpstream,
+  type TokenizerProbe,
+} from "./probes.ts";
 import { HELP } from "./serve_settings.ts";
 import { listenProblem } from "./listen_problem.ts";
 import { hermesLive } from "./hermes_live.ts";
@@ -26,6 +30,7 @@ import {
   processLimits,
   startHttpServer,
 } from "../proxy/http_server.ts";
+import type { ReadinessProbe, TokenizerReadiness } from "../proxy/readiness.ts";
 
 const logger = getLogger(["incontext", "server"]);
 const COMMAND = "incontext serve";
@@ -43,7 +48,19 @@ export async function serveCommand(
   args: readonly string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
-  await configureConsoleLog();
+  await configureConsoleLog({ ...logSettings(env), nonBlocking: true });
+  try {
+    return await serve(args, env);
+  } finally {
+    // Writes the records still buffered.
+    await dispose();
+  }
+}
+
+async function serve(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
   const started = await configured(COMMAND, async () => {
     const prepared = await prepare(args, env);
     if (prepared === "help") return "help";
@@ -58,7 +75,7 @@ export async function serveCommand(
     // proxy while it still probes.
     const running = stopOnSignals({ prepared, ...listening });
     try {
-      await probe(prepared);
+      listening.readiness.record(await probe(prepared));
     } catch (error) {
       await running.stop();
       throw error;
@@ -81,7 +98,9 @@ export async function serveCommand(
  * wrong limit. One that cannot be reached is only a warning: it may come up
  * later, and budget() estimates meanwhile.
  */
-async function probe({ settings, backend }: Prepared): Promise<void> {
+async function probe(
+  { settings, backend }: Prepared,
+): Promise<Omit<ReadinessProbe, "checkedAt">> {
   const [tokenizer, upstream] = await Promise.all([
     probeTokenizer(backend, settings.contextLength),
     probeUpstream(settings.upstream!),
@@ -112,7 +131,24 @@ async function probe({ settings, backend }: Prepared): Promise<void> {
       { error: upstream.error },
     );
   }
+  return {
+    tokenizer: TOKENIZER_READINESS[tokenizer.status],
+    upstream: upstream.reachable ? "reachable" : "unreachable",
+  };
 }
+
+/** What a start-up probe's outcome means for readiness (a mismatch stops start-up). */
+const TOKENIZER_READINESS = {
+  exact: "reachable",
+  estimated: "estimating",
+  failed: "unreachable",
+} as const satisfies Record<
+  Exclude<TokenizerProbe["status"], "mismatch">,
+  TokenizerReadiness
+>;
+
+/** How long one readiness probe answers `/incontext/readyz`, in seconds. */
+const READINESS_SECONDS = 5;
 
 interface Listening {
   readonly server: HttpServer;
@@ -120,6 +156,8 @@ interface Listening {
   readonly shared: SharedLayer | undefined;
   /** Aborted when the shutdown grace period is over: it ends what is still in flight. */
   readonly graceOver: AbortController;
+  /** Where the start-up probe is recorded for `/incontext/readyz`. */
+  readonly readiness: Readiness;
 }
 
 async function listen(prepared: Prepared): Promise<Listening> {
@@ -127,7 +165,11 @@ async function listen(prepared: Prepared): Promise<Listening> {
   const { config, hermes } = settings;
   const graceOver = new AbortController();
   const shared = await openSharedLayer(prepared);
+  // The start-up probe answers readiness for a few seconds; a supervisor
+  // checking every second then costs one probe every few seconds, not each.
+  const readiness = new Readiness({ maxAgeSeconds: READINESS_SECONDS });
   const handler = createProxyHandler({
+    readiness,
     upstream: settings.upstream!,
     window: settings.window,
     contextLength: settings.contextLength,
@@ -180,7 +222,7 @@ async function listen(prepared: Prepared): Promise<Listening> {
       maxConnections,
       backlog,
     });
-    return { server, graceOver, shared };
+    return { server, graceOver, shared, readiness };
   } catch (error) {
     await shared?.[Symbol.asyncDispose]();
     throw new ConfigError([{
@@ -195,8 +237,21 @@ function announce(
   { hostname, port }: HttpServer,
 ): void {
   const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-  console.log(
-    `incontext proxy listening on http://${host}:${port}: window=${settings.window} (${settings.windowSource}) context_length=${settings.contextLength} (${settings.contextLengthSource}) backend=${backend.source}`,
+  const { config } = settings;
+  logger.info(
+    "incontext proxy listening on {listen}: upstream={upstream} tokenizer={tokenizer} backend={backend} window={window} ({windowSource}) context_length={contextLength} ({contextLengthSource})",
+    {
+      listen: `http://${host}:${port}`,
+      upstream: redactedUrl(settings.upstream!),
+      tokenizer: config.tokenizerUrl !== undefined
+        ? redactedUrl(config.tokenizerUrl)
+        : config.tokenizerDir ?? "none",
+      backend: backend.source,
+      window: settings.window,
+      windowSource: settings.windowSource,
+      contextLength: settings.contextLength,
+      contextLengthSource: settings.contextLengthSource,
+    },
   );
 }
 

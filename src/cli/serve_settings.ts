@@ -58,7 +58,8 @@ Signals: SIGTERM and SIGINT stop accepting connections; requests in flight get
 INCONTEXT_SHUTDOWN_GRACE_SECONDS to finish.
 
 Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses are budgeted; every other path is
-forwarded; GET /incontext/healthz, /incontext/metrics, /incontext/context.`;
+forwarded; GET /incontext/ (a status page), /incontext/livez, /incontext/readyz (alias /incontext/healthz),
+/incontext/metrics, /incontext/context.`;
 
 /** What the server needs, resolved from flags, environment and Hermes. */
 export interface ServerSettings {

@@ -10,7 +10,7 @@ import { createCountCache } from "../cache/mod.ts";
 import { LocalBackend } from "../backends/local/mod.ts";
 import { configured, reportConfigIssues } from "./config_failure.ts";
 import { listenProblem } from "./listen_problem.ts";
-import { configureConsoleLog } from "./console_log.ts";
+import { configureConsoleLog, logSettings } from "./console_log.ts";
 import { createTokenizeHandler } from "./tokenize_handler.ts";
 import {
   resolveTokenizeServerSettings,
@@ -31,7 +31,7 @@ export async function tokenizeServerCommand(
   args: readonly string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
-  await configureConsoleLog();
+  await configureConsoleLog(logSettings(env));
   const resolved = await configured(
     COMMAND,
     () => resolveTokenizeServerSettings(args, env),

@@ -233,6 +233,16 @@ export const VARIABLES: readonly VariableDoc[] = [
     default: "5",
     meaning: "deadline of one shared-store call, then the local layer",
   },
+  {
+    name: "INCONTEXT_LOG_LEVEL",
+    default: "info",
+    meaning: "the lowest level logged: debug, info, warning or error",
+  },
+  {
+    name: "INCONTEXT_LOG_FORMAT",
+    default: "text",
+    meaning: "log records as text lines or json lines",
+  },
 ];
 
 /** The variables as `--help` lists them: name, default, meaning, alias. */

@@ -226,6 +226,10 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   adminToken: headerValue,
   contextEndpoint: z.enum(["on", "off"], { error: "must be on or off" })
     .transform((value) => value === "on"),
+  logLevel: z.enum(["debug", "info", "warning", "error"], {
+    error: "must be debug, info, warning or error",
+  }),
+  logFormat: z.enum(["text", "json"], { error: "must be text or json" }),
   backendModules: moduleList,
   cacheEntries: integer(1),
   sharedStore: redisUrl,

@@ -257,6 +257,20 @@ export interface Config {
    * @default true
    */
   readonly contextEndpoint: boolean;
+  /**
+   * `INCONTEXT_LOG_LEVEL`: the lowest level the command line logs: `debug`,
+   * `info`, `warning` or `error`.
+   *
+   * @default "info"
+   */
+  readonly logLevel: "debug" | "info" | "warning" | "error";
+  /**
+   * `INCONTEXT_LOG_FORMAT`: how the command line writes log records: `text`
+   * lines or `json` lines.
+   *
+   * @default "text"
+   */
+  readonly logFormat: "text" | "json";
 }
 
 /** Where a setting is read from: its variable, then the original plugin's legacy alias. */
@@ -328,6 +342,8 @@ export const CONFIG_VARIABLES: {
   maxConnections: { name: "INCONTEXT_MAX_CONNECTIONS" },
   adminToken: { name: "INCONTEXT_ADMIN_TOKEN" },
   contextEndpoint: { name: "INCONTEXT_CONTEXT_ENDPOINT" },
+  logLevel: { name: "INCONTEXT_LOG_LEVEL" },
+  logFormat: { name: "INCONTEXT_LOG_FORMAT" },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES" },
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES" },
   sharedStore: { name: "INCONTEXT_SHARED_STORE" },
@@ -363,4 +379,6 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   keepAliveTimeoutSeconds: 75,
   maxConnections: 512,
   contextEndpoint: true,
+  logLevel: "info",
+  logFormat: "text",
 });

@@ -1,42 +1,83 @@
 /** The proxy's own endpoints under `/incontext/`. */
 import { errorResponse } from "../bridges/answers.ts";
-import { ContextLengthMismatchError } from "../core/errors.ts";
-import { gauge } from "./metrics.ts";
+import { VERSION } from "../core/version.ts";
+import { counter, gauge } from "./metrics.ts";
+import { processMetrics } from "./process_metrics.ts";
 import type { ProxyContext } from "./state.ts";
-import { upstreamUrl } from "./forward.ts";
+import { livez, readyz } from "./health.ts";
+import { statusPage } from "./status_page.ts";
 
-/** Answers `/incontext/healthz`, `/incontext/metrics` and `/incontext/context`. */
+/** Each endpoint by path, with its name in the metrics. */
+const ENDPOINTS: Record<
+  string,
+  readonly [
+    name: string,
+    answer: (context: ProxyContext) => Response | Promise<Response>,
+  ]
+> = {
+  "/incontext/": ["status", statusPage],
+  "/incontext/livez": ["livez", livez],
+  "/incontext/readyz": ["readyz", readyz],
+  // The older name, kept: a readiness check too, never a liveness one.
+  "/incontext/healthz": ["healthz", readyz],
+  "/incontext/metrics": ["metrics", metricsResponse],
+  "/incontext/context": [
+    "context",
+    (context) => Response.json(contextView(context)),
+  ],
+};
+
+/**
+ * Answers `/incontext/` (the status page), `livez`, `readyz`, `healthz`,
+ * `metrics` and `context`.
+ */
 export async function ownEndpoint(
   request: Request,
   url: URL,
   context: ProxyContext,
 ): Promise<Response> {
-  context.state.requests.inc({ route: "incontext", action: "served" });
+  const endpoint = Object.hasOwn(ENDPOINTS, url.pathname)
+    ? ENDPOINTS[url.pathname]
+    : undefined;
+  context.state.endpoints.inc({ endpoint: endpoint?.[0] ?? "unknown" });
+  if (endpoint === undefined) {
+    return errorResponse(404, {
+      code: "not_found",
+      message: "No such incontext endpoint",
+    });
+  }
   if (request.method !== "GET" && request.method !== "HEAD") {
     return errorResponse(405, {
       code: "method_not_allowed",
       message: "Use GET",
     });
   }
+  const [name, answer] = endpoint;
   const { options } = context;
-  switch (url.pathname) {
-    case "/incontext/healthz":
-      return await healthz(context);
-    case "/incontext/metrics":
-      return refused(request, options.adminToken) ??
-        new Response(await metrics(context), {
-          headers: {
-            "content-type": "text/plain; version=0.0.4; charset=utf-8",
-          },
-        });
-    case "/incontext/context":
-      if (options.contextEndpoint === false) break;
-      return refused(request, options.adminToken) ??
-        Response.json(contextView(context));
+  // The decisions (with the model names clients chose) are on the context
+  // endpoint and the page that draws them: both can be closed.
+  if (
+    options.contextEndpoint === false &&
+    (name === "context" || name === "status")
+  ) {
+    return errorResponse(404, {
+      code: "not_found",
+      message: "No such incontext endpoint",
+    });
   }
-  return errorResponse(404, {
-    code: "not_found",
-    message: "No such incontext endpoint",
+  if (GUARDED.has(name)) {
+    const refusal = refused(request, options.adminToken);
+    if (refusal !== undefined) return refusal;
+  }
+  return await answer(context);
+}
+
+/** What `INCONTEXT_ADMIN_TOKEN` guards; health stays open for probes. */
+const GUARDED: ReadonlySet<string> = new Set(["metrics", "context", "status"]);
+
+async function metricsResponse(context: ProxyContext): Promise<Response> {
+  return new Response(await metrics(context), {
+    headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
   });
 }
 
@@ -68,79 +109,20 @@ function refused(
 
 const encoder = new TextEncoder();
 
-const HEALTH_TIMEOUT_MS = 2000;
-
-/** 200 when the upstream answers and the tokenizer counts; 503 otherwise. */
-async function healthz(context: ProxyContext): Promise<Response> {
-  const [upstream, tokenizer] = await Promise.all([
-    upstreamReachable(context),
-    tokenizerReachable(context),
-  ]);
-  const ok = upstream && tokenizer === "reachable";
-  const detail: Record<string, unknown> = {};
-  for (const reporter of context.options.reporters ?? []) {
-    detail[reporter.name] = reporter.status();
-  }
-  return Response.json({
-    status: ok ? "ok" : "degraded",
-    upstream: upstream ? "reachable" : "unreachable",
-    tokenizer,
-    ...detail,
-  }, { status: ok ? 200 : 503 });
-}
-
-async function upstreamReachable(context: ProxyContext): Promise<boolean> {
-  const target = upstreamUrl(
-    context.settings.upstream,
-    new URL("http://proxy/v1/models"),
-  );
-  try {
-    const response = await (context.options.fetch ?? fetch)(target, {
-      signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
-      // An answer is all it asks for: a redirect is one, never followed.
-      redirect: "manual",
-    });
-    await response.body?.cancel();
-    // Any HTTP answer (even 401 without a key) means the server is there.
-    return response.status < 500;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * `"reachable"` when the tokenizer counted; `"context_length_mismatch"` when
- * it answered with another context length (it is there, but every count
- * fails); `"unreachable"` otherwise.
- */
-async function tokenizerReachable(
-  context: ProxyContext,
-): Promise<"reachable" | "unreachable" | "context_length_mismatch"> {
-  try {
-    // A new text each time: a count the cache answered would not reach the
-    // tokenizer, and the check would report a dead one as reachable.
-    const content = `incontext health check ${crypto.randomUUID()}`;
-    await context.backend.count(
-      { messages: [{ role: "user", content }] },
-      {
-        contextLength: context.options.contextLength,
-        signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
-      },
-    );
-    return "reachable";
-  } catch (error) {
-    return error instanceof ContextLengthMismatchError
-      ? "context_length_mismatch"
-      : "unreachable";
-  }
-}
-
 async function metrics(context: ProxyContext): Promise<string> {
   const { state, options } = context;
   const lines = [
+    ...gauge(
+      "incontext_build_info",
+      "The running incontext's version; the value is always 1.",
+      1,
+      { version: VERSION },
+    ),
     ...state.requests.render(),
+    ...state.endpoints.render(),
     ...state.counts.render(),
     ...state.tokenizer.render(),
+    ...state.upstreamSeconds.render(),
     ...state.upstream.render(),
     ...state.upstreamErrors.render(),
     ...state.disconnects.render(),
@@ -159,19 +141,36 @@ async function metrics(context: ProxyContext): Promise<string> {
     try {
       const stats = await options.cache.stats();
       lines.push(
-        ...gauge("incontext_cache_hits", "Count cache hits.", stats.hits),
-        ...gauge("incontext_cache_misses", "Count cache misses.", stats.misses),
+        ...counter(
+          "incontext_cache_hits_total",
+          "Count cache hits.",
+          stats.hits,
+        ),
+        ...counter(
+          "incontext_cache_misses_total",
+          "Count cache misses.",
+          stats.misses,
+        ),
         ...gauge("incontext_cache_entries", "Counts cached.", stats.entries),
       );
     } catch {
       // A disposed cache has no numbers; the rest still renders.
     }
   }
+  lines.push(...await processMetrics());
   return lines.join("\n") + "\n";
 }
 
-/** The shape of `GET /incontext/context`, documented in the README. */
-function contextView(context: ProxyContext) {
+/** The shape of `GET /incontext/context`, documented in docs/proxy.md. */
+export function contextView(context: ProxyContext): {
+  window: number;
+  contextLength: number;
+  minOutputTokens: number;
+  fallbackMarginTokens: number;
+  onExhausted: string;
+  anchors: { entries: number; tolerance: number; disagreements: number };
+  decisions: ReturnType<ProxyContext["state"]["recent"]>;
+} {
   const { options, settings, state } = context;
   return {
     window: options.live?.().window ?? options.window,

@@ -36,6 +36,8 @@ import {
   anchorKeys,
 } from "../anchors/keys.ts";
 import { ownEndpoint } from "./endpoints.ts";
+import { Readiness } from "./readiness.ts";
+import { type AccessTrace, logAccess, startTrace } from "./access_log.ts";
 import type { ProxyHandler, ProxyOptions } from "./options.ts";
 import { AnchorStore } from "../anchors/store.ts";
 import { readUsage, tapFor, tapUsage, type Usage } from "../anchors/usage.ts";
@@ -90,7 +92,8 @@ export function createProxyHandler(options: ProxyOptions): ProxyHandler {
     backend,
     anchor: (parsed) => anchorEstimate(state.anchors, parsed),
   };
-  const context = { options, settings, state, backend, bridge };
+  const readiness = options.readiness ?? new Readiness();
+  const context = { options, settings, state, backend, bridge, readiness };
   return async function incontextProxy(request) {
     const url = new URL(request.url);
     if (url.pathname.startsWith("/incontext/")) {
@@ -112,11 +115,13 @@ export function createProxyHandler(options: ProxyOptions): ProxyHandler {
     if (kind === undefined || (type !== null && !isJsonContentType(type))) {
       return await passthrough(request, target, context);
     }
-    return await budgeted(
+    const trace = startTrace(request, url);
+    const response = await budgeted(
       request,
-      { target, kind, typed: type !== null },
+      { target, kind, typed: type !== null, trace },
       context,
     );
+    return logAccess(trace, response);
   };
 }
 
@@ -197,6 +202,14 @@ function readSettings(options: ProxyOptions): ProxySettings {
       "Cannot create the proxy as 'adminToken' must be a non-blank string",
     );
   }
+  if (
+    options.readiness !== undefined &&
+    !(options.readiness instanceof Readiness)
+  ) {
+    throw new TypeError(
+      "Cannot create the proxy as 'readiness' must be a Readiness",
+    );
+  }
   if (!(anchorTolerance >= 0 && anchorTolerance < 1)) {
     throw new RangeError(
       `Cannot create the proxy as 'anchorTolerance' must be a fraction in [0, 1): current value is ${anchorTolerance}`,
@@ -228,23 +241,25 @@ function timeoutMs(name: string, seconds: number): number {
   return Math.ceil(seconds * 1000);
 }
 
-/** Where a budgeted request goes. */
-interface Route {
+/** Where a budgeted request goes, and its access trace. */
+interface Budgeted {
   readonly target: string;
   readonly kind: RequestKind;
   /** Whether the client declared a (JSON) content type. */
   readonly typed: boolean;
+  readonly trace: AccessTrace;
 }
 
 async function budgeted(
   request: Request,
-  { target, kind, typed }: Route,
+  { target, kind, typed, trace }: Budgeted,
   context: ProxyContext,
 ): Promise<Response> {
   const { settings, state, bridge } = context;
   const route = kind;
   const bytes = await readBody(request, settings.maxRequestBytes);
   if (bytes === "unreadable") {
+    trace.action = "unreadable";
     state.requests.inc({ route, action: "unreadable" });
     return request.signal.aborted
       ? new Response(null, { status: 499 })
@@ -256,6 +271,7 @@ async function budgeted(
   }
   if (bytes === undefined) {
     await request.body?.cancel().catch(() => {});
+    trace.action = "too_large";
     state.requests.inc({ route, action: "too_large" });
     return errorResponse(413, {
       code: "request_too_large",
@@ -278,6 +294,7 @@ async function budgeted(
     logger.debug("client closed the connection while its prompt was counted");
     return new Response(null, { status: 499 });
   }
+  trace.countMs = performance.now() - trace.start;
   switch (decision.kind) {
     case "malformed":
       if (!typed) {
@@ -290,17 +307,21 @@ async function budgeted(
           context,
         );
       }
+      trace.action = "malformed";
       state.requests.inc({ route, action: "malformed" });
       return errorResponse(400, {
         code: "invalid_json",
         message: `Cannot budget the request as ${decision.reason}`,
       });
     case "reject":
-      observe(decision, kind, context);
-      state.requests.inc({ route, action: "rejected" });
+      observe(decision, { kind, trace }, context);
       return decision.response;
     case "send":
-      return await send(request, { target, bytes, decision, kind }, context);
+      return await send(
+        request,
+        { target, bytes, decision, kind, trace },
+        context,
+      );
   }
 }
 
@@ -311,16 +332,23 @@ interface Outgoing {
   readonly bytes: Uint8Array<ArrayBuffer>;
   readonly decision: Sending;
   readonly kind: RequestKind;
+  readonly trace: AccessTrace;
 }
 
 /** Sends a budgeted request upstream and answers with the upstream's response. */
 async function send(
   request: Request,
-  { target, bytes, decision, kind }: Outgoing,
+  { target, bytes, decision, kind, trace }: Outgoing,
   context: ProxyContext,
 ): Promise<Response> {
   const body = decision.body === undefined ? bytes : decision.body;
-  const sending = sendUpstream({ request, target, body }, context);
+  const sent = performance.now();
+  const sending = sendUpstream({ request, target, body }, context).then(
+    (answer) => {
+      trace.upstreamMs = performance.now() - sent;
+      return answer;
+    },
+  );
   // The bookkeeping (anchor keys, the decision record) must not delay the
   // send: network I/O runs on this thread's loop, so work done right now
   // holds the request back. A streamed answer's first bytes are what its
@@ -329,8 +357,10 @@ async function send(
   // bookkeeping waits for it, which spares each request a turn of the loop.
   if (streams(decision)) await nextTurn();
   else await sending;
-  const conversation = observe(decision, kind, context);
-  return finish(await sending, { decision, conversation }, context);
+  const conversation = observe(decision, { kind, trace }, context);
+  const answer = await sending;
+  context.state.upstreamSeconds.observe(trace.upstreamMs! / 1000);
+  return finish(answer, { decision, conversation }, context);
 }
 
 /** Whether the client asked for a streamed answer. */
@@ -374,12 +404,20 @@ async function readBody(
  */
 function observe(
   decision: Rejected | Sending,
-  kind: RequestKind,
+  { kind, trace }: { readonly kind: RequestKind; readonly trace: AccessTrace },
   context: ProxyContext,
 ): AnchorKeys | undefined {
   const { result } = decision;
   const { state, settings } = context;
-  state.requests.inc({ route: kind, action: result.action });
+  const rejected = decision.kind === "reject";
+  const maxTokens = decision.kind === "send"
+    ? decision.maxTokens ?? null
+    : null;
+  trace.action = rejected ? "rejected" : result.action;
+  trace.source = result.source;
+  trace.promptTokens = result.promptTokens ?? null;
+  trace.maxTokens = maxTokens;
+  state.requests.inc({ route: kind, action: trace.action });
   state.counts.inc({ kind: countKind(result) });
   const conversation = kind === "chat" && decision.kind === "send"
     ? anchorKeys(state.anchors, decision.sent)
@@ -404,7 +442,8 @@ function observe(
     source: result.source,
     promptTokens: result.promptTokens ?? null,
     anchorTokens: anchored ?? null,
-    maxTokens: decision.kind === "send" ? decision.maxTokens ?? null : null,
+    maxTokens,
+    rejected,
     reason: result.reason,
   });
   return conversation;

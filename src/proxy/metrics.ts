@@ -121,8 +121,30 @@ export class Histogram {
 }
 
 /** A value read at scrape time, such as a cache's size. */
-export function gauge(name: string, help: string, value: number): string[] {
-  return [`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`];
+export function gauge(
+  name: string,
+  help: string,
+  value: number,
+  labels: Labels = {},
+): string[] {
+  return [
+    `# HELP ${name} ${help}`,
+    `# TYPE ${name} gauge`,
+    `${name}${labelText(labels)} ${value}`,
+  ];
+}
+
+/**
+ * A counter kept elsewhere and read at scrape time, such as a cache's hits:
+ * a total that only grows, so its type is counter and its name ends in
+ * `_total`.
+ */
+export function counter(name: string, help: string, value: number): string[] {
+  return [
+    `# HELP ${name} ${help}`,
+    `# TYPE ${name} counter`,
+    `${name} ${value}`,
+  ];
 }
 
 /**

@@ -3,7 +3,8 @@
  * in front of any upstream (vLLM, llama.cpp, SGLang, TGI, a hosted API). It
  * budgets `POST /v1/chat/completions`, `/v1/completions` and
  * `/v1/responses`, streams every response through untouched, learns usage
- * anchors from responses, and serves `/incontext/healthz`,
+ * anchors from responses, and serves a status page at `/incontext/`,
+ * `/incontext/livez`, `/incontext/readyz` (alias `/incontext/healthz`),
  * `/incontext/metrics` and `/incontext/context`. Serve it with any server
  * that speaks `Request`/`Response` (`Deno.serve`, Node adapters, Hono).
  *
@@ -31,6 +32,12 @@ export type {
   ProxyOptions,
   ProxyReporter,
 } from "./options.ts";
+export {
+  Readiness,
+  type ReadinessOptions,
+  type ReadinessProbe,
+  type TokenizerReadiness,
+} from "./readiness.ts";
 // The types this entry's API names, so that it stands on its own.
 export type * from "../bridges/entry_types.ts";
 export type * from "../anchors/types.ts";

@@ -2,6 +2,7 @@
 import type { BridgeOptions } from "../bridges/options.ts";
 import type { CountCache } from "../cache/mod.ts";
 import type { AnchorStore } from "../anchors/store.ts";
+import type { Readiness } from "./readiness.ts";
 import type { BudgetRoute } from "../core/route.ts";
 
 /** The window and routes in force, for {@linkcode ProxyOptions.live}. */
@@ -90,6 +91,14 @@ export interface ProxyOptions extends BridgeOptions {
    * @default true
    */
   readonly contextEndpoint?: boolean;
+  /**
+   * Where `/incontext/readyz` keeps its last probe: pass one to record a
+   * probe made elsewhere (a server's start-up probe), which then answers
+   * readiness until it is stale.
+   *
+   * @default a new Readiness with its defaults
+   */
+  readonly readiness?: Readiness;
   /**
    * Aborting it ends every upstream request and response in flight, and the
    * proxy answers 503 from then on: a server's shutdown grace period is over.

@@ -6,6 +6,7 @@ import type { AnchorStore } from "../anchors/store.ts";
 import type { ProxyOptions } from "./options.ts";
 import type { BridgeOptions } from "../bridges/options.ts";
 import type { TimedBackend } from "./timed_backend.ts";
+import type { Readiness } from "./readiness.ts";
 
 /** The proxy's validated bounds. */
 export interface ProxySettings {
@@ -28,6 +29,8 @@ export interface ProxyContext {
   readonly backend: TimedBackend;
   /** The budget options every request is budgeted with. */
   readonly bridge: BridgeOptions;
+  /** The last readiness probe. */
+  readonly readiness: Readiness;
 }
 
 /** One budget decision as `GET /incontext/context` shows it. */
@@ -50,13 +53,41 @@ export interface DecisionRecord {
   readonly maxTokens: number | null;
   /** Why: the counts, or why the request went on unbudgeted (never request content). */
   readonly reason: string;
+  /** Whether the proxy answered 400 itself (policy `reject`) instead of sending it. */
+  readonly rejected: boolean;
 }
+
+/** Seconds: from a fake upstream (~1 ms) to a long generation (10 min). */
+const UPSTREAM_BUCKETS: readonly number[] = [
+  0.005,
+  0.025,
+  0.1,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  30,
+  60,
+  120,
+  300,
+  600,
+];
 
 /** Shared, bounded state of one proxy. */
 export class ProxyState {
   readonly requests = new Counter(
     "incontext_requests_total",
-    "Requests by route and budget action.",
+    "Requests to the upstream's routes, by route and budget action.",
+  );
+  readonly endpoints = new Counter(
+    "incontext_endpoint_requests_total",
+    "Requests to the proxy's own endpoints under /incontext/, by endpoint.",
+  );
+  readonly upstreamSeconds = new Histogram(
+    "incontext_upstream_seconds",
+    "Time from sending a budgeted request upstream to its answer (headers; a small JSON answer whole), in seconds.",
+    UPSTREAM_BUCKETS,
   );
   readonly counts = new Counter(
     "incontext_counts_total",

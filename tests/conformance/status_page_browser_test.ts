@@ -1,0 +1,182 @@
+/**
+ * The status page in a real browser: Debian's chromium, driven by
+ * playwright-core. It asserts what the page draws from the proxy's real
+ * decisions and saves a screenshot under the system temp dir.
+ */
+import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { chromium } from "playwright-core";
+import { C, postJson, proxyFixture, W } from "../_proxy_fixture.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+
+async function requireChromium(): Promise<void> {
+  try {
+    await Deno.stat(CHROMIUM);
+  } catch {
+    throw new Error(
+      `${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium; .ci/run does)`,
+    );
+  }
+}
+
+/** A user message of about `tokens` tokens, as the fake tokenizer counts (4 characters a token). */
+function message(tokens: number): { role: string; content: string } {
+  return { role: "user", content: "word ".repeat(Math.round(tokens * 4 / 5)) };
+}
+
+/** What the page drew, per chart. */
+interface Drawn {
+  readonly model: string;
+  readonly points: number[];
+  readonly caps: number;
+  readonly compress: number;
+  readonly refusals: number;
+  readonly wLine: number;
+  readonly wLabel: string;
+  readonly cLine: number;
+  /** The W line's y, and each point's y: a point above W is drawn higher. */
+  readonly wY: number;
+  readonly pointYs: number[];
+}
+
+async function drawn(url: string, screenshot: string): Promise<Drawn[]> {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    // The tests run as root in a container: chromium's sandbox needs a user namespace.
+    args: ["--no-sandbox"],
+  });
+  try {
+    const page = await browser.newPage({
+      viewport: { width: 900, height: 1000 },
+    });
+    await page.goto(`${url}/incontext/`);
+    await page.waitForSelector("svg.chart");
+    await page.screenshot({ path: screenshot, fullPage: true });
+    return await page.$$eval("svg.chart", (charts) =>
+      charts.map((svg) => {
+        const all = (selector: string) => [...svg.querySelectorAll(selector)];
+        const w = svg.querySelector("line.w-line")!;
+        return {
+          model: svg.getAttribute("data-model") ?? "",
+          points: all("circle.point").map((c) =>
+            Number(c.getAttribute("data-tokens"))
+          ),
+          caps: all("line.cap").length,
+          compress: all("path.compress").length,
+          refusals: all("path.refusal").length,
+          wLine: Number(w.getAttribute("data-tokens")),
+          wLabel: svg.querySelector("text.w-line-label")?.textContent ?? "",
+          cLine: Number(
+            svg.querySelector("line.c-line")?.getAttribute("data-tokens"),
+          ),
+          wY: Number(w.getAttribute("y1")),
+          pointYs: all("circle.point").map((c) => Number(c.getAttribute("cy"))),
+        };
+      }));
+  } finally {
+    await browser.close();
+  }
+}
+
+Deno.test("the status page draws each model's prompt tokens against W and the context length in chromium", async () => {
+  await requireChromium();
+  await using proxy = await proxyFixture();
+  const history: { role: string; content: string }[] = [];
+  // A conversation growing to past W - R: the last turn is a compress.
+  for (const tokens of [6000, 6000, 6000, 6000, 6000, 6000, 6000, 6000, 6500]) {
+    history.push(message(tokens));
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      model: "qwen3-8b",
+      max_tokens: 8192,
+      messages: history,
+    });
+    await response.body?.cancel();
+  }
+  for (const tokens of [1000, 3000]) {
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      model: "<b>other</b>",
+      messages: [message(tokens)],
+    });
+    await response.body?.cancel();
+  }
+  const screenshot = join(tmpdir(), "incontext-status-page.png");
+  const charts = await drawn(proxy.url, screenshot);
+  console.log(`status page screenshot: ${screenshot}`);
+  deepStrictEqual(charts.map((c) => c.model), ["qwen3-8b", "<b>other</b>"]);
+  const [qwen, other] = charts as [Drawn, Drawn];
+  strictEqual(qwen.points.length, 9);
+  ok(qwen.points.every((p, i) => i === 0 || p > qwen.points[i - 1]!));
+  strictEqual(qwen.wLine, W);
+  strictEqual(qwen.wLabel, "W 55,705");
+  strictEqual(qwen.cLine, C);
+  strictEqual(qwen.compress, 1);
+  strictEqual(qwen.refusals, 0);
+  strictEqual(qwen.caps, 9);
+  // Points below W are drawn below the W line (SVG y grows downwards).
+  qwen.points.forEach((p, i) =>
+    ok(p < W ? qwen.pointYs[i]! > qwen.wY : qwen.pointYs[i]! <= qwen.wY)
+  );
+  strictEqual(other.points.length, 2);
+  const png = await Deno.readFile(screenshot);
+  deepStrictEqual([...png.subarray(1, 4)], [0x50, 0x4e, 0x47]);
+});
+
+Deno.test("the status page marks a refusal in chromium", async () => {
+  await requireChromium();
+  await using proxy = await proxyFixture({ onExhausted: "reject" });
+  for (const tokens of [2000, 60000]) {
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      model: "m",
+      messages: [message(tokens)],
+    });
+    await response.body?.cancel();
+  }
+  const [chart] = await drawn(
+    proxy.url,
+    join(tmpdir(), "incontext-status-page-refusal.png"),
+  );
+  strictEqual(chart?.points.length, 2);
+  strictEqual(chart.refusals, 1);
+  strictEqual(chart.compress, 0);
+  strictEqual(chart.caps, 1);
+});
+
+Deno.test("the status page redraws itself when new decisions arrive", async () => {
+  await requireChromium();
+  await using proxy = await proxyFixture();
+  const send = async (tokens: number) => {
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      model: "m",
+      messages: [message(tokens)],
+    });
+    await response.body?.cancel();
+  };
+  await send(1000);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox"],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${proxy.url}/incontext/`);
+    await page.waitForSelector("circle.point");
+    strictEqual(await page.locator("circle.point").count(), 1);
+    await send(2000);
+    // No reload: the page reads the decisions again on its own.
+    await page.waitForFunction(
+      // Runs in the page (a string would need 'unsafe-eval', which the
+      // page's policy refuses); this file's types have no DOM.
+      () =>
+        (globalThis as unknown as {
+          document: { querySelectorAll(selector: string): ArrayLike<unknown> };
+        }).document.querySelectorAll("circle.point").length === 2,
+      undefined,
+      { timeout: 30_000 },
+    );
+    strictEqual(await page.locator("circle.point").count(), 2);
+  } finally {
+    await browser.close();
+  }
+});
