@@ -10,10 +10,20 @@ import {
 } from "../../core/backend.ts";
 import { laxPositiveInteger } from "../_shared/vllm_caps.ts";
 import {
+  dependsOnRelease,
   maxTokenizeResponseBytes,
   vllmOutputField,
   vllmOutputLimit,
 } from "../_shared/vllm_payload.ts";
+import {
+  NEWEST_VLLM_RELEASE,
+  OLDEST_VLLM_RELEASE,
+  parseVllmVersion,
+  type VllmRules,
+  vllmRules,
+} from "../../core/vllm_release.ts";
+import { createServerInfo, type ServerInfo } from "../_shared/server_info.ts";
+import { errorType } from "../../core/error_type.ts";
 import {
   type TemplatedCountOptions,
   vllmCount,
@@ -36,11 +46,14 @@ import type { HttpCountOptions } from "../_shared/http_count_options.ts";
 
 const WHAT = "the vLLM backend";
 const LABEL = "vLLM /tokenize";
+const logger = getLogger(["incontext", "vllm"]);
 const guardedCount = countGuard({
   what: WHAT,
   failure: `${LABEL} count failed`,
-  logger: getLogger(["incontext", "vllm"]),
+  logger,
 });
+/** `{"version": "0.x.y"}`: 4 KiB is far beyond a real answer. */
+const VERSION_MAX_BYTES = 4096;
 
 /** Options for {@linkcode VllmBackend}. */
 export interface VllmBackendOptions extends HttpCountOptions {
@@ -52,6 +65,16 @@ export interface VllmBackendOptions extends HttpCountOptions {
    * @default {undefined} no `Authorization` header
    */
   readonly apiKey?: string;
+  /**
+   * The vLLM release served, such as `"0.16.0"`: where releases differ on
+   * what `/tokenize` cannot take as the chat endpoint does, the body follows
+   * that release.
+   *
+   * @default {undefined} read once from the server's `GET /version` (beside
+   * `/tokenize`), and only for a request whose body depends on it; the newest
+   * release whose rules are known when that fails
+   */
+  readonly vllmVersion?: string;
 }
 
 /**
@@ -81,17 +104,29 @@ export class VllmBackend extends Backend {
   /** The label of vLLM counts: `"vllm-tokenize"`. */
   override readonly source: string = "vllm-tokenize";
   readonly #http: HttpCounter;
+  readonly #rules: ServerInfo<VllmRules>;
 
   /**
    * Creates a vLLM backend. Nothing starts until the first count.
    *
    * @param options The URL and the optional settings.
    * @throws {TypeError} If `url` breaks a URL rule, or `userAgent` or `apiKey` is not a valid header value.
-   * @throws {RangeError} If `timeoutSeconds` is not a finite number greater than 0.
+   * @throws {RangeError} If `timeoutSeconds` is not a finite number greater
+   * than 0, or `vllmVersion` is not a vLLM version mirrored.
    */
   constructor(options: VllmBackendOptions) {
     super();
     this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
+    const pinned = options.vllmVersion === undefined
+      ? undefined
+      : vllmRules(options.vllmVersion);
+    this.#rules = createServerInfo(
+      (signal) =>
+        pinned !== undefined
+          ? Promise.resolve(pinned)
+          : this.#readRelease(signal),
+      this.#http.timeoutMs,
+    );
   }
 
   /**
@@ -158,6 +193,7 @@ export class VllmBackend extends Backend {
    * ```
    */
   override clearCache(): Promise<void> {
+    this.#rules.clear();
     return this.#http.clearCache();
   }
 
@@ -239,19 +275,69 @@ export class VllmBackend extends Backend {
     return vllmOutputLimit(request, options.contextLength);
   }
 
-  #countTemplated(
+  async #countTemplated(
     request: JsonObject,
     { kind, contextLength, signal }: TemplatedCountOptions,
   ): Promise<number> {
-    return this.#http.postCount({
+    // The release is read only when the body depends on it.
+    const rules = kind !== "completion" && dependsOnRelease(request)
+      ? await this.#rules.get(signal ?? new AbortController().signal)
+      : undefined;
+    return await this.#http.postCount({
       source: this.source,
       url: this.#http.url,
-      json: payloadJson(vllmTokenizeBody(request, kind)),
+      json: payloadJson(vllmTokenizeBody(request, kind, rules)),
       contextLength,
       signal,
       maxBytes: maxTokenizeResponseBytes(contextLength),
       read: (answer) => readCount(answer, contextLength),
     });
+  }
+
+  /**
+   * The served release's rules, from `GET /version`; the newest known
+   * release's when the server does not tell (a proxy without the route, an
+   * error), logged by error type only.
+   */
+  async #readRelease(signal: AbortSignal): Promise<VllmRules> {
+    try {
+      const answer = await this.#http.fetchJson({
+        label: "vLLM /version",
+        url: versionUrl(this.#http.url),
+        signal,
+        maxBytes: VERSION_MAX_BYTES,
+      });
+      return rulesOfServer(answer.version);
+    } catch (error) {
+      logger.warn(
+        "vLLM /version could not be read ({errorType}): the rules of vLLM {release} apply",
+        { errorType: errorType(error), release: NEWEST_VLLM_RELEASE },
+      );
+      return vllmRules(NEWEST_VLLM_RELEASE);
+    }
+  }
+}
+
+/** `GET /version` beside the `/tokenize` URL, its query string kept. */
+function versionUrl(tokenizeUrl: string): string {
+  const url = new URL(tokenizeUrl);
+  url.pathname = url.pathname.replace(/[^/]*\/?$/, "version");
+  return url.href;
+}
+
+/**
+ * The rules of a version a server reports: a release older than the oldest
+ * mirrored gets the oldest rules; an unreadable version, the newest.
+ */
+function rulesOfServer(version: unknown): VllmRules {
+  const parsed = typeof version === "string"
+    ? parseVllmVersion(version)
+    : undefined;
+  if (parsed === undefined) return vllmRules(NEWEST_VLLM_RELEASE);
+  try {
+    return vllmRules(parsed.join("."));
+  } catch {
+    return vllmRules(OLDEST_VLLM_RELEASE);
   }
 }
 
@@ -273,6 +359,9 @@ function vllmFromConfig(config: Config): Backend {
   return new VllmBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),
     url: tokenizerUrl,
+    ...(config.vllmVersion === undefined
+      ? {}
+      : { vllmVersion: config.vllmVersion }),
   });
 }
 
