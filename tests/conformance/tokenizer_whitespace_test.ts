@@ -1,0 +1,96 @@
+// Tokenizes texts full of the whitespace characters where JavaScript's \s
+// and the Rust crate's whitespace differ (U+FEFF, U+0085) with the local
+// tokenizer and with the native Rust `tokenizers` binding
+// (tools/tokenizers_oracle.mjs), behind each pre-tokenizer that splits on
+// whitespace, and requires the same ids.
+import { deepStrictEqual } from "node:assert/strict";
+import { loadTokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { MODEL_FILES } from "../_model_files.ts";
+
+const ORACLE = new URL("../../tools/tokenizers_oracle.mjs", import.meta.url);
+const QWEN3 = MODEL_FILES.find((model) => model.family === "qwen3")!;
+
+const TEXTS = [
+  "\r\n\ufeff",
+  "a\ufeff b",
+  "x \ufeff\ufeff y",
+  "\u0085x",
+  "a\u0085 b",
+  "\ufeff",
+  "hi\n\ufeff\n",
+  " \ufeffx",
+  "a \u0085\u0085 b",
+  "naïve café 東京 x_y ٣ ½",
+  "a\u00a0\u00a0b\u3000c\u2028d",
+  "\ufeff\ufeff  \ufeff",
+  "def f():\n\t\u0085return 1\r\n",
+  "\u200b\u2060zero\u200dwidth",
+];
+
+const BYTE_LEVEL = {
+  type: "ByteLevel",
+  add_prefix_space: false,
+  trim_offsets: true,
+  use_regex: true,
+};
+const bytes = { ...BYTE_LEVEL, use_regex: false };
+const PRE_TOKENIZERS: Record<string, unknown> = {
+  "ByteLevel (use_regex)": BYTE_LEVEL,
+  "WhitespaceSplit": {
+    type: "Sequence",
+    pretokenizers: [{ type: "WhitespaceSplit" }, bytes],
+  },
+  "Whitespace": {
+    type: "Sequence",
+    pretokenizers: [{ type: "Whitespace" }, bytes],
+  },
+  "Split (Qwen3's own)": null,
+};
+
+async function nativeIds(path: string): Promise<number[][]> {
+  const child = new Deno.Command("node", {
+    args: [ORACLE.pathname],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(JSON.stringify({
+    tokenizerPath: path,
+    texts: TEXTS,
+    addSpecialTokens: false,
+  })));
+  await writer.close();
+  const output = await child.output();
+  if (!output.success) {
+    const stderr = new TextDecoder().decode(output.stderr);
+    throw new Error(
+      stderr.includes("Cannot find module 'tokenizers'")
+        ? "The native oracle is not installed: run `npm install --prefix tools/.oracle --save-exact tokenizers@0.23.2` (as .ci/run does)"
+        : `The tokenizers oracle failed: ${stderr.slice(0, 500)}`,
+    );
+  }
+  return JSON.parse(new TextDecoder().decode(output.stdout)).ids;
+}
+
+Deno.test("loadTokenizer() splits on whitespace as the Rust tokenizers crate", async (t) => {
+  const original = JSON.parse(await Deno.readTextFile(QWEN3.tokenizerPath));
+  for (const [name, preTokenizer] of Object.entries(PRE_TOKENIZERS)) {
+    await t.step(name, async () => {
+      const json = preTokenizer === null
+        ? original
+        : { ...original, pre_tokenizer: preTokenizer };
+      const path = await Deno.makeTempFile({ suffix: ".json" });
+      try {
+        await Deno.writeTextFile(path, JSON.stringify(json));
+        const tokenizer = loadTokenizer({ tokenizerJson: json });
+        const ours = TEXTS.map((text) =>
+          tokenizer.encode(text, { addSpecialTokens: false })
+        );
+        deepStrictEqual(ours, await nativeIds(path));
+      } finally {
+        await Deno.remove(path);
+      }
+    });
+  }
+});
