@@ -88,20 +88,29 @@ export interface Loaded {
 export type RenderModules =
   & typeof import("../template/chat_template.ts")
   & typeof import("../tokenizer/tokenizer.ts")
+  & typeof import("../tokenizer/rebuilt.ts")
   & typeof import("./preprocess.ts")
   & typeof import("./segments.ts")
   & typeof import("./line_chunks.ts");
 
 async function importRenderModules(): Promise<RenderModules> {
-  const [template, tokenizer, preprocess, segments, lines] = await Promise
-    .all([
+  const [template, tokenizer, rebuilt, preprocess, segments, lines] =
+    await Promise.all([
       import("../template/chat_template.ts"),
       import("../tokenizer/tokenizer.ts"),
+      import("../tokenizer/rebuilt.ts"),
       import("./preprocess.ts"),
       import("./segments.ts"),
       import("./line_chunks.ts"),
     ]);
-  return { ...template, ...tokenizer, ...preprocess, ...segments, ...lines };
+  return {
+    ...template,
+    ...tokenizer,
+    ...rebuilt,
+    ...preprocess,
+    ...segments,
+    ...lines,
+  };
 }
 
 /** A template's converted messages and tools, by the payload object they came from. */
@@ -321,8 +330,13 @@ export async function loadFolder(
       `tokenizer.json does not match the expected SHA-256: ${folder.tokenizerSha256} != ${expected}`,
     );
   }
-  // Parsed once: the segmentation check reads it before the tokenizer takes it.
+  // Parsed once: the checks read it before the tokenizer takes it.
   const parsed: unknown = JSON.parse(folder.tokenizerJson);
+  engine.checkTransformersRebuild({
+    tokenizerJson: parsed,
+    tokenizerConfig: folder.tokenizerConfig,
+    modelConfig: folder.modelConfig,
+  });
   const incremental = engine.isSegmentationSafe(parsed);
   const lineChunks = incremental && engine.isLineChunkSafe(parsed);
   const tokenizer = engine.loadTokenizer({
