@@ -2,6 +2,7 @@
 // through its native Node binding (npm `tokenizers`, installed by .ci/run
 // into tools/.oracle/). Reads on stdin
 //   {"tokenizerPath": "...", "texts": ["..."], "addSpecialTokens": false}
+// ("tokenizerJson": {...} instead of the path: the file's content itself)
 // and prints {"ids": [[...], ...], "loadMs": n, "encodeMs": n}.
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
@@ -13,7 +14,9 @@ const { Tokenizer } = require("tokenizers");
 
 const input = JSON.parse(readFileSync(0, "utf8"));
 let start = performance.now();
-const tokenizer = Tokenizer.fromFile(input.tokenizerPath);
+const tokenizer = input.tokenizerJson === undefined
+  ? Tokenizer.fromFile(input.tokenizerPath)
+  : Tokenizer.fromString(JSON.stringify(input.tokenizerJson));
 const loadMs = performance.now() - start;
 const options = { addSpecialTokens: input.addSpecialTokens ?? true };
 const ids = [];
