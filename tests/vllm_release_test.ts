@@ -13,6 +13,8 @@ import {
 import { serveFakeVllmTokenizer } from "../src/testing/fake_vllm_server.ts";
 import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { captureLogs } from "./_log_capture.ts";
+import { budget } from "../mod.ts";
+import { TemplateRejectedError } from "../src/core/errors.ts";
 
 const OPTIONS = { contextLength: 8192 };
 const EFFORT = {
@@ -177,4 +179,47 @@ Deno.test("VllmBackend reads GET /version once per server and folds as that rele
     const backend = new VllmBackend({ url: server.url, cache: null });
     await rejects(backend.count(EFFORT, OPTIONS));
   });
+});
+
+Deno.test("VllmBackend reports a request /tokenize refuses (400) as rejected, and budget() leaves it unchanged", async () => {
+  const refusing: typeof fetch = (input) => {
+    if (String(input).endsWith("/version")) {
+      return Promise.resolve(Response.json({ version: "0.20.0" }));
+    }
+    return Promise.resolve(Response.json({
+      error: {
+        message: "Expecting value: secret prompt text",
+        type: "BadRequestError",
+        code: 400,
+      },
+    }, { status: 400 }));
+  };
+  const backend = new VllmBackend({
+    url: "http://vllm.test/tokenize",
+    cache: null,
+    fetch: refusing,
+  });
+  const request = {
+    messages: [{
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        id: "1",
+        type: "function",
+        function: { name: "f", arguments: "not json" },
+      }],
+    }],
+  };
+  await rejects(backend.count(request, OPTIONS), (error: unknown) => {
+    ok(error instanceof TemplateRejectedError);
+    ok(!(error as Error).message.includes("secret"));
+    return true;
+  });
+  const result = await budget(request, {
+    window: 8000,
+    contextLength: 8192,
+    backend,
+  });
+  strictEqual(result.action, "unchanged");
+  strictEqual(result.request, request);
 });

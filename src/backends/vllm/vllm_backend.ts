@@ -23,6 +23,7 @@ import {
   vllmRules,
 } from "../../core/vllm_release.ts";
 import { createServerInfo, type ServerInfo } from "../_shared/server_info.ts";
+import { rejectingFetch } from "../_shared/status_fetch.ts";
 import { errorType } from "../../core/error_type.ts";
 import {
   type TemplatedCountOptions,
@@ -139,7 +140,9 @@ export class VllmBackend extends Backend {
    * @returns The exact prompt token count, capped at `truncate_prompt_tokens`
    * for text-only prompts.
    * @throws {RangeError} If `options.contextLength` is not a positive integer.
-   * @throws {CountError} On every counting failure: a request `/tokenize`
+   * @throws {TemplateRejectedError} If `/tokenize` answers 400: the server
+   * refuses the request, as its chat endpoint would.
+   * @throws {CountError} On every other counting failure: a request `/tokenize`
    * cannot mirror, a network error, a timeout, an abort, an invalid answer,
    * or an answer over 64 KiB + 16 bytes per context token (read no further).
    *
@@ -291,6 +294,15 @@ export class VllmBackend extends Backend {
       signal,
       maxBytes: maxTokenizeResponseBytes(contextLength),
       read: (answer) => readCount(answer, contextLength),
+      // /tokenize parses and renders as the chat endpoint does: what it
+      // refuses (an empty conversation, arguments that are not JSON, a
+      // template that raises), the chat endpoint refuses too.
+      adapt: (fetch) =>
+        rejectingFetch(
+          fetch,
+          400,
+          `${LABEL} rejects this request (its chat endpoint would too)`,
+        ),
     });
   }
 
