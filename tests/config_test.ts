@@ -902,4 +902,28 @@ Deno.test("loadConfig() reads the local backend's variables", async (t) => {
       );
     }
   });
+  await t.step("INCONTEXT_VLLM_VERSION names a vLLM release mirrored", () => {
+    strictEqual(loadConfig(URL_ENV).vllmVersion, undefined);
+    strictEqual(
+      loadConfig({ ...URL_ENV, INCONTEXT_VLLM_VERSION: "0.15.1" }).vllmVersion,
+      "0.15.1",
+    );
+    const cases: [string, string][] = [
+      ["latest", "must be a vLLM version such as 0.16.0"],
+      ["0.11.2", "must be 0.12.0 or newer (the oldest release mirrored)"],
+    ];
+    for (const [bad, rule] of cases) {
+      throws(
+        () => loadConfig({ ...URL_ENV, INCONTEXT_VLLM_VERSION: bad }),
+        (error) => {
+          ok(error instanceof ConfigError);
+          deepStrictEqual(error.issues, [{
+            variable: "INCONTEXT_VLLM_VERSION",
+            rule,
+          }]);
+          return true;
+        },
+      );
+    }
+  });
 });

@@ -6,9 +6,11 @@ import {
   laxInteger,
   laxPositiveInteger,
 } from "../src/backends/_shared/vllm_caps.ts";
+import { vllmRules } from "../src/core/vllm_release.ts";
 import {
   assertMirrorable,
   buildTokenizePayload,
+  dependsOnRelease,
   isMultimodal,
   transferredPromptLength,
   truncationLimit,
@@ -155,42 +157,57 @@ Deno.test("buildTokenizePayload() folds documents and reasoning_effort", async (
   );
 });
 
-Deno.test("buildTokenizePayload() renames reasoning_content", async (t) => {
-  await t.step("only the messages that carry it are copied", () => {
-    const untouched = { role: "user", content: "q" };
-    const renamed = { role: "assistant", reasoning_content: "r" };
-    const messages = buildTokenizePayload({
-      messages: [untouched, renamed, "odd"],
-    }).messages as unknown[];
-    strictEqual(messages[0], untouched);
-    deepStrictEqual(messages[1], { role: "assistant", reasoning: "r" });
-    strictEqual(messages[2], "odd");
-    deepStrictEqual(renamed, { role: "assistant", reasoning_content: "r" });
-  });
+Deno.test("buildTokenizePayload() sends the request's own messages", async (t) => {
+  await t.step(
+    "the messages array is the request's, reasoning fields untouched",
+    () => {
+      const messages = [
+        { role: "user", content: "q" },
+        { role: "assistant", reasoning_content: "r", content: "a" },
+        { role: "assistant", reasoning: null, reasoning_content: "s" },
+        { role: "assistant", reasoning: "t", reasoning_content: "u" },
+      ];
+      const payload = buildTokenizePayload({ messages });
+      strictEqual(payload.messages, messages);
+      strictEqual(
+        JSON.stringify(payload.messages),
+        '[{"role":"user","content":"q"},' +
+          '{"role":"assistant","reasoning_content":"r","content":"a"},' +
+          '{"role":"assistant","reasoning":null,"reasoning_content":"s"},' +
+          '{"role":"assistant","reasoning":"t","reasoning_content":"u"}]',
+      );
+    },
+  );
+});
 
-  await t.step("reasoning takes the place of whichever came first", () => {
+Deno.test("buildTokenizePayload() folds reasoning_effort as the release does", async (t) => {
+  const request = { messages: [], reasoning_effort: "low" };
+  await t.step("from 0.15.0 the effort reaches the template", () => {
     deepStrictEqual(
-      Object.keys(
-        (buildTokenizePayload({
-          messages: [{
-            reasoning: null,
-            role: "assistant",
-            reasoning_content: "r",
-            content: "",
-          }],
-        }).messages as JsonObject[])[0]!,
-      ),
-      ["reasoning", "role", "content"],
+      buildTokenizePayload(request, vllmRules("0.15.0")).chat_template_kwargs,
+      { reasoning_effort: "low", enable_thinking: true },
     );
   });
-
-  await t.step("a __proto__ key stays data", () => {
-    const message = JSON.parse('{"__proto__":{"x":1},"reasoning_content":"r"}');
-    const [copy] = buildTokenizePayload({ messages: [message] })
-      .messages as JsonObject[];
-    strictEqual(JSON.stringify(copy), '{"__proto__":{"x":1},"reasoning":"r"}');
-    strictEqual(Object.getPrototypeOf(copy), Object.prototype);
+  await t.step("before 0.15.0 the chat path drops it", () => {
+    strictEqual(
+      buildTokenizePayload(request, vllmRules("0.14.1")).chat_template_kwargs,
+      undefined,
+    );
   });
+  await t.step(
+    "dependsOnRelease() tells which requests need the release",
+    () => {
+      ok(dependsOnRelease(request));
+      ok(
+        dependsOnRelease({
+          messages: [],
+          extra_body: { reasoning_effort: "none" },
+        }),
+      );
+      ok(!dependsOnRelease({ messages: [], reasoning_effort: null }));
+      ok(!dependsOnRelease({ messages: [] }));
+    },
+  );
 });
 
 Deno.test("assertMirrorable() throws a CountError for what /tokenize cannot mirror", () => {

@@ -41,12 +41,13 @@ function backendFor(
   return new VllmBackend({ url: server.url, cache: null, ...options });
 }
 
-/** The bytes the backend posted for `request`. */
+/** The bytes the backend posted to `/tokenize` for `request`. */
 async function posted(request: JsonObject): Promise<string> {
   await using server = await serve();
   await backendFor(server).count(request, OPTIONS);
-  strictEqual(server.requests.length, 1);
-  return server.requests[0]!.text;
+  const counts = server.requests.filter((r) => r.path === "/tokenize");
+  strictEqual(counts.length, 1);
+  return counts[0]!.text;
 }
 
 Deno.test("VllmBackend.count() posts the tokenize payload byte for byte", async (t) => {
@@ -177,7 +178,7 @@ Deno.test("VllmBackend.count() posts the tokenize payload byte for byte", async 
   });
 
   await t.step(
-    "reasoning_content becomes reasoning unless reasoning is set",
+    "messages go as the request holds them, reasoning_content included",
     async () => {
       const request = {
         messages: [
@@ -186,23 +187,18 @@ Deno.test("VllmBackend.count() posts the tokenize payload byte for byte", async 
           {
             role: "assistant",
             reasoning: "kept",
-            reasoning_content: "dropped",
+            reasoning_content: "sent",
             content: "b",
           },
-          {
-            role: "assistant",
-            reasoning: null,
-            content: "c",
-            reasoning_content: "used",
-          },
+          { role: "assistant", reasoning: "", content: "c" },
         ],
       };
       strictEqual(
         await posted(request),
         '{"messages":[{"role":"user","content":"q"},' +
-          '{"role":"assistant","reasoning":"think","content":"a"},' +
-          '{"role":"assistant","reasoning":"kept","content":"b"},' +
-          '{"role":"assistant","reasoning":"used","content":"c"}],"add_generation_prompt":true}',
+          '{"role":"assistant","reasoning_content":"think","content":"a"},' +
+          '{"role":"assistant","reasoning":"kept","reasoning_content":"sent","content":"b"},' +
+          '{"role":"assistant","reasoning":"","content":"c"}],"add_generation_prompt":true}',
       );
     },
   );

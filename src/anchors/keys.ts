@@ -1,5 +1,5 @@
 /** How the proxy turns usage anchors into prompt sizes. */
-import type { JsonObject } from "../core/backend.ts";
+import type { CountResult, JsonObject } from "../core/backend.ts";
 import type { AnchorStore, ConversationKeys } from "./store.ts";
 import { roughEstimate } from "../core/estimate.ts";
 import { effectiveField, isJsonObject } from "../core/request.ts";
@@ -31,13 +31,15 @@ export function conversationKey(
  * The prompt size a usage anchor implies for `request` (Hermes' rule): the
  * anchored turn's prompt tokens, plus its completion tokens when the next
  * message is that turn's assistant reply, plus a rough estimate of the
- * messages appended after. Undefined when no anchored conversation matches,
- * and for a conversation nested too deeply to hash; never throws for content.
+ * messages appended after, that estimate being the count's estimated part
+ * (budget() keeps its margin on it). Undefined when no anchored conversation
+ * matches, and for a conversation nested too deeply to hash; never throws for
+ * content.
  */
 export function anchorEstimate(
   store: AnchorStore,
   request: JsonObject,
-): number | undefined {
+): CountResult | undefined {
   const conversation = anchorKeys(store, request);
   return conversation && anchorFromKeys(store, conversation);
 }
@@ -73,12 +75,17 @@ export function anchorKeys(
 export function anchorFromKeys(
   store: AnchorStore,
   conversation: AnchorKeys,
-): number | undefined {
+): CountResult | undefined {
   const parts = anchorParts(store, conversation);
   if (parts === undefined) return undefined;
   const { anchoredTokens, appended } = parts;
-  return anchoredTokens +
-    (appended.length > 0 ? roughEstimate({ messages: appended }) : 0);
+  const estimated = appended.length > 0
+    ? roughEstimate({ messages: appended })
+    : 0;
+  return {
+    tokens: anchoredTokens + estimated,
+    estimatedTokens: estimated,
+  };
 }
 
 /** What a usage anchor covers of a conversation, and what it leaves to count. */

@@ -134,6 +134,11 @@ export const VARIABLES: readonly VariableDoc[] = [
     meaning: "the expected SHA-256 of tokenizer.json",
   },
   {
+    name: "INCONTEXT_VLLM_VERSION",
+    default: "0.20.0",
+    meaning: "the vLLM release local mirrors; unset, vllm asks GET /version",
+  },
+  {
     name: "INCONTEXT_BACKEND_MODULES",
     default: "none",
     meaning: "jsr:, npm: or file: modules that register backends",

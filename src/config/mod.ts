@@ -31,6 +31,11 @@ import { checkHttpUrl } from "../_internal/url.ts";
 import { MAX_TIMEOUT_SECONDS } from "../_internal/timer_limit.ts";
 import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
 import { backends } from "../backends/registry.ts";
+import {
+  OLDEST_VLLM_RELEASE,
+  parseVllmVersion,
+  vllmRules,
+} from "../core/vllm_release.ts";
 
 export { type Config, ConfigError, type ConfigIssue };
 
@@ -191,6 +196,18 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   tokenizerSha256: z.string()
     .regex(/^[0-9a-fA-F]{64}$/, "must be 64 hexadecimal characters")
     .transform((value) => value.toLowerCase()),
+  vllmVersion: z.string().superRefine((value, ctx) => {
+    try {
+      vllmRules(value);
+    } catch {
+      ctx.addIssue({
+        code: "custom",
+        message: parseVllmVersion(value) === undefined
+          ? "must be a vLLM version such as 0.16.0"
+          : `must be ${OLDEST_VLLM_RELEASE} or newer (the oldest release mirrored)`,
+      });
+    }
+  }),
   fallbackMarginTokens: integer(0),
   compressionWindowTokens: integer(1),
   minOutputTokens: integer(1),

@@ -3,7 +3,13 @@
  *
  * @module
  */
-import type { Backend, CapField, JsonObject, RequestKind } from "./backend.ts";
+import type {
+  Backend,
+  CapField,
+  CountResult,
+  JsonObject,
+  RequestKind,
+} from "./backend.ts";
 import type { Estimator } from "./estimate.ts";
 import type { BudgetRoute, BudgetTarget } from "./route.ts";
 
@@ -61,11 +67,14 @@ export interface BudgetOptions {
   readonly signal?: AbortSignal;
   /**
    * A count from usage anchors, used when the exact count fails and before
-   * the rough estimate (source `"usage-anchor"`, no margin): the last
-   * response's `usage` for the conversation this request extends, plus an
-   * estimate of what was appended since. Return `undefined` without one.
+   * the rough estimate (source `"usage-anchor"`): the last response's `usage`
+   * for the conversation this request extends, plus an estimate of what was
+   * appended since. Return that estimate as `estimatedTokens` of a
+   * `CountResult`: the margin min(F, estimatedTokens) covers it, as an
+   * estimate can be low. A plain number is all anchored (no margin). Return
+   * `undefined` without one.
    */
-  readonly anchor?: (request: JsonObject) => number | undefined;
+  readonly anchor?: (request: JsonObject) => number | CountResult | undefined;
 }
 
 /** What {@linkcode budget} decided. */

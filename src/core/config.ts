@@ -65,6 +65,12 @@ export interface Config {
   /** `INCONTEXT_TOKENIZER_SHA256`: the expected SHA-256 of `tokenizer.json`, 64 hex characters. */
   readonly tokenizerSha256?: string;
   /**
+   * `INCONTEXT_VLLM_VERSION`: the vLLM release mirrored (such as `0.16.0`)
+   * where releases differ: the local backend's preprocessing; the vllm
+   * backend reads it from the server's `GET /version` when unset.
+   */
+  readonly vllmVersion?: string;
+  /**
    * `INCONTEXT_FALLBACK_MARGIN_TOKENS` (legacy `HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS`):
    * subtracted when only an estimate is available.
    *
@@ -306,6 +312,7 @@ export const CONFIG_VARIABLES: {
   tokenizerDir: { name: "INCONTEXT_TOKENIZER_DIR" },
   chatTemplate: { name: "INCONTEXT_CHAT_TEMPLATE" },
   tokenizerSha256: { name: "INCONTEXT_TOKENIZER_SHA256" },
+  vllmVersion: { name: "INCONTEXT_VLLM_VERSION" },
   fallbackMarginTokens: {
     name: "INCONTEXT_FALLBACK_MARGIN_TOKENS",
     alias: "HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS",

@@ -20,14 +20,17 @@ export const ROUGH = "rough-fallback";
 /** The label of a count from a usage anchor. */
 export const ANCHOR = "usage-anchor";
 
-/** The anchor's count when it has a valid one; an anchor that throws has none. */
+/**
+ * The anchor's count when it has a valid one, with its estimated part (the
+ * appended messages); an anchor that throws has none.
+ */
 function anchorCount(
   request: JsonObject,
   options: BudgetOptions,
-): number | undefined {
+): Counted | undefined {
   try {
-    const tokens = options.anchor?.(request);
-    return Number.isSafeInteger(tokens) && tokens! >= 0 ? tokens : undefined;
+    const anchored = options.anchor?.(request);
+    return anchored === undefined ? undefined : validCount(anchored, ANCHOR);
   } catch {
     return undefined;
   }
@@ -80,7 +83,7 @@ export async function countPrompt(
         { model: modelLabel(request), source, error: errorType(exactError) },
       );
     }
-    return { tokens: anchored, estimated: 0, source: ANCHOR };
+    return { ...anchored, source: ANCHOR };
   }
   try {
     const estimate = (options.estimate ?? roughEstimate)(request);

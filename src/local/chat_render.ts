@@ -13,6 +13,7 @@ import { errorType, safeCause } from "../core/error_type.ts";
 import type { ChatTemplate } from "../template/chat_template.ts";
 import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
 import type { ContentFormat, Reuse } from "./preprocess.ts";
+import { type VllmRules, vllmRules } from "../core/vllm_release.ts";
 
 /** Where a model folder's files come from. */
 export interface ChatFolderOptions {
@@ -24,16 +25,19 @@ export interface ChatFolderOptions {
   readonly expectedSha256?: string;
   /** The clock of `strftime_now`. */
   readonly now?: () => Date;
+  /** The vLLM release whose preprocessing is mirrored (the newest known by default). */
+  readonly vllmVersion?: string;
 }
 
 /** Only the folder fields of a backend's options: what crosses to the count worker. */
 export function folderSpec(options: ChatFolderOptions): ChatFolderOptions {
-  const { dir, chatTemplate, expectedSha256, now } = options;
+  const { dir, chatTemplate, expectedSha256, now, vllmVersion } = options;
   return {
     dir,
     ...(chatTemplate === undefined ? {} : { chatTemplate }),
     ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
     ...(now === undefined ? {} : { now }),
+    ...(vllmVersion === undefined ? {} : { vllmVersion }),
   };
 }
 
@@ -67,8 +71,10 @@ export interface Loaded {
   /** Named templates (`"default"`, `"tool_use"`, ...), compiled on first use. */
   readonly sources: ReadonlyMap<string, string>;
   readonly compiled: Map<string, [ChatTemplate, ContentFormat]>;
-  /** Joins the count cache keys: the files' SHA-256. */
+  /** Joins the count cache keys: the files' SHA-256 and the vLLM release mirrored. */
   readonly identity: string;
+  /** The preprocessing rules of the vLLM release mirrored. */
+  readonly rules: VllmRules;
   /** The clock of `strftime_now`. */
   readonly now: () => Date;
   /** The template and preprocessing code, imported with the files. */
@@ -82,20 +88,29 @@ export interface Loaded {
 export type RenderModules =
   & typeof import("../template/chat_template.ts")
   & typeof import("../tokenizer/tokenizer.ts")
+  & typeof import("../tokenizer/rebuilt.ts")
   & typeof import("./preprocess.ts")
   & typeof import("./segments.ts")
   & typeof import("./line_chunks.ts");
 
 async function importRenderModules(): Promise<RenderModules> {
-  const [template, tokenizer, preprocess, segments, lines] = await Promise
-    .all([
+  const [template, tokenizer, rebuilt, preprocess, segments, lines] =
+    await Promise.all([
       import("../template/chat_template.ts"),
       import("../tokenizer/tokenizer.ts"),
+      import("../tokenizer/rebuilt.ts"),
       import("./preprocess.ts"),
       import("./segments.ts"),
       import("./line_chunks.ts"),
     ]);
-  return { ...template, ...tokenizer, ...preprocess, ...segments, ...lines };
+  return {
+    ...template,
+    ...tokenizer,
+    ...rebuilt,
+    ...preprocess,
+    ...segments,
+    ...lines,
+  };
 }
 
 /** A template's converted messages and tools, by the payload object they came from. */
@@ -178,6 +193,7 @@ export function renderChatParts(
   const input = engine.templateContext(payload, {
     specialTokens: loaded.tokenizer.specialTokens,
     contentFormat,
+    rules: loaded.rules,
     ...(reuse ? { reuse: reuseFor(loaded, entry) } : {}),
   });
   // Converted values kept between renders let loops reuse item outputs.
@@ -239,7 +255,10 @@ export function compileTemplate(
   }
 }
 
-/** Throws a TypeError naming `what` when a model folder's options are invalid. */
+/**
+ * Throws a TypeError naming `what` when a model folder's options are
+ * invalid, a RangeError when its `vllmVersion` is not a release mirrored.
+ */
 export function checkFolderOptions(
   what: string,
   options: ChatFolderOptions,
@@ -255,6 +274,7 @@ export function checkFolderOptions(
       `Cannot create ${what} as 'expectedSha256' must be 64 hex characters`,
     );
   }
+  if (options.vllmVersion !== undefined) vllmRules(options.vllmVersion);
 }
 
 /** A model folder loaded on first use and freed on dispose. */
@@ -301,6 +321,7 @@ export async function loadFolder(
   options: ChatFolderOptions,
   logger: Logger,
 ): Promise<Loaded> {
+  const rules = vllmRules(options.vllmVersion);
   const engine = await importRenderModules();
   const folder = await engine.readModelFolder(options.dir);
   const expected = options.expectedSha256?.toLowerCase();
@@ -309,8 +330,13 @@ export async function loadFolder(
       `tokenizer.json does not match the expected SHA-256: ${folder.tokenizerSha256} != ${expected}`,
     );
   }
-  // Parsed once: the segmentation check reads it before the tokenizer takes it.
+  // Parsed once: the checks read it before the tokenizer takes it.
   const parsed: unknown = JSON.parse(folder.tokenizerJson);
+  engine.checkTransformersRebuild({
+    tokenizerJson: parsed,
+    tokenizerConfig: folder.tokenizerConfig,
+    modelConfig: folder.modelConfig,
+  });
   const incremental = engine.isSegmentationSafe(parsed);
   const lineChunks = incremental && engine.isLineChunkSafe(parsed);
   const tokenizer = engine.loadTokenizer({
@@ -344,7 +370,8 @@ export async function loadFolder(
     files,
     sources,
     compiled: new Map(),
-    identity: filesIdentity(files),
+    identity: `${filesIdentity(files)} vllm-${rules.release}`,
+    rules,
     now: options.now ?? (() => new Date()),
     engine,
   };

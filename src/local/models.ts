@@ -32,6 +32,8 @@ export interface ModelSpec {
   readonly expectedSha256?: string;
   /** The clock of `strftime_now`: only for a host on the caller's thread (a function does not cross a port). */
   readonly now?: () => Date;
+  /** The vLLM release whose preprocessing is mirrored. */
+  readonly vllmVersion?: string;
 }
 
 /** One count: the model, the request kind and vLLM's `/tokenize` payload. */
@@ -67,6 +69,7 @@ function specKey(spec: ModelSpec): string {
     spec.dir,
     spec.chatTemplate ?? null,
     spec.expectedSha256?.toLowerCase() ?? null,
+    spec.vllmVersion ?? null,
   ]);
 }
 

@@ -1,12 +1,16 @@
 /**
  * vLLM's message preprocessing, applied to a `/tokenize` chat payload before
- * the chat template renders it (vLLM `chat_utils.py`): content parts joined
- * or wrapped as the template expects, tool-call arguments parsed, reasoning
- * under both names, tools reshaped, media refused.
+ * the chat template renders it (vLLM `chat_utils.py`, by the rules of the
+ * release mirrored): content parts joined or wrapped as the template
+ * expects, tool-call arguments parsed, reasoning under both names, tools
+ * reshaped, media refused. What vLLM or transformers refuses (an empty
+ * conversation, tool-call arguments that are not JSON) is a
+ * TemplateRejectedError: the server would reject the request too.
  *
  * @module
  */
-import { CountError } from "../core/errors.ts";
+import { CountError, TemplateRejectedError } from "../core/errors.ts";
+import { type VllmRules, vllmRules } from "../core/vllm_release.ts";
 import { isJsonObject } from "../core/request.ts";
 import { parseJsonLossless } from "../template/chat_template.ts";
 import { isPySpace } from "../template/py.ts";
@@ -61,6 +65,12 @@ export interface ContextOptions {
   /** The template's content format. */
   readonly contentFormat: ContentFormat;
   /**
+   * The rules of the vLLM release mirrored.
+   *
+   * @default {vllmRules()} the newest release whose rules are known
+   */
+  readonly rules?: VllmRules;
+  /**
    * Where a message or tool object seen before gives its converted form
    * again instead of preprocessing it: `make` preprocesses. Only for
    * objects nobody changes between renders (the count core's own copies).
@@ -92,6 +102,8 @@ export interface TemplateInput {
  * @param payload A payload from `buildTokenizePayload`.
  * @param options The special tokens and content format.
  * @returns The context.
+ * @throws {TemplateRejectedError} For an empty conversation, or tool-call
+ * arguments that are not JSON: vLLM and transformers refuse those.
  * @throws {CountError} For media parts, malformed messages or tools, or
  * `continue_final_message` with `add_generation_prompt`.
  */
@@ -105,12 +117,18 @@ export function templateContext(
       "Cannot count the request as 'chat_template_kwargs' is not an object",
     );
   }
-  const { contentFormat: format, reuse } = options;
+  const { reuse } = options;
+  const how: How = {
+    format: options.contentFormat,
+    rules: options.rules ?? NEWEST_RULES,
+  };
   const raw = payload.messages as unknown[];
+  // transformers: "Cannot apply chat template to an empty conversation".
+  if (raw.length === 0) throw rejected("the conversation is empty");
   const messages = raw.map((message) =>
     reuse === undefined
-      ? preprocessMessage(message, format)
-      : reuse("message", message, () => preprocessMessage(message, format))
+      ? preprocessMessage(message, how)
+      : reuse("message", message, () => preprocessMessage(message, how))
   );
   const addGenerationPrompt = payload.add_generation_prompt;
   const context: Record<string, unknown> = {
@@ -127,15 +145,28 @@ export function templateContext(
       "Cannot count the request as 'continue_final_message' and 'add_generation_prompt' are both set",
     );
   }
-  const last = raw.length === 0
-    ? undefined
-    : preprocessMessage(raw[raw.length - 1], format);
-  return { context, continueFrom: last?.content };
+  const last = preprocessMessage(raw[raw.length - 1], how);
+  return { context, continueFrom: last.content };
+}
+
+const NEWEST_RULES = vllmRules();
+
+/** How messages are preprocessed: the template's content format and the release's rules. */
+interface How {
+  readonly format: ContentFormat;
+  readonly rules: VllmRules;
+}
+
+/** The request is one vLLM would refuse; `why` names the rule, never the content. */
+function rejected(why: string): TemplateRejectedError {
+  const error = new TemplateRejectedError();
+  error.message = `vLLM refuses this request (${why})`;
+  return error;
 }
 
 function preprocessMessage(
   message: unknown,
-  format: ContentFormat,
+  { format, rules }: How,
 ): Record<string, unknown> {
   if (!isJsonObject(message) || typeof message.role !== "string") {
     throw new CountError("Cannot count the request as a message has no role");
@@ -143,17 +174,21 @@ function preprocessMessage(
   const texts = contentTexts(message.content);
   const result: Record<string, unknown> = {
     role: message.role,
-    content: format === "openai"
-      ? texts.map((text) => ({ type: "text", text }))
-      : texts.join("\n"),
+    // A tool result's text parts are one string for every template, from
+    // the release that joins them.
+    content:
+      format === "openai" && !(message.role === "tool" && rules.joinToolContent)
+        ? texts.map((text) => ({ type: "text", text }))
+        : texts.join("\n"),
   };
   if (message.role === "assistant") {
     const calls = message.tool_calls;
-    if (Array.isArray(calls) && calls.length > 0) {
+    if (
+      Array.isArray(calls) && (calls.length > 0 || !rules.dropEmptyToolCalls)
+    ) {
       result.tool_calls = calls.map(parseToolCall);
     }
-    // Python's `reasoning or reasoning_content`: an empty string falls through.
-    const reasoning = message.reasoning || message.reasoning_content;
+    const reasoning = reasoningOf(message, rules);
     if (reasoning !== undefined && reasoning !== null) {
       result.reasoning = reasoning;
       result.reasoning_content = reasoning;
@@ -163,6 +198,29 @@ function preprocessMessage(
   }
   if (typeof message.name === "string") result.name = message.name;
   return result;
+}
+
+/**
+ * The reasoning that reaches the template: `reasoning` alone (an empty
+ * string is a value), or Python's `reasoning or reasoning_content` (an empty
+ * or missing `reasoning` falls through) in the releases before.
+ */
+function reasoningOf(
+  message: Record<string, unknown>,
+  rules: VllmRules,
+): unknown {
+  if (rules.reasoning === "reasoning") return message.reasoning;
+  const reasoning = message.reasoning;
+  return pyTruthy(reasoning) ? reasoning : message.reasoning_content;
+}
+
+/** Python's truth of a JSON value. */
+function pyTruthy(value: unknown): boolean {
+  if (value === undefined || value === null || value === false) return false;
+  if (value === 0 || value === "") return false;
+  if (Array.isArray(value)) return value.length > 0;
+  if (isJsonObject(value)) return Object.keys(value).length > 0;
+  return true;
 }
 
 function contentTexts(content: unknown): string[] {
@@ -195,14 +253,18 @@ function parseToolCall(call: unknown): unknown {
   }
   const args = call.function.arguments;
   let parsed: unknown = args;
-  // vLLM: an empty or missing `arguments` becomes {}; a string is parsed.
+  // vLLM: an empty or missing `arguments` becomes {}; a string goes through
+  // an unguarded json.loads, so text that is not JSON fails the request; a
+  // parsed object or list stays. Anything else fails its validation.
   if (args === undefined || args === null || args === "") parsed = {};
   else if (typeof args === "string") {
     try {
       parsed = parseJsonLossless(args);
     } catch {
-      parsed = args;
+      throw rejected("tool-call arguments are not JSON");
     }
+  } else if (typeof args !== "object") {
+    throw rejected("tool-call arguments are not a string");
   }
   return { ...call, function: { ...call.function, arguments: parsed } };
 }

@@ -422,7 +422,8 @@ function observe(
   const conversation = kind === "chat" && decision.kind === "send"
     ? anchorKeys(state.anchors, decision.sent)
     : undefined;
-  const anchored = conversation && anchorFromKeys(state.anchors, conversation);
+  const anchored = conversation &&
+    anchorFromKeys(state.anchors, conversation)?.tokens;
   const exact = countKind(result) === "exact" ? result.promptTokens : undefined;
   if (anchored !== undefined && exact !== undefined && exact > 0) {
     const drift = Math.abs(anchored - exact) / exact;

@@ -74,6 +74,12 @@ export const FILTERS: readonly string[] = [
   "last",
   "lower",
   "upper",
+  "replace",
+  "sort",
+  "e",
+  "escape",
+  "forceescape",
+  "striptags",
   "map",
 ];
 

@@ -8,7 +8,7 @@ import { Environment, parse, tokenize } from "@huggingface/jinja";
 import { rewrite } from "./ast.ts";
 import { globalsFor } from "./globals.ts";
 import { runProgram, runProgramParts } from "./interpreter.ts";
-import { UndefinedUseError } from "./objects.ts";
+import { PyRaisedError, UndefinedUseError } from "./objects.ts";
 import { toValue } from "./values.ts";
 
 /** Converts a JavaScript value to a template value (a converted one stays as it is). */
@@ -153,6 +153,9 @@ export function compileChatTemplate(
     } catch (error) {
       if (error instanceof UndefinedUseError || undefinedUse(error)) {
         throw new TemplateUndefinedError((error as Error).message);
+      }
+      if (error instanceof PyRaisedError) {
+        throw new TemplateRaisedError(error.message);
       }
       throw error;
     }

@@ -16,6 +16,7 @@ import {
   params,
   pyCompare,
   pyEq,
+  PyRaisedError,
   splitArgs,
   str,
   tuple,
@@ -23,6 +24,7 @@ import {
   UndefinedUseError,
 } from "./objects.ts";
 import { selectOrReject } from "./tests.ts";
+import { htmlEscape, stripTags } from "./markup.ts";
 
 function dictsort(all: Value[]): Value {
   const [d, [cs, by, reverse]] = params(all, [
@@ -212,6 +214,13 @@ export function pySplitlines(text: string): string[] {
 
 function indent(all: Value[]): Value {
   const [s, [width, first, blank]] = params(all, ["width", "first", "blank"]);
+  // jinja2 appends "\n" to the operand itself: only text takes it.
+  if (s.type === "UndefinedValue") {
+    throw new UndefinedUseError("indent of an undefined value");
+  }
+  if (s.type !== "StringValue") {
+    throw new PyRaisedError(`unsupported operand type for indent: ${s.type}`);
+  }
   const ind = width === undefined
     ? "    "
     : width.type === "StringValue"
@@ -248,7 +257,7 @@ function truncate(all: Value[]): Value {
     "end",
     "leeway",
   ]);
-  const chars = Array.from(pyStr(s));
+  const chars = s.type === "StringValue" ? Array.from(s.value as string) : [];
   const length = lengthV === undefined ? 255 : num(lengthV);
   const end = endV === undefined ? "..." : pyStr(endV);
   const leeway = leewayV === undefined || leewayV.type === "NullValue"
@@ -259,6 +268,19 @@ function truncate(all: Value[]): Value {
     throw new RangeError(`expected length >= ${endLen}, got ${length}`);
   }
   if (leeway < 0) throw new RangeError(`expected leeway >= 0, got ${leeway}`);
+  if (s.type !== "StringValue") {
+    // jinja2 measures the operand itself: an Undefined has length 0, a
+    // container short enough comes back whole, anything else has no len().
+    const size = s.type === "UndefinedValue"
+      ? 0
+      : Array.isArray(s.value)
+      ? s.value.length
+      : s.value instanceof Map
+      ? s.value.size
+      : undefined;
+    if (size !== undefined && size <= length + leeway) return s;
+    throw new PyRaisedError(`cannot truncate a ${s.type}`);
+  }
   if (chars.length <= length + leeway) return str(chars.join(""));
   const head = chars.slice(0, Math.max(0, length - endLen)).join("");
   if (flag(killwords)) return str(head + end);
@@ -366,8 +388,16 @@ function safeInt(n: number): Value {
   return int(n === 0 ? 0 : n);
 }
 
+/** jinja2's Undefined fails `int()` and `float()`: the filters do not catch that. */
+function definedNumberSource(v: Value, filter: string): void {
+  if (v.type === "UndefinedValue") {
+    throw new UndefinedUseError(`'${filter}' of an undefined value`);
+  }
+}
+
 function toInt(all: Value[]): Value {
   const [v, [dflt, baseV]] = params(all, ["default", "base"]);
+  definedNumberSource(v, "int");
   const fallback = dflt ?? int(0);
   if (baseV !== undefined && num(baseV) !== 10) {
     throw new RangeError("int base other than 10 is not supported");
@@ -395,6 +425,7 @@ function toInt(all: Value[]): Value {
 
 function toFloat(all: Value[]): Value {
   const [v, [dflt]] = params(all, ["default"]);
+  definedNumberSource(v, "float");
   if (isNumber(v)) return make("FloatValue", num(v));
   if (v.type === "StringValue") {
     const f = parseFloatText(v.value as string);
@@ -456,6 +487,69 @@ function last(all: Value[]): Value {
   return itemsOf(v).at(-1) ?? UNDEFINED();
 }
 
+/**
+ * jinja2's `replace`: `str(s).replace(str(old), str(new), count)`, so None
+ * prints as "None", an Undefined as "" and a number as its digits.
+ */
+function replace(all: Value[]): Value {
+  const [s, [old, replacement, count]] = params(all, ["old", "new", "count"]);
+  if (old === undefined || replacement === undefined) {
+    throw new TypeError("replace() needs 'old' and 'new'");
+  }
+  const limit = count === undefined || count.type === "NullValue"
+    ? -1
+    : num(count);
+  return str(
+    pyReplace(pyStr(s), pyStr(old), pyStr(replacement), limit),
+  );
+}
+
+/** Python's `str.replace(old, new, count)`; a negative count replaces all. */
+export function pyReplace(
+  text: string,
+  old: string,
+  replacement: string,
+  count: number,
+): string {
+  const limit = count < 0 ? Infinity : count;
+  if (old === "") {
+    // Python inserts between code points, at most `count` times.
+    const chars = Array.from(text);
+    let out = "";
+    let done = 0;
+    for (let i = 0; i <= chars.length; i++) {
+      if (done < limit) {
+        out += replacement;
+        done++;
+      }
+      out += chars[i] ?? "";
+    }
+    return out;
+  }
+  let out = "";
+  let from = 0;
+  let done = 0;
+  while (done < limit) {
+    const at = text.indexOf(old, from);
+    if (at < 0) break;
+    out += text.slice(from, at) + replacement;
+    from = at + old.length;
+    done++;
+  }
+  return out + text.slice(from);
+}
+
+/** jinja2's `sort`: a stable sort, case-insensitive unless told, of any iterable. */
+function sort(all: Value[]): Value {
+  const [v, [reverse, cs, attribute]] = params(all, [
+    "reverse",
+    "case_sensitive",
+    "attribute",
+  ]);
+  const key = attrGetter(attribute, { lower: !flag(cs) });
+  return make("ArrayValue", sortStable(itemsOf(v), key, flag(reverse)));
+}
+
 /** The filters `map('name')` can apply, and that templates call by name. */
 export function filterTable(
   own: ReadonlyMap<string, (args: Value[]) => Value>,
@@ -488,6 +582,12 @@ export function filterTable(
     ["reverse", reverse],
     ["first", first],
     ["last", last],
+    ["replace", replace],
+    ["sort", sort],
+    ["e", (a) => str(htmlEscape(pyStr(params(a, [])[0])))],
+    ["escape", (a) => str(htmlEscape(pyStr(params(a, [])[0])))],
+    ["forceescape", (a) => str(htmlEscape(pyStr(params(a, [])[0])))],
+    ["striptags", (a) => str(stripTags(pyStr(params(a, [])[0])))],
     ["lower", (a) => str(pyStr(params(a, [])[0]).toLowerCase())],
     ["upper", (a) => str(pyStr(params(a, [])[0]).toUpperCase())],
     ...own,

@@ -144,10 +144,6 @@ function range(args: Value[]): Value {
   return make("ArrayValue", out);
 }
 
-function call(f: Value, args: Value[]): Value {
-  return (f.value as (args: Value[]) => Value)(args);
-}
-
 // jinja2's default globals that @huggingface/jinja lacks (`dict` is ours).
 const JINJA2_GLOBALS = new Set(["cycler", "joiner", "lipsum"]);
 
@@ -172,13 +168,20 @@ function dict(args: Value[]): Value {
 /** Builds the global variables of a render. */
 export function globalsFor(options: GlobalsOptions): Map<string, Value> {
   const text = (f: (s: string) => string) => (t: string) => str(f(t));
-  const filterOnText = (f: (s: string, args: Value[], kw: Kwargs) => Value) =>
-    method("", f);
+  // jinja2's text filters read their operand with str(): None is "None",
+  // an Undefined "", a number its digits.
+  const filterOnText =
+    (f: (s: string, args: Value[], kw: Kwargs) => Value) =>
+    (all: Value[]): Value => {
+      const [self, ...rest] = all as [Value, ...Value[]];
+      const [args, kw] = split(rest);
+      return f(pyStr(self), args, kw);
+    };
   const own = new Map<string, (args: Value[]) => Value>([
     ["tojson", tojson],
-    ["trim", (a) => call(filterOnText(strip(BOTH)), a)],
-    ["title", (a) => call(filterOnText(text(pyTitleFilter)), a)],
-    ["capitalize", (a) => call(filterOnText(text(pyCapitalize)), a)],
+    ["trim", filterOnText(strip(BOTH))],
+    ["title", filterOnText(text(pyTitleFilter))],
+    ["capitalize", filterOnText(text(pyCapitalize))],
     ["length", length],
     ["count", length],
     ["string", ([v]) => str(pyStr(v!))],

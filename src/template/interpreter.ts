@@ -319,6 +319,10 @@ function evaluateFor(
   let completed = false;
   for (let i = 0; i < length; ++i) {
     loop.at = i;
+    // jinja2 runs each item's body in a fresh scope: a `set` there is gone
+    // at the next item, and never rebinds an outer name (only namespace
+    // attributes carry over).
+    if (i > 0) (scope as unknown as MemoScope).variables.clear();
     scope.setVariable("loop", loopValue);
     const item = items[i]!;
     bind(scope, item);

@@ -1,5 +1,7 @@
 // A JSON reader that keeps what Python's json.loads keeps and JSON.parse
-// loses: object key order (integer-like keys included) and integral floats.
+// loses: object key order (integer-like keys included), integral floats,
+// integers beyond 2^53 (as bigints, so they print as written), and the
+// NaN / Infinity / -Infinity that Python's json.loads accepts.
 import { PyFloat } from "./values.ts";
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
@@ -7,8 +9,10 @@ const STRING = /"(?:[^"\\]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/y;
 const SPACE = /[ \t\n\r]*/y;
 
 /**
- * Parses JSON text: objects become `Map`s in source order, numbers written
- * with a fraction or an exponent that are integral become `PyFloat`s.
+ * Parses JSON text as Python's `json.loads`: objects become `Map`s in source
+ * order, numbers written with a fraction or an exponent that are integral
+ * become `PyFloat`s, integers outside the safe range become bigints, and
+ * `NaN`, `Infinity` and `-Infinity` are floats.
  *
  * @param text JSON text.
  * @returns The parsed value.
@@ -71,11 +75,17 @@ export function parseJsonLossless(text: string): unknown {
     if (ch === "t") return literal("true", true);
     if (ch === "f") return literal("false", false);
     if (ch === "n") return literal("null", null);
+    if (ch === "N") return literal("NaN", new PyFloat(NaN));
+    if (ch === "I") return literal("Infinity", new PyFloat(Infinity));
+    if (ch === "-" && text[at + 1] === "I") {
+      return literal("-Infinity", new PyFloat(-Infinity));
+    }
     const source = match(NUMBER);
     const number = Number(source);
-    return /[.eE]/.test(source) && Number.isInteger(number)
-      ? new PyFloat(number)
-      : number;
+    if (!/[.eE]/.test(source)) {
+      return Number.isSafeInteger(number) ? number : BigInt(source);
+    }
+    return Number.isInteger(number) ? new PyFloat(number) : number;
   };
   const result = value();
   skip();

@@ -15,6 +15,18 @@ export class UndefinedUseError extends Error {
   }
 }
 
+/**
+ * jinja2 raises the same Python exception here (a `TypeError` of a filter
+ * on a value of the wrong type, say): the server would reject the request.
+ */
+export class PyRaisedError extends Error {
+  /** @param message What Python refused. */
+  constructor(message: string) {
+    super(message);
+    this.name = "PyRaisedError";
+  }
+}
+
 // TupleValue is not exported; evaluating a tuple literal hands one out.
 const TupleClass = (() => {
   const env = new Environment();

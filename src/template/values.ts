@@ -82,6 +82,9 @@ export function toValue(input: unknown): Value {
         Number.isInteger(input) ? "IntegerValue" : "FloatValue",
         input,
       );
+    case "bigint":
+      // Beyond 2^53: arithmetic on it is unsupported, but it prints as written.
+      return make("IntegerValue", input);
     case "string":
       return make("StringValue", input);
     case "boolean":

@@ -21,6 +21,7 @@ import {
   streamed,
 } from "./server_kit.ts";
 import { maxTokenizeResponseBytes } from "../backends/_shared/vllm_payload.ts";
+import { NEWEST_VLLM_RELEASE } from "../core/vllm_release.ts";
 
 /** A JSON object, as the fake parses a request body. */
 type JsonBody = { readonly [key: string]: unknown };
@@ -123,6 +124,13 @@ export interface FakeVllmTokenizerOptions {
    * @default {undefined} `handler` holds them for good
    */
   readonly signal?: AbortSignal;
+  /**
+   * The release `GET /version` reports; `null` answers that route 404, as a
+   * proxy without it would.
+   *
+   * @default {"0.20.0"} the newest release whose rules incontext knows
+   */
+  readonly version?: string | null;
 }
 
 /** A fake `/tokenize` as a runtime-neutral request handler. */
@@ -174,11 +182,21 @@ export interface FakeVllmTokenizer extends AsyncDisposable {
 export function createFakeVllmTokenizerHandler(
   options: FakeVllmTokenizerOptions = {},
 ): FakeVllmTokenizerHandler {
-  const { maxModelLen = 65536, countTokens = defaultCount } = options;
+  const {
+    maxModelLen = 65536,
+    countTokens = defaultCount,
+    version = NEWEST_VLLM_RELEASE,
+  } = options;
   positiveInteger(IDENTITY.what, "maxModelLen", maxModelLen);
   const core = createFakeCore(IDENTITY, options, {
     slow: () => new Response(null, { status: 503 }),
     respond(received, { request, fault, hold }) {
+      if (request.method === "GET" && received.path === "/version") {
+        if (fault !== "none" || version === null) {
+          return errorResponse(404, "Not Found");
+        }
+        return Response.json({ version });
+      }
       if (request.method !== "POST") {
         return errorResponse(405, "Method Not Allowed");
       }

@@ -16,13 +16,15 @@ export interface ModelFolder {
   readonly tokenizerConfig?: string;
   /** The text of `chat_template.jinja`, if the folder has one. */
   readonly chatTemplate?: string;
+  /** The text of `config.json` (the model's configuration), if the folder has one. */
+  readonly modelConfig?: string;
   /** The SHA-256 of `tokenizer.json`'s bytes, lower-case hex. */
   readonly tokenizerSha256: string;
 }
 
 /**
- * Reads `tokenizer.json`, `tokenizer_config.json` and `chat_template.jinja`
- * from a model folder. Only `tokenizer.json` is required.
+ * Reads `tokenizer.json`, `tokenizer_config.json`, `chat_template.jinja` and
+ * `config.json` from a model folder. Only `tokenizer.json` is required.
  *
  * @example Read a folder
  * ```ts ignore
@@ -44,11 +46,13 @@ export async function readModelFolder(dir: string): Promise<ModelFolder> {
     join(dir, "tokenizer_config.json"),
   );
   const chatTemplate = await readOptional(join(dir, "chat_template.jinja"));
+  const modelConfig = await readOptional(join(dir, "config.json"));
   return {
     tokenizerJson,
     tokenizerSha256,
     ...(tokenizerConfig === undefined ? {} : { tokenizerConfig }),
     ...(chatTemplate === undefined ? {} : { chatTemplate }),
+    ...(modelConfig === undefined ? {} : { modelConfig }),
   };
 }
 

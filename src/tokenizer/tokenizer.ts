@@ -7,6 +7,7 @@
  */
 import { Tokenizer } from "@huggingface/tokenizers";
 import { specialTokensOf } from "./config.ts";
+import { useRustWhitespace } from "./whitespace.ts";
 
 export { readModelFolder } from "./files.ts";
 export type { ModelFolder } from "./files.ts";
@@ -120,6 +121,7 @@ export function loadTokenizer(files: TokenizerFiles): LocalTokenizer {
     model?: unknown;
     pre_tokenizer?: unknown;
   };
+  useRustWhitespace(json.pre_tokenizer, internals.pre_tokenizer);
   speedUpBpe(internals.model);
   speedUpByteLevel(internals.pre_tokenizer);
   const addedTokens = [...tokenizer.get_added_tokens_decoder().values()]

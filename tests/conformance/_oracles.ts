@@ -66,8 +66,8 @@ export async function jinja2Render(
 
 /** What the native binding is asked to tokenize. */
 export interface NativeEncodeOptions {
-  /** The tokenizer.json to load. */
-  readonly tokenizerPath: string;
+  /** The tokenizer.json to load: its path, or its parsed content. */
+  readonly tokenizer: { readonly path: string } | { readonly json: unknown };
   readonly texts: readonly string[];
   /** Whether the post-processor adds BOS/EOS, as vLLM's completion /tokenize does. */
   readonly addSpecialTokens: boolean;
@@ -86,7 +86,9 @@ export async function nativeEncode(
       { cause: error },
     );
   }
-  const tokenizer = binding.Tokenizer.fromFile(options.tokenizerPath);
+  const tokenizer = "path" in options.tokenizer
+    ? binding.Tokenizer.fromFile(options.tokenizer.path)
+    : binding.Tokenizer.fromString(JSON.stringify(options.tokenizer.json));
   const ids: number[][] = [];
   for (const text of options.texts) {
     const encoding = await tokenizer.encode(text, null, {

@@ -154,7 +154,7 @@ Deno.test("LocalBackend.count() equals jinja2 + native tokenizers per model fami
       return from === undefined ? render.text : cut(render.text, from);
     });
     const native = await nativeEncode({
-      tokenizerPath: model.tokenizerPath,
+      tokenizer: { path: model.tokenizerPath },
       texts: texts.filter((text) => text !== undefined),
       addSpecialTokens: false,
     });

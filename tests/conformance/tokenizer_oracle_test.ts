@@ -47,7 +47,7 @@ async function compare(
   addSpecialTokens: boolean,
 ): Promise<number> {
   const native = await nativeEncode({
-    tokenizerPath: model.tokenizerPath,
+    tokenizer: { path: model.tokenizerPath },
     texts,
     addSpecialTokens,
   });

@@ -110,6 +110,8 @@ export interface PostCountOptions {
   readonly maxBytes: number;
   /** The count in the answer, or a CountError. */
   readonly read: (answer: JsonObject) => number;
+  /** Wraps the backend's fetch, for a status with a meaning of its own. */
+  readonly adapt?: (fetch: Fetch | undefined) => Fetch;
 }
 
 /** One backend's HTTP settings, checked at construction, and the steps of its counts. */
@@ -253,6 +255,7 @@ export class HttpCounter {
             body: json,
             signal: deadline.signal,
             maxBytes,
+            ...(options.adapt === undefined ? {} : { adapt: options.adapt }),
           }),
         ),
     );

@@ -11,6 +11,7 @@ import type {
   RequestKind,
 } from "../../core/backend.ts";
 import { CountError } from "../../core/errors.ts";
+import type { VllmRules } from "../../core/vllm_release.ts";
 import type { GuardedCount } from "./count_guard.ts";
 import { responsesToChat } from "./responses.ts";
 import {
@@ -22,15 +23,19 @@ import {
   truncationLimit,
 } from "./vllm_payload.ts";
 
-/** The `/tokenize` body: the text form for completions, the chat form otherwise. */
+/**
+ * The `/tokenize` body: the text form for completions, the chat form
+ * otherwise, built by the rules of the release served (the newest known by default).
+ */
 export function vllmTokenizeBody(
   request: JsonObject,
   kind: RequestKind,
+  rules?: VllmRules,
 ): Record<string, unknown> {
   if (kind === "completion") return buildCompletionPayload(request);
   const chat = kind === "responses" ? responsesToChat(request) : request;
   assertMirrorable(chat);
-  return buildTokenizePayload(chat);
+  return buildTokenizePayload(chat, rules);
 }
 
 /**
@@ -40,8 +45,9 @@ export function vllmTokenizeBody(
 export function localTokenizeBody(
   request: JsonObject,
   kind: RequestKind,
+  rules?: VllmRules,
 ): Record<string, unknown> {
-  const payload = vllmTokenizeBody(request, kind);
+  const payload = vllmTokenizeBody(request, kind, rules);
   if (payload.chat_template !== undefined && payload.chat_template !== null) {
     throw new CountError(
       "Cannot count a request's own chat_template locally: the server may refuse it",

@@ -13,6 +13,9 @@ import type { CapField, JsonObject, RequestKind } from "../../core/backend.ts";
 import { laxInteger } from "./vllm_caps.ts";
 import { CountError } from "../../core/errors.ts";
 import { effectiveField, isJsonObject } from "../../core/request.ts";
+import { type VllmRules, vllmRules } from "../../core/vllm_release.ts";
+
+const NEWEST_RULES = vllmRules();
 
 /**
  * The request fields `/tokenize` reads, in the order they are sent. The order
@@ -60,27 +63,42 @@ export function assertMirrorable(request: JsonObject): void {
 
 /**
  * Builds the `/tokenize` chat body for a request that passed
- * {@linkcode assertMirrorable}. Never mutates `request`; nested values it
- * leaves alone are shared, as the caller only serialises the result.
+ * {@linkcode assertMirrorable}: the request's own fields, `messages` as they
+ * are (the server applies its own rules to them, as its chat path does);
+ * only what `/tokenize` has no field for is folded into
+ * `chat_template_kwargs`, as the release of `rules` folds it. Never mutates
+ * `request`; nested values are shared, as the caller only serialises the result.
  *
  * @param request The request body.
+ * @param rules The rules of the vLLM release served.
  * @returns The body, with fields in the order of {@linkcode PAYLOAD_FIELDS}.
  */
 export function buildTokenizePayload(
   request: JsonObject,
+  rules: VllmRules = NEWEST_RULES,
 ): Record<string, unknown> {
   const payload: Record<string, unknown> = {};
   for (const field of PAYLOAD_FIELDS) {
     let value: unknown;
-    if (field === "messages") {
-      value = withReasoning(effectiveField(request, field));
-    } else if (field === "chat_template_kwargs") {
-      value = templateKwargs(request);
+    if (field === "chat_template_kwargs") {
+      value = templateKwargs(request, rules);
     } else value = effectiveField(request, field);
     if (field === "add_generation_prompt" && value === undefined) value = true;
     if (value !== undefined) payload[field] = value;
   }
   return payload;
+}
+
+/**
+ * Tells whether a request's `/tokenize` body depends on the vLLM release:
+ * only a `reasoning_effort` is folded differently by different releases.
+ *
+ * @param request The request body.
+ * @returns Whether the served release must be known to build the body.
+ */
+export function dependsOnRelease(request: JsonObject): boolean {
+  const effort = effectiveField(request, "reasoning_effort");
+  return effort !== undefined && effort !== null;
 }
 
 /**
@@ -111,44 +129,16 @@ export function buildCompletionPayload(
 }
 
 /**
- * Renames the deprecated `reasoning_content` of each message to `reasoning`;
- * the array itself when no message has one (the payload is only serialised).
+ * Folds `documents` and (from the release whose chat path passes it on)
+ * `reasoning_effort` into `chat_template_kwargs`, where the template reads
+ * them. Keys the caller set in `chat_template_kwargs` win.
  */
-function withReasoning(messages: unknown): unknown {
-  if (!Array.isArray(messages)) return messages;
-  if (!messages.some(hasReasoningContent)) return messages;
-  return messages.map((message: unknown) => {
-    if (!hasReasoningContent(message)) return message;
-    const keep = message.reasoning !== undefined && message.reasoning !== null;
-    const reasoning = keep ? message.reasoning : message.reasoning_content;
-    const entries: [string, unknown][] = [];
-    let placed = false;
-    for (const [key, value] of Object.entries(message)) {
-      if (key !== "reasoning_content" && key !== "reasoning") {
-        entries.push([key, value]);
-      } else if (!placed) {
-        // Whichever of the two comes first holds the place of `reasoning`.
-        entries.push(["reasoning", reasoning]);
-        placed = true;
-      }
-    }
-    // fromEntries defines own properties, so even a "__proto__" key stays data.
-    return Object.fromEntries(entries);
-  });
-}
-
-function hasReasoningContent(message: unknown): message is JsonObject {
-  return isJsonObject(message) && message.reasoning_content !== undefined;
-}
-
-/**
- * Folds `documents` and `reasoning_effort` into `chat_template_kwargs`, where
- * the template reads them. Keys the caller set in `chat_template_kwargs` win.
- */
-function templateKwargs(request: JsonObject): unknown {
+function templateKwargs(request: JsonObject, rules: VllmRules): unknown {
   const given = effectiveField(request, "chat_template_kwargs");
   const documents = effectiveField(request, "documents");
-  const effort = effectiveField(request, "reasoning_effort");
+  const effort = rules.reasoningEffortKwarg
+    ? effectiveField(request, "reasoning_effort")
+    : undefined;
   const hasDocuments = documents !== undefined && documents !== null;
   const hasEffort = effort !== undefined && effort !== null;
   // A malformed `chat_template_kwargs` goes as given: the server rejects it as it would the request.

@@ -38,6 +38,7 @@ import { countGuard } from "../_shared/count_guard.ts";
 import type { Config } from "../../core/config.ts";
 import { type BundledBackend, requireConfig } from "../_shared/from_config.ts";
 import { sharedCountCache } from "../../cache/mod.ts";
+import { type VllmRules, vllmRules } from "../../core/vllm_release.ts";
 
 const WHAT = "the local backend";
 const logger = getLogger(["incontext", "local"]);
@@ -65,6 +66,15 @@ export interface LocalBackendOptions {
    * @default {undefined} not checked
    */
   readonly expectedSha256?: string;
+  /**
+   * The vLLM release whose preprocessing is mirrored where releases differ
+   * (the reasoning fields, empty tool-call lists, tool results in parts,
+   * `reasoning_effort`), such as `"0.16.0"`; any version from the oldest
+   * mirrored on, a later patch or development build reading as its release.
+   *
+   * @default {undefined} the newest release whose rules are known
+   */
+  readonly vllmVersion?: string;
   /**
    * The clock the template's `strftime_now` reads. A function cannot reach
    * the count worker: with a clock, counts run on the calling thread.
@@ -114,6 +124,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
   override readonly source: string = "local-tokenizer";
   readonly #cache: CountCache | null | undefined;
   readonly #spec: ModelSpec;
+  readonly #rules: VllmRules;
   /** Counts on the calling thread (no cache, a clock, or a cache of another make). */
   #host: LocalModels | undefined;
   #disposed = false;
@@ -124,12 +135,14 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * @param options The model folder and the optional settings.
    * @throws {TypeError} If `dir` is not a non-empty string, or
    * `expectedSha256` is not 64 hex characters.
+   * @throws {RangeError} If `vllmVersion` is not a vLLM release mirrored.
    */
   constructor(options: LocalBackendOptions) {
     super();
     checkFolderOptions(WHAT, options);
     this.#cache = options.cache;
     this.#spec = folderSpec(options);
+    this.#rules = vllmRules(options.vllmVersion);
   }
 
   /**
@@ -397,7 +410,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     { kind, contextLength, signal }: TemplatedCountOptions,
   ): Promise<number> {
     if (this.#disposed) throw disposedError();
-    const payload = localTokenizeBody(request, kind);
+    const payload = localTokenizeBody(request, kind, this.#rules);
     const job = { spec: this.#spec, kind, payload };
     const cache = resolveCountCache(this.#cache);
     const remote = this.#remote(cache);
@@ -416,7 +429,9 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     signal?.throwIfAborted();
     return await cachedCount({
       cache,
-      endpoint: `${this.source} ${filesIdentity(files)}`,
+      endpoint: `${this.source} ${
+        filesIdentity(files)
+      } vllm-${this.#rules.release}`,
       contextLength,
       payload: payloadJson(payload),
       signal,
@@ -439,6 +454,9 @@ function localFromConfig(config: Config): Backend {
     ...(config.tokenizerSha256 === undefined
       ? {}
       : { expectedSha256: config.tokenizerSha256 }),
+    ...(config.vllmVersion === undefined
+      ? {}
+      : { vllmVersion: config.vllmVersion }),
     cache: sharedCountCache({ maxEntries: config.cacheEntries }),
   });
 }

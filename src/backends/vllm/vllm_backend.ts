@@ -10,10 +10,21 @@ import {
 } from "../../core/backend.ts";
 import { laxPositiveInteger } from "../_shared/vllm_caps.ts";
 import {
+  dependsOnRelease,
   maxTokenizeResponseBytes,
   vllmOutputField,
   vllmOutputLimit,
 } from "../_shared/vllm_payload.ts";
+import {
+  NEWEST_VLLM_RELEASE,
+  OLDEST_VLLM_RELEASE,
+  parseVllmVersion,
+  type VllmRules,
+  vllmRules,
+} from "../../core/vllm_release.ts";
+import { createServerInfo, type ServerInfo } from "../_shared/server_info.ts";
+import { rejectingFetch } from "../_shared/status_fetch.ts";
+import { errorType } from "../../core/error_type.ts";
 import {
   type TemplatedCountOptions,
   vllmCount,
@@ -38,11 +49,14 @@ const WHAT = "the vLLM backend";
 const LABEL = "vLLM /tokenize";
 /** vLLM's own context length, compared with the configured one. */
 const SERVED_CONTEXT = "vLLM max_model_len";
+const logger = getLogger(["incontext", "vllm"]);
 const guardedCount = countGuard({
   what: WHAT,
   failure: `${LABEL} count failed`,
-  logger: getLogger(["incontext", "vllm"]),
+  logger,
 });
+/** `{"version": "0.x.y"}`: 4 KiB is far beyond a real answer. */
+const VERSION_MAX_BYTES = 4096;
 
 /** Options for {@linkcode VllmBackend}. */
 export interface VllmBackendOptions extends HttpCountOptions {
@@ -54,6 +68,16 @@ export interface VllmBackendOptions extends HttpCountOptions {
    * @default {undefined} no `Authorization` header
    */
   readonly apiKey?: string;
+  /**
+   * The vLLM release served, such as `"0.16.0"`: where releases differ on
+   * what `/tokenize` cannot take as the chat endpoint does, the body follows
+   * that release.
+   *
+   * @default {undefined} read once from the server's `GET /version` (beside
+   * `/tokenize`), and only for a request whose body depends on it; the newest
+   * release whose rules are known when that fails
+   */
+  readonly vllmVersion?: string;
 }
 
 /**
@@ -85,17 +109,29 @@ export class VllmBackend extends Backend {
   /** The server's own context length, compared with the configured one on every count. */
   override readonly servedContext: string = SERVED_CONTEXT;
   readonly #http: HttpCounter;
+  readonly #rules: ServerInfo<VllmRules>;
 
   /**
    * Creates a vLLM backend. Nothing starts until the first count.
    *
    * @param options The URL and the optional settings.
    * @throws {TypeError} If `url` breaks a URL rule, or `userAgent` or `apiKey` is not a valid header value.
-   * @throws {RangeError} If `timeoutSeconds` is not a finite number greater than 0.
+   * @throws {RangeError} If `timeoutSeconds` is not a finite number greater
+   * than 0, or `vllmVersion` is not a vLLM version mirrored.
    */
   constructor(options: VllmBackendOptions) {
     super();
     this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
+    const pinned = options.vllmVersion === undefined
+      ? undefined
+      : vllmRules(options.vllmVersion);
+    this.#rules = createServerInfo(
+      (signal) =>
+        pinned !== undefined
+          ? Promise.resolve(pinned)
+          : this.#readRelease(signal),
+      this.#http.timeoutMs,
+    );
   }
 
   /**
@@ -108,7 +144,9 @@ export class VllmBackend extends Backend {
    * @returns The exact prompt token count, capped at `truncate_prompt_tokens`
    * for text-only prompts.
    * @throws {RangeError} If `options.contextLength` is not a positive integer.
-   * @throws {CountError} On every counting failure: a request `/tokenize`
+   * @throws {TemplateRejectedError} If `/tokenize` answers 400: the server
+   * refuses the request, as its chat endpoint would.
+   * @throws {CountError} On every other counting failure: a request `/tokenize`
    * cannot mirror, a network error, a timeout, an abort, an invalid answer,
    * or an answer over 64 KiB + 16 bytes per context token (read no further).
    *
@@ -162,6 +200,7 @@ export class VllmBackend extends Backend {
    * ```
    */
   override clearCache(): Promise<void> {
+    this.#rules.clear();
     return this.#http.clearCache();
   }
 
@@ -243,19 +282,78 @@ export class VllmBackend extends Backend {
     return vllmOutputLimit(request, options.contextLength);
   }
 
-  #countTemplated(
+  async #countTemplated(
     request: JsonObject,
     { kind, contextLength, signal }: TemplatedCountOptions,
   ): Promise<number> {
-    return this.#http.postCount({
+    // The release is read only when the body depends on it.
+    const rules = kind !== "completion" && dependsOnRelease(request)
+      ? await this.#rules.get(signal ?? new AbortController().signal)
+      : undefined;
+    return await this.#http.postCount({
       source: this.source,
       url: this.#http.url,
-      json: payloadJson(vllmTokenizeBody(request, kind)),
+      json: payloadJson(vllmTokenizeBody(request, kind, rules)),
       contextLength,
       signal,
       maxBytes: maxTokenizeResponseBytes(contextLength),
       read: (answer) => readCount(answer, contextLength),
+      // /tokenize parses and renders as the chat endpoint does: what it
+      // refuses (an empty conversation, arguments that are not JSON, a
+      // template that raises), the chat endpoint refuses too.
+      adapt: (fetch) =>
+        rejectingFetch(
+          fetch,
+          400,
+          `${LABEL} rejects this request (its chat endpoint would too)`,
+        ),
     });
+  }
+
+  /**
+   * The served release's rules, from `GET /version`; the newest known
+   * release's when the server does not tell (a proxy without the route, an
+   * error), logged by error type only.
+   */
+  async #readRelease(signal: AbortSignal): Promise<VllmRules> {
+    try {
+      const answer = await this.#http.fetchJson({
+        label: "vLLM /version",
+        url: versionUrl(this.#http.url),
+        signal,
+        maxBytes: VERSION_MAX_BYTES,
+      });
+      return rulesOfServer(answer.version);
+    } catch (error) {
+      logger.warn(
+        "vLLM /version could not be read ({errorType}): the rules of vLLM {release} apply",
+        { errorType: errorType(error), release: NEWEST_VLLM_RELEASE },
+      );
+      return vllmRules(NEWEST_VLLM_RELEASE);
+    }
+  }
+}
+
+/** `GET /version` beside the `/tokenize` URL, its query string kept. */
+function versionUrl(tokenizeUrl: string): string {
+  const url = new URL(tokenizeUrl);
+  url.pathname = url.pathname.replace(/[^/]*\/?$/, "version");
+  return url.href;
+}
+
+/**
+ * The rules of a version a server reports: a release older than the oldest
+ * mirrored gets the oldest rules; an unreadable version, the newest.
+ */
+function rulesOfServer(version: unknown): VllmRules {
+  const parsed = typeof version === "string"
+    ? parseVllmVersion(version)
+    : undefined;
+  if (parsed === undefined) return vllmRules(NEWEST_VLLM_RELEASE);
+  try {
+    return vllmRules(parsed.join("."));
+  } catch {
+    return vllmRules(OLDEST_VLLM_RELEASE);
   }
 }
 
@@ -277,6 +375,9 @@ function vllmFromConfig(config: Config): Backend {
   return new VllmBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),
     url: tokenizerUrl,
+    ...(config.vllmVersion === undefined
+      ? {}
+      : { vllmVersion: config.vllmVersion }),
   });
 }
 
