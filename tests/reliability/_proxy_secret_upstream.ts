@@ -24,9 +24,17 @@ export function leaked(text: string): string[] {
 
 /**
  * How the upstream behaves: normally; echoing every generation request in a
- * 500; echoing every /tokenize request in a 400; holding generation requests.
+ * 500; echoing every /tokenize request in a 503 (a server error, so the count
+ * falls back to the estimate; a 400 would be a refusal, left unchanged);
+ * echoing every /tokenize request in a 400 (vLLM's refusal of a request);
+ * holding generation requests.
  */
-export type Mode = "normal" | "echo-errors" | "echo-tokenize-errors" | "stall";
+export type Mode =
+  | "normal"
+  | "echo-errors"
+  | "echo-tokenize-errors"
+  | "echo-tokenize-refusals"
+  | "stall";
 
 /** One request the upstream received. */
 export interface Seen {
@@ -67,13 +75,15 @@ export function serveSecretUpstream(): SecretUpstream {
     const tokenize = path === "/tokenize";
     if (
       (mode === "echo-errors" && !tokenize && request.method === "POST") ||
-      (mode === "echo-tokenize-errors" && tokenize)
+      (mode.startsWith("echo-tokenize-") && tokenize)
     ) {
       // What careless servers do: quote the request back in the error.
       const body = await request.text();
       return Response.json({
         error: { message: `Bad request: ${body}`, type: "BadRequestError" },
-      }, { status: tokenize ? 400 : 500 });
+      }, {
+        status: !tokenize ? 500 : mode === "echo-tokenize-refusals" ? 400 : 503,
+      });
     }
     if (mode === "stall" && !tokenize && request.method === "POST") {
       await new Promise<void>((resolve) =>

@@ -154,7 +154,12 @@ Deno.test("serve closes a connection whose body stalls, and an idle keep-alive o
     } finally {
       conn.close();
     }
-    strictEqual(upstream.requests.length, 0, "a partial body was forwarded");
+    // (The start-up probes, /tokenize and /v1/models, reach it; the body's path never does.)
+    strictEqual(
+      upstream.requests.filter((r) => r.line.includes("/v1/files")).length,
+      0,
+      "a partial body was forwarded",
+    );
   });
   await t.step(
     "a keep-alive connection left idle after its answer",

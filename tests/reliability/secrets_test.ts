@@ -155,12 +155,21 @@ Deno.test("no canary leaks from the proxy on any path", async (t) => {
   );
   upstream.mode = "echo-tokenize-errors";
   await run(
-    "fallback: the tokenizer echoes the prompt in a 400",
+    "fallback: the tokenizer echoes the prompt in a 503",
     CHAT,
     post(chatBody(), false),
     200,
   );
   strictEqual(exchanges.at(-1)!.added.includes("rough-fallback"), true);
+  upstream.mode = "echo-tokenize-refusals";
+  await run(
+    "refusal: the tokenizer refuses the request and echoes the prompt in a 400",
+    CHAT,
+    post(chatBody(), false),
+    200,
+  );
+  strictEqual(exchanges.at(-1)!.added.includes("unchanged"), true);
+  upstream.mode = "echo-tokenize-errors";
   await run("healthz with the tokenizer failing", "/incontext/healthz", {
     own: true,
   }, 503);
