@@ -138,7 +138,8 @@ Deno.test("incontext serve starts with a warning when the tokenizer and the upst
   });
   const started = await server.stdout.waitFor(/listening on/);
   ok(started.includes(`listening on http://127.0.0.1:${port}`), started);
-  const log = server.stdout.text + server.stderr.text;
+  // Warnings go to standard error, which may arrive after standard output.
+  const log = await server.stderr.waitFor(/upstream not reachable at start-up/);
   ok(/tokenizer not reachable at start-up/.test(log), log);
   ok(/upstream not reachable at start-up/.test(log), log);
   // The start-up probe is what readiness reports; the process is alive.

@@ -114,9 +114,11 @@ function conformanceSuite(): Stage[] {
       "test",
       "--config",
       TESTS_CONFIG,
-      ...TEST_PERMISSIONS,
-      // The native tokenizers binding is a Node-API addon.
+      ...TEST_PERMISSIONS.filter((flag) => !flag.startsWith("--allow-sys")),
+      // The native tokenizers binding is a Node-API addon; playwright-core
+      // asks the system for its home folder and more to find a browser.
       "--allow-ffi",
+      "--allow-sys",
       "--reporter=dot",
       "tests/conformance/",
     ]],

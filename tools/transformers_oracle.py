@@ -20,6 +20,9 @@ import re
 import sys
 import tempfile
 
+# apply_chat_template renders with jinja2, which transformers does not
+# require: imported here, a missing one fails the run instead of every count.
+import jinja2  # noqa: F401
 import transformers
 from transformers import AutoTokenizer
 

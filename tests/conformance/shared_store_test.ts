@@ -16,6 +16,7 @@ import {
 } from "../../src/shared/records.ts";
 import { prefixDigests } from "../../src/shared/prefix_digests.ts";
 import { startRedisServer } from "./_redis_server.ts";
+import { until } from "../_hang.ts";
 import { metric, type Replicas, startReplicas } from "./_replicas.ts";
 
 /** Every prompt costs 1000 tokens a message: an anchored count shows it, an estimate does not. */
@@ -244,6 +245,11 @@ Deno.test("replicas sharing a Redis store keep a rotating conversation anchored"
       for (const [i, url] of replicas.urls.entries()) {
         const health = await (await fetch(`${url}/incontext/healthz`)).json();
         strictEqual(health.sharedStore.state, "down");
+        // The replica writes its log from a buffer: the line comes shortly.
+        await until(
+          () => outages(replicas, i) > logged[i]!,
+          `replica ${i}'s outage line`,
+        );
         // Once per outage, not once per request.
         strictEqual(outages(replicas, i), logged[i]! + 1, logOf(replicas, i));
       }

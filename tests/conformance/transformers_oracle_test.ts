@@ -14,7 +14,7 @@ import { CONVERSATIONS, WEATHER_TOOL } from "../_tokenizer_conversations.ts";
 const PYTHON = new URL("../../tools/.oracle/py/bin/python", import.meta.url);
 const ORACLE = new URL("../../tools/transformers_oracle.py", import.meta.url);
 const SETUP =
-  "python3 -m venv tools/.oracle/py && tools/.oracle/py/bin/pip install transformers";
+  "python3 -m venv tools/.oracle/py && tools/.oracle/py/bin/pip install transformers jinja2";
 
 /** The model type a served folder's config.json names, per family. */
 const MODEL_TYPES: Record<string, string> = {
