@@ -122,12 +122,13 @@ export abstract class Backend {
   /**
    * The server's own name for its context length when every count compares
    * it with the configured one and fails with a `ContextLengthMismatchError`
-   * when they differ, such as
-   * `"vLLM max_model_len"`; undefined when the server reports none.
+   * when they differ, such as `"vLLM max_model_len"`.
    *
-   * @default undefined
+   * @returns The name, or undefined when the server reports none.
    */
-  readonly servedContext?: string;
+  get servedContext(): string | undefined {
+    return undefined;
+  }
 
   /**
    * Counts the prompt tokens of `request` exactly.

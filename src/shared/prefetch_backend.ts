@@ -6,18 +6,13 @@
  *
  * @module
  */
-import {
+import type {
   Backend,
-  type CapField,
-  type CapReading,
-  type CountOptions,
-  type CountResult,
-  type JsonObject,
-  type OutputFieldOptions,
-  type OutputLimitOptions,
-  type ReadCapsOptions,
-  type RequestKind,
+  CountOptions,
+  CountResult,
+  JsonObject,
 } from "../core/backend.ts";
+import { WrappedBackend } from "../core/wrapped_backend.ts";
 import type { SharedAnchorStore } from "./shared_anchors.ts";
 
 /** Options of {@linkcode PrefetchingBackend}. */
@@ -33,25 +28,14 @@ export interface PrefetchingOptions {
 }
 
 /** Wraps a backend with the shared anchors' prefetch; every hook goes to it. */
-export class PrefetchingBackend extends Backend {
-  readonly #inner: Backend;
+export class PrefetchingBackend extends WrappedBackend {
   readonly #anchors: SharedAnchorStore;
   readonly #first: boolean;
 
   constructor(inner: Backend, options: PrefetchingOptions) {
-    super();
-    this.#inner = inner;
+    super(inner);
     this.#anchors = options.anchors;
     this.#first = options.anchorsFirst;
-  }
-
-  /** The wrapped backend. */
-  get inner(): Backend {
-    return this.#inner;
-  }
-
-  get source(): string {
-    return this.#inner.source;
   }
 
   override async count(
@@ -59,56 +43,18 @@ export class PrefetchingBackend extends Backend {
     options: CountOptions,
   ): Promise<number | CountResult> {
     if ((options.kind ?? "chat") !== "chat") {
-      return await this.#inner.count(request, options);
+      return await this.inner.count(request, options);
     }
     const prefetch = this.#anchors.prefetch(request);
     if (this.#first) {
       await prefetch;
-      return await this.#inner.count(request, options);
+      return await this.inner.count(request, options);
     }
     try {
-      return await this.#inner.count(request, options);
+      return await this.inner.count(request, options);
     } finally {
       // The fallback and the cross-check read the anchor after the count.
       await prefetch;
     }
-  }
-
-  override clearCache(): Promise<void> {
-    return this.#inner.clearCache();
-  }
-
-  override outputBudgetField(
-    field: CapField,
-    options?: OutputFieldOptions,
-  ): string {
-    return this.#inner.outputBudgetField(field, options);
-  }
-
-  override coerceOutputBudget(value: unknown): number | undefined {
-    return this.#inner.coerceOutputBudget(value);
-  }
-
-  override outputBudgetLimit(
-    request: JsonObject,
-    options: OutputLimitOptions,
-  ): number | undefined {
-    return this.#inner.outputBudgetLimit(request, options);
-  }
-
-  override requestKind(request: JsonObject): RequestKind | undefined {
-    return this.#inner.requestKind(request);
-  }
-
-  override readCaps(request: JsonObject, options: ReadCapsOptions): CapReading {
-    return this.#inner.readCaps(request, options);
-  }
-
-  override writeCap(
-    request: JsonObject,
-    field: string,
-    value: number,
-  ): JsonObject {
-    return this.#inner.writeCap(request, field, value);
   }
 }

@@ -101,7 +101,9 @@ export class LlamaCppBackend extends Backend {
   /** The label of llama.cpp counts: `"llamacpp-tokenize"`. */
   override readonly source: string = "llamacpp-tokenize";
   /** The server's own context length, compared with the configured one on every count. */
-  override readonly servedContext: string = SERVED_CONTEXT;
+  override get servedContext(): string {
+    return SERVED_CONTEXT;
+  }
   readonly #http: HttpCounter;
   readonly #props: ServerInfo<number>;
 

@@ -96,7 +96,9 @@ export class TgiBackend extends Backend {
   /** The label of TGI counts: `"tgi-chat-tokenize"`. */
   override readonly source: string = "tgi-chat-tokenize";
   /** The server's own context length, compared with the configured one on every count. */
-  override readonly servedContext: string = SERVED_CONTEXT;
+  override get servedContext(): string {
+    return SERVED_CONTEXT;
+  }
   readonly #http: HttpCounter;
   readonly #info: ServerInfo<TgiLimits>;
 

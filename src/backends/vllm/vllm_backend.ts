@@ -107,7 +107,9 @@ export class VllmBackend extends Backend {
   /** The label of vLLM counts: `"vllm-tokenize"`. */
   override readonly source: string = "vllm-tokenize";
   /** The server's own context length, compared with the configured one on every count. */
-  override readonly servedContext: string = SERVED_CONTEXT;
+  override get servedContext(): string {
+    return SERVED_CONTEXT;
+  }
   readonly #http: HttpCounter;
   readonly #rules: ServerInfo<VllmRules>;
 
