@@ -150,13 +150,14 @@ Deno.test("templateContext() preprocesses messages as vLLM does", async (t) => {
   );
   await t.step("the context holds the special tokens and the kwargs", () => {
     const source =
-      "{{ bos_token }}|{{ tools }}|{{ documents }}|{{ add_generation_prompt }}|{{ enable_thinking }}";
+      "{{ bos_token }}|{{ tools }}|{{ documents }}|{{ add_generation_prompt }}|{{ reasoning_effort }}|{{ enable_thinking is defined }}";
     const request = {
       messages: [{ role: "user", content: "x" }],
       reasoning_effort: "none",
       chat_template_kwargs: { documents: [] },
     };
-    strictEqual(render(source, request), "<s>|None|[]|True|False");
+    // vLLM passes the effort itself; it derives nothing from it.
+    strictEqual(render(source, request), "<s>|None|[]|True|none|False");
   });
   await t.step("media parts are refused", () => {
     for (const type of ["image_url", "input_audio", "video_url"]) {

@@ -136,7 +136,6 @@ Deno.test("VllmBackend.count() converts a Responses request to chat messages", a
         add_generation_prompt: true,
         chat_template_kwargs: {
           reasoning_effort: "low",
-          enable_thinking: true,
         },
       });
     },

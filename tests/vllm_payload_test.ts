@@ -113,9 +113,31 @@ Deno.test("buildTokenizePayload() folds documents and reasoning_effort", async (
         reasoning_effort: "low",
       })
         .chat_template_kwargs,
-      { reasoning_effort: "low", enable_thinking: true },
+      { reasoning_effort: "low" },
     );
   });
+
+  await t.step(
+    'the top-level effort wins over the given one, adds nothing else, and "auto" counts as unset',
+    () => {
+      deepStrictEqual(
+        buildTokenizePayload({
+          messages: [],
+          chat_template_kwargs: { reasoning_effort: "low" },
+          reasoning_effort: "high",
+        }).chat_template_kwargs,
+        { reasoning_effort: "high" },
+      );
+      deepStrictEqual(
+        buildTokenizePayload({
+          messages: [],
+          chat_template_kwargs: { reasoning_effort: "low" },
+          reasoning_effort: "auto",
+        }).chat_template_kwargs,
+        { reasoning_effort: "low" },
+      );
+    },
+  );
 
   await t.step("a malformed chat_template_kwargs is sent as given", () => {
     strictEqual(
@@ -185,7 +207,7 @@ Deno.test("buildTokenizePayload() folds reasoning_effort as the release does", a
   await t.step("from 0.15.0 the effort reaches the template", () => {
     deepStrictEqual(
       buildTokenizePayload(request, vllmRules("0.15.0")).chat_template_kwargs,
-      { reasoning_effort: "low", enable_thinking: true },
+      { reasoning_effort: "low" },
     );
   });
   await t.step("before 0.15.0 the chat path drops it", () => {

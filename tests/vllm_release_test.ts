@@ -101,7 +101,6 @@ Deno.test("VllmBackend reads GET /version once per server and folds as that rele
     await backend.count(EFFORT, OPTIONS);
     deepStrictEqual(tokenizeBodies(server)[0].chat_template_kwargs, {
       reasoning_effort: "low",
-      enable_thinking: true,
     });
     // /version sits beside /tokenize, and is read with a GET.
     const read = server.requests.find((r) => r.path === "/version")!;
@@ -135,7 +134,6 @@ Deno.test("VllmBackend reads GET /version once per server and folds as that rele
       strictEqual(versionReads(server), 1);
       deepStrictEqual(tokenizeBodies(server)[1].chat_template_kwargs, {
         reasoning_effort: "low",
-        enable_thinking: true,
       });
       ok(
         logs.lines.some((line) =>

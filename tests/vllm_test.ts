@@ -135,18 +135,18 @@ Deno.test("VllmBackend.count() posts the tokenize payload byte for byte", async 
           chat_template_kwargs: { custom: 1 },
         }),
         '{"messages":[],"add_generation_prompt":true,"chat_template_kwargs":' +
-          '{"custom":1,"documents":[{"title":"d"}],"reasoning_effort":"high","enable_thinking":true}}',
+          '{"custom":1,"documents":[{"title":"d"}],"reasoning_effort":"high"}}',
       );
       strictEqual(
         await posted({ messages: [], reasoning_effort: "none" }),
         '{"messages":[],"add_generation_prompt":true,"chat_template_kwargs":' +
-          '{"reasoning_effort":"none","enable_thinking":false}}',
+          '{"reasoning_effort":"none"}}',
       );
     },
   );
 
   await t.step(
-    "given chat_template_kwargs keys win over folded ones",
+    "a given documents key wins over the folded one; the top-level reasoning_effort wins, as vLLM's merge_kwargs",
     async () => {
       strictEqual(
         await posted({
@@ -160,7 +160,7 @@ Deno.test("VllmBackend.count() posts the tokenize payload byte for byte", async 
           },
         }),
         '{"messages":[],"add_generation_prompt":true,"chat_template_kwargs":' +
-          '{"enable_thinking":true,"documents":["given"],"reasoning_effort":"low"}}',
+          '{"enable_thinking":true,"documents":["given"],"reasoning_effort":"none"}}',
       );
     },
   );
@@ -173,7 +173,7 @@ Deno.test("VllmBackend.count() posts the tokenize payload byte for byte", async 
         extra_body: { reasoning_effort: "none", documents: [] },
       }),
       '{"messages":[],"add_generation_prompt":true,"chat_template_kwargs":' +
-        '{"documents":[],"reasoning_effort":"none","enable_thinking":false}}',
+        '{"documents":[],"reasoning_effort":"none"}}',
     );
   });
 

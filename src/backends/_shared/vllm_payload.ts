@@ -131,7 +131,10 @@ export function buildCompletionPayload(
 /**
  * Folds `documents` and (from the release whose chat path passes it on)
  * `reasoning_effort` into `chat_template_kwargs`, where the template reads
- * them. Keys the caller set in `chat_template_kwargs` win.
+ * them. A `documents` key the caller set in `chat_template_kwargs` wins; the
+ * top-level `reasoning_effort` wins over one there, unless it is `"auto"`,
+ * which vLLM's `merge_kwargs` (vllm/renderers/params.py) treats as unset.
+ * Nothing else is added: the template derives what it needs from the effort.
  */
 function templateKwargs(request: JsonObject, rules: VllmRules): unknown {
   const given = effectiveField(request, "chat_template_kwargs");
@@ -140,7 +143,8 @@ function templateKwargs(request: JsonObject, rules: VllmRules): unknown {
     ? effectiveField(request, "reasoning_effort")
     : undefined;
   const hasDocuments = documents !== undefined && documents !== null;
-  const hasEffort = effort !== undefined && effort !== null;
+  const hasEffort = effort !== undefined && effort !== null &&
+    effort !== "auto";
   // A malformed `chat_template_kwargs` goes as given: the server rejects it as it would the request.
   if (
     (!hasDocuments && !hasEffort) ||
@@ -152,10 +156,7 @@ function templateKwargs(request: JsonObject, rules: VllmRules): unknown {
     ? { ...given }
     : {};
   if (hasDocuments) setDefault(kwargs, "documents", documents);
-  if (hasEffort) {
-    setDefault(kwargs, "reasoning_effort", effort);
-    setDefault(kwargs, "enable_thinking", effort !== "none");
-  }
+  if (hasEffort) kwargs.reasoning_effort = effort;
   return kwargs;
 }
 
