@@ -17,6 +17,7 @@ import { PrefetchingBackend } from "../shared/prefetch_backend.ts";
 import { SharedAnchorStore } from "../shared/shared_anchors.ts";
 import { SharedStore } from "../shared/shared_store.ts";
 import type { Prepared } from "./prepare.ts";
+import { ConfigError } from "../core/config_error.ts";
 
 /** The proxy's parts that go through the shared store. */
 export interface SharedLayer extends AsyncDisposable {
@@ -42,7 +43,11 @@ export async function openSharedLayer(
   const { config } = prepared.settings;
   if (config.sharedStore === undefined) return undefined;
   const store = new SharedStore({
-    connection: await redisConnection(config.sharedStore),
+    connection: await redisConnection(config.sharedStore, {
+      ...(config.sharedStoreCa === undefined
+        ? {}
+        : { ca: await readStoreCa(config.sharedStoreCa) }),
+    }),
     timeoutMs: config.sharedTimeoutMs,
     ttlSeconds: config.sharedTtlSeconds,
   });
@@ -68,4 +73,18 @@ export async function openSharedLayer(
       await store[Symbol.asyncDispose]();
     },
   };
+}
+
+/** The CA file's PEM text; unreadable, a configuration error naming it. */
+async function readStoreCa(path: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    throw new ConfigError([{
+      variable: "INCONTEXT_SHARED_STORE_CA",
+      rule: `must name a readable PEM file (${
+        error instanceof Error ? error.name : typeof error
+      })`,
+    }]);
+  }
 }

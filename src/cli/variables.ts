@@ -229,6 +229,12 @@ export const VARIABLES: readonly VariableDoc[] = [
     meaning: "redis:// or rediss:// URL replicas share anchors and counts in",
   },
   {
+    name: "INCONTEXT_SHARED_STORE_CA",
+    default: "none",
+    meaning:
+      "PEM file of the CAs a rediss:// store's certificate is checked against",
+  },
+  {
     name: "INCONTEXT_SHARED_TTL_SECONDS",
     default: "86400",
     meaning: "how long a shared record lives",

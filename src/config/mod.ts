@@ -250,6 +250,7 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   backendModules: moduleList,
   cacheEntries: integer(1),
   sharedStore: redisUrl,
+  sharedStoreCa: z.string(),
   sharedTtlSeconds: seconds(),
   sharedTimeoutMs: integer(1).refine(
     (n) => n <= 60_000,

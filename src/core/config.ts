@@ -208,6 +208,12 @@ export interface Config {
    */
   readonly sharedStore?: string;
   /**
+   * `INCONTEXT_SHARED_STORE_CA`: a PEM file of the certificate authorities a
+   * `rediss://` store's certificate is checked against, for a store whose
+   * certificate no public authority signed. Unset, the runtime's own.
+   */
+  readonly sharedStoreCa?: string;
+  /**
    * `INCONTEXT_SHARED_TTL_SECONDS`: how long a shared record lives in the store.
    *
    * @default 86400
@@ -354,6 +360,7 @@ export const CONFIG_VARIABLES: {
   backendModules: { name: "INCONTEXT_BACKEND_MODULES" },
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES" },
   sharedStore: { name: "INCONTEXT_SHARED_STORE" },
+  sharedStoreCa: { name: "INCONTEXT_SHARED_STORE_CA" },
   sharedTtlSeconds: { name: "INCONTEXT_SHARED_TTL_SECONDS" },
   sharedTimeoutMs: { name: "INCONTEXT_SHARED_TIMEOUT_MS" },
 };

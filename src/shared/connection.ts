@@ -28,14 +28,27 @@ const CLOSE_WAIT_MS = 1000;
 /** The longest wait between two reconnection attempts, in milliseconds. */
 const MAX_RECONNECT_MS = 1000;
 
+/** Options for {@linkcode redisConnection}. */
+export interface RedisConnectionOptions {
+  /**
+   * The certificate authorities (PEM) a `rediss://` store's certificate is
+   * checked against, instead of the runtime's own.
+   */
+  readonly ca?: string;
+}
+
 /**
  * Opens a connection to `url` (`redis://HOST:PORT/DB`, `rediss://` for TLS).
  * It connects in the background; until it is ready, commands fail.
  *
  * @param url The store's URL; it may hold a password, so it is never logged.
+ * @param options The authorities to trust for TLS.
  * @returns The connection.
  */
-export async function redisConnection(url: string): Promise<StoreConnection> {
+export async function redisConnection(
+  url: string,
+  options: RedisConnectionOptions = {},
+): Promise<StoreConnection> {
   // Loaded only when a store is configured: a proxy alone never loads it.
   const { Redis } = await import("ioredis");
   const client: RedisClient = new Redis(url, {
@@ -46,6 +59,10 @@ export async function redisConnection(url: string): Promise<StoreConnection> {
     connectTimeout: 2000,
     retryStrategy: (times: number) => Math.min(times * 100, MAX_RECONNECT_MS),
     connectionName: "incontext",
+    // rediss:// turns TLS on; a CA of the operator's is checked against.
+    ...(options.ca !== undefined && url.startsWith("rediss:")
+      ? { tls: { ca: options.ca } }
+      : {}),
   });
   // Without a listener ioredis prints every error itself; the store logs once per outage.
   let onError: (error: unknown) => void = () => {};

@@ -35,20 +35,29 @@ export async function requireRedisServer(): Promise<void> {
   throw new Error(REDIS_MISSING);
 }
 
+/** Options of {@linkcode startRedisServer}. */
+export interface RedisServerOptions {
+  /** Serve TLS only, with this certificate and key (PEM files): `rediss://`. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+}
+
 /** Starts redis-server on a free port of the loopback, persisting nothing. */
-export async function startRedisServer(): Promise<RedisServer> {
+export async function startRedisServer(
+  options: RedisServerOptions = {},
+): Promise<RedisServer> {
   await requireRedisServer();
   const port = freePort();
-  let child = await spawn(port);
+  const spawn = () => spawnOn(port, options);
+  let child = await spawn();
   return {
     port,
-    url: `redis://127.0.0.1:${port}/0`,
+    url: `${options.tls ? "rediss" : "redis"}://127.0.0.1:${port}/0`,
     async kill() {
       child.kill("SIGKILL");
       await child.status;
     },
     async restart() {
-      child = await spawn(port);
+      child = await spawn();
     },
     async [Symbol.asyncDispose]() {
       try {
@@ -61,11 +70,27 @@ export async function startRedisServer(): Promise<RedisServer> {
   };
 }
 
-async function spawn(port: number): Promise<Deno.ChildProcess> {
+async function spawnOn(
+  port: number,
+  { tls }: RedisServerOptions,
+): Promise<Deno.ChildProcess> {
+  const listen = tls === undefined ? ["--port", String(port)] : [
+    "--port",
+    "0",
+    "--tls-port",
+    String(port),
+    "--tls-cert-file",
+    tls.certFile,
+    "--tls-key-file",
+    tls.keyFile,
+    "--tls-ca-cert-file",
+    tls.certFile,
+    "--tls-auth-clients",
+    "no",
+  ];
   const child = new Deno.Command("redis-server", {
     args: [
-      "--port",
-      String(port),
+      ...listen,
       "--bind",
       "127.0.0.1",
       "--save",
