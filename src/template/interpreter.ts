@@ -3,7 +3,7 @@
 // another undefined value.
 import { Environment, Interpreter } from "@huggingface/jinja";
 import { UndefinedUseError } from "./objects.ts";
-import { make, type Value } from "./values.ts";
+import { fn, make, type Value } from "./values.ts";
 import {
   type Entry,
   holds,
@@ -366,7 +366,12 @@ const LOOP_KEYS = [
   "previtem",
   "nextitem",
 ] as const;
-const LOOP_KEY_SET: ReadonlySet<string> = new Set(LOOP_KEYS);
+/** What jinja2's loop has besides its fields: read, never listed. */
+const LOOP_EXTRAS: ReadonlySet<string> = new Set(["cycle", "depth", "depth0"]);
+const LOOP_KEY_SET: ReadonlySet<string> = new Set([
+  ...LOOP_KEYS,
+  ...LOOP_EXTRAS,
+]);
 
 /**
  * The entries of a `for` loop's `loop` object, read from the current item's
@@ -405,6 +410,18 @@ class LoopFields extends Map<string, Value> {
         return i > 0 ? this.#items[i - 1]! : NONE;
       case "nextitem":
         return i < length - 1 ? this.#items[i + 1]! : NONE;
+      // A loop of a chat template is never recursive: depth 1.
+      case "depth":
+        return integer(1);
+      case "depth0":
+        return integer(0);
+      case "cycle":
+        return fn((args) => {
+          if (args.length === 0) {
+            throw new TypeError("no items for cycling given");
+          }
+          return args[i % args.length]!;
+        });
       default:
         return undefined;
     }
@@ -522,6 +539,29 @@ class ItemReuse {
 
 (PyInterpreter.prototype as unknown as { evaluateFor: unknown }).evaluateFor =
   evaluateFor;
+
+/**
+ * `{% filter %}` renders its body in a scope of its own, as jinja2 does: a
+ * `set` inside it is gone after `{% endfilter %}`.
+ */
+function evaluateFilterStatement(
+  this: PyInterpreter,
+  node: Node,
+  environment: unknown,
+): Value {
+  const self = this as unknown as {
+    applyFilter(operand: Value, filter: unknown, environment: unknown): Value;
+  };
+  const rendered = this.evaluateBlock(
+    node["body"] as Node[],
+    new Scope(environment),
+  );
+  return self.applyFilter(rendered, node["filter"], environment);
+}
+
+(PyInterpreter.prototype as unknown as {
+  evaluateFilterStatement: unknown;
+}).evaluateFilterStatement = evaluateFilterStatement;
 
 /**
  * Runs a parsed program in an environment. With `memo`, `for` loops reuse

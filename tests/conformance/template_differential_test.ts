@@ -281,3 +281,23 @@ Deno.test("compileChatTemplate() scopes set, loops, macros and namespaces as jin
 Deno.test("compileChatTemplate() applies filters and tests to Undefined, None, numbers and containers as jinja2", async (t) => {
   await compare(t, filterCases());
 });
+
+/**
+ * Scoping in the other constructs that open a scope, and the loop object,
+ * written out. (`{% block %}` and `{% with %}` are not parsed: a template
+ * with them fails to compile, so nothing is counted from it.)
+ */
+const BLOCK_CASES = [
+  "{% set a = 1 %}{% if true %}{% set a = 2 %}{% endif %}{{ a }}",
+  "{% set a = 'x' %}{% filter upper %}{% set a = 'y' %}{{ a }}{% endfilter %}{{ a }}",
+  "{% macro m() %}({{ caller() }}){% endmacro %}{% set a = 1 %}{% call m() %}{% set a = 2 %}{{ a }}{% endcall %}{{ a }}",
+  "{% set ns = namespace(n=0) %}{% for x in [1, 2, 3] %}{% if x > 1 %}{% set ns.n = ns.n + x %}{% endif %}{% endfor %}{{ ns.n }}",
+  "{% for x in [] %}{{ x }}{% else %}{% set a = 5 %}{{ a }}{% endfor %}{{ a is defined }}",
+  "{% for x in [1, 2] %}{% for y in [3] %}{% set x = y %}{% endfor %}{{ x }}{% endfor %}",
+  "{% set a = 1 %}{% macro m() %}{% set a = 2 %}{{ a }}{% endmacro %}{{ m() }}{{ a }}",
+  "{% for x in [1, 2, 3] %}{{ loop.index }}{{ loop.cycle('a', 'b') }}{{ loop.previtem is defined }}{% endfor %}",
+];
+
+Deno.test("compileChatTemplate() scopes ifs, filter and call blocks, macros and nested loops, and fills loop, as jinja2", async (t) => {
+  await compare(t, BLOCK_CASES);
+});
