@@ -80,6 +80,7 @@ for (let turn = 1; turn <= TURNS; turn++) {
 
 console.log(
   "\nset: max_tokens = W - P exactly. compress: less than R was left below W, so the cap is clamped to",
-  "\nC - P (the server's hard limit) and the host is told to compress; when even that is gone, 400.",
+  "\nR (or C - P, when less is left), which keeps room for the compression request, and the host is",
+  "\ntold to compress; when nothing is left below C, 400.",
   "\nRun the real proxy: npx --yes deno@2.9.6 task serve (see README).",
 );
