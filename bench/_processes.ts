@@ -12,6 +12,8 @@ import { MODEL_FILES } from "../tests/_model_files.ts";
 
 const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;
+/** The tests' and benchmarks' configuration: the peer gateway is imported there only. */
+const TEST_CONFIG = new URL("../tests/deno.json", import.meta.url).pathname;
 
 /** The context length and window every benchmark server is given (Hermes at 256k). */
 export const CONTEXT_LENGTH = 262144;
@@ -191,7 +193,7 @@ export function startPortkey(): Promise<ServerProcess> {
     "run",
     "-A",
     "--config",
-    CONFIG,
+    TEST_CONFIG,
     new URL("./_portkey_gateway.ts", import.meta.url).pathname,
     `--port=${port}`,
     "--headless",
