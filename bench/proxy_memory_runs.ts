@@ -2,12 +2,24 @@
  * Memory across identical loads: the real server (a child process) takes
  * the same streamed load three times, each of more distinct conversations
  * than its count cache and anchor store hold, so every bound is full after
- * the first. Once idle after each run, its resident memory must settle to
- * the same level: a leak would add about the same amount per run.
+ * the first. Once idle after each run, its resident memory should settle to
+ * the same level: a leak would add about the same amount per run. Resident
+ * memory moves with the allocator and the machine, so this is a measurement
+ * (printed), not a test.
+ *
+ *     deno run --config tests/deno.json -A bench/proxy_memory_runs.ts
+ *
+ * @module
  */
-import { ok } from "node:assert/strict";
-import { type SpawnedProxy, spawnProxy } from "./_proxy_spawn.ts";
-import { loadBody, request, serveTimedUpstream } from "./_proxy_load.ts";
+import {
+  type SpawnedProxy,
+  spawnProxy,
+} from "../tests/reliability/_proxy_spawn.ts";
+import {
+  loadBody,
+  request,
+  serveTimedUpstream,
+} from "../tests/reliability/_proxy_load.ts";
 
 const RUNS = 3;
 const PER_RUN = 2_000;
@@ -48,7 +60,7 @@ async function settled(proxy: SpawnedProxy): Promise<number> {
   return last;
 }
 
-Deno.test("serve's memory settles to the same level after each of three identical loads", async () => {
+{
   await using upstream = serveTimedUpstream("none");
   await using proxy = await spawnProxy(upstream.url, {
     INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
@@ -59,7 +71,9 @@ Deno.test("serve's memory settles to the same level after each of three identica
   const levels: number[] = [await settled(proxy)];
   for (let run = 1; run <= RUNS; run++) {
     const answered = await load(target, run);
-    ok(answered === PER_RUN, `run ${run}: ${answered} of ${PER_RUN} answered`);
+    if (answered !== PER_RUN) {
+      throw new Error(`run ${run}: ${answered} of ${PER_RUN} answered`);
+    }
     levels.push(await settled(proxy));
   }
   const mib = levels.map((bytes) => (bytes / MIB).toFixed(0));
@@ -70,11 +84,9 @@ Deno.test("serve's memory settles to the same level after each of three identica
       mib.slice(1).join(", ")
     } MiB`,
   );
-  // The first run fills every bound; the later ones must add nothing that
-  // stays: at most 16 MiB (allocator and heap noise) between run 2 and 3.
-  const growth = levels[RUNS]! - levels[RUNS - 1]!;
-  ok(
-    growth < 16 * MIB,
-    `RSS grew ${(growth / MIB).toFixed(1)} MiB in the last run`,
+  // The first run fills every bound; a leak would keep adding after it.
+  const growth = levels[RUNS]! - levels[1]!;
+  console.log(
+    `from the first run's level to the last: ${(growth / MIB).toFixed(1)} MiB`,
   );
-});
+}
