@@ -33,9 +33,15 @@ export type Jinja2Outcome =
   | { text: string }
   | { error: { type: string; message: string } };
 
+/** A render job whose context is a value, not JSON text. */
+export interface Jinja2ValueJob {
+  readonly template: string;
+  readonly context: unknown;
+}
+
 /** Renders every job with Python jinja2, in one process. */
 export async function jinja2Render(
-  jobs: readonly Jinja2Job[],
+  jobs: readonly (Jinja2Job | Jinja2ValueJob)[],
 ): Promise<Jinja2Outcome[]> {
   const script = new URL("../../tools/jinja2_oracle.py", import.meta.url);
   let output: Deno.CommandOutput;

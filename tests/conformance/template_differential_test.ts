@@ -7,47 +7,7 @@
 import { ok, strictEqual } from "node:assert/strict";
 import { compileChatTemplate } from "../../src/template/chat_template.ts";
 import { mulberry32, type Rand } from "../_prng.ts";
-
-type Outcome = { text: string } | { error: { type: string; message: string } };
-
-const PYTHON = await Deno.stat("/usr/bin/python3").then(
-  () => "/usr/bin/python3",
-  () => "python3",
-);
-
-/** Renders every job with Python jinja2, in one process. */
-async function jinja2(
-  jobs: { template: string; context: unknown }[],
-): Promise<Outcome[]> {
-  const script = new URL("../../tools/jinja2_oracle.py", import.meta.url);
-  let output: Deno.CommandOutput;
-  try {
-    const child = new Deno.Command(PYTHON, {
-      args: [script.pathname],
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(JSON.stringify(jobs)));
-    await writer.close();
-    output = await child.output();
-  } catch (error) {
-    throw new Error(
-      "python3 with jinja2 is required: run `apt-get update && apt-get install -y python3-jinja2`",
-      { cause: error },
-    );
-  }
-  if (!output.success) {
-    const stderr = new TextDecoder().decode(output.stderr);
-    throw new Error(
-      stderr.includes("No module named 'jinja2'")
-        ? "python3-jinja2 is not installed: run `apt-get update && apt-get install -y python3-jinja2`"
-        : `The jinja2 oracle failed: ${stderr.slice(0, 500)}`,
-    );
-  }
-  return JSON.parse(new TextDecoder().decode(output.stdout));
-}
+import { type Jinja2Outcome, jinja2Render } from "./_oracles.ts";
 
 /** The values templates read; `missing` is never defined (jinja2's Undefined). */
 const CONTEXT = {
@@ -224,7 +184,7 @@ function scopingCases(seed: number, n: number): string[] {
   );
 }
 
-function ours(template: string): Outcome {
+function ours(template: string): Jinja2Outcome {
   try {
     return {
       text: compileChatTemplate(template).render(structuredClone(CONTEXT)),
@@ -243,7 +203,7 @@ async function compare(
   t: Deno.TestContext,
   cases: string[],
 ): Promise<void> {
-  const expected = await jinja2(
+  const expected = await jinja2Render(
     cases.map((template) => ({ template, context: CONTEXT })),
   );
   const differing: string[] = [];
