@@ -12,11 +12,11 @@
 import {
   loadBody,
   type Outcome,
-  quantile,
   request,
+  SEEDED_FAULTS,
   serveTimedUpstream,
 } from "../tests/reliability/_proxy_load.ts";
-import { judge, type Verdict } from "../tests/reliability/_proxy_verdict.ts";
+import { judge, latency, tally } from "../tests/reliability/_proxy_verdict.ts";
 import { spawnProxy } from "../tests/reliability/_proxy_spawn.ts";
 
 const TOTAL = 10_000;
@@ -25,28 +25,7 @@ const SEQUENTIAL = 200;
 const TIMEOUT_MS = 120_000;
 const MIB = 1024 * 1024;
 
-function tally(verdicts: readonly Verdict[]): string {
-  const kinds = new Map<string, number>();
-  for (const v of verdicts) kinds.set(v.kind, (kinds.get(v.kind) ?? 0) + 1);
-  return [...kinds].sort().map(([k, n]) => `${k}=${n}`).join(", ");
-}
-
-function latency(verdicts: readonly Verdict[]): string {
-  const added = verdicts.flatMap((v) =>
-    v.addedMs === undefined ? [] : [v.addedMs]
-  );
-  return `p50 ${quantile(added, 0.5).toFixed(1)} ms, p99 ${
-    quantile(added, 0.99).toFixed(1)
-  } ms (${added.length} complete answers)`;
-}
-
-await using upstream = serveTimedUpstream({
-  seed: 7,
-  delayFraction: 0.10,
-  delayMs: [50, 500],
-  cutFraction: 0.05,
-  errorFraction: 0.05,
-});
+await using upstream = serveTimedUpstream(SEEDED_FAULTS);
 await using proxy = await spawnProxy(upstream.url, {
   INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
 });

@@ -51,6 +51,18 @@ export interface TimedUpstream extends AsyncDisposable {
 }
 
 /** Serves the fake with `fault`, timing each request that carries a load id. */
+/**
+ * The load tests' and benchmark's faulty upstream: 10% of answers delayed by
+ * 50-500 ms, 5% cut mid-stream, 5% answered with 5xx, seeded.
+ */
+export const SEEDED_FAULTS: FakeUpstreamFaultMix = {
+  seed: 7,
+  delayFraction: 0.10,
+  delayMs: [50, 500],
+  cutFraction: 0.05,
+  errorFraction: 0.05,
+};
+
 export function serveTimedUpstream(
   fault: FakeUpstreamFaultMix | "none",
   chunkDelayMs = 0,

@@ -16,6 +16,7 @@ import {
   LOAD_ID,
   normalise,
   type Outcome,
+  quantile,
   type TimedUpstream,
 } from "./_proxy_load.ts";
 
@@ -141,4 +142,21 @@ export async function judge(
     verdicts.push(await verdict(outcome, sentById.get(outcome.id), upstream));
   }
   return verdicts;
+}
+
+/** The verdicts by kind, as `kind=n, ...`. */
+export function tally(verdicts: readonly Verdict[]): string {
+  const kinds = new Map<string, number>();
+  for (const v of verdicts) kinds.set(v.kind, (kinds.get(v.kind) ?? 0) + 1);
+  return [...kinds].sort().map(([k, n]) => `${k}=${n}`).join(", ");
+}
+
+/** The latency the proxy added to the complete answers, as p50 and p99. */
+export function latency(verdicts: readonly Verdict[]): string {
+  const added = verdicts.flatMap((v) =>
+    v.addedMs === undefined ? [] : [v.addedMs]
+  );
+  return `p50 ${quantile(added, 0.5).toFixed(1)} ms, p99 ${
+    quantile(added, 0.99).toFixed(1)
+  } ms (${added.length} complete answers)`;
 }

@@ -19,11 +19,11 @@ import { postJson, serveProxy } from "./_proxy_serve.ts";
 import {
   loadBody,
   type Outcome,
-  quantile,
   request,
+  SEEDED_FAULTS,
   serveTimedUpstream,
 } from "./_proxy_load.ts";
-import { judge, type Verdict } from "./_proxy_verdict.ts";
+import { judge, latency, tally } from "./_proxy_verdict.ts";
 import { spawnProxy } from "./_proxy_spawn.ts";
 import { HANG_MS, until } from "../_hang.ts";
 
@@ -41,29 +41,8 @@ globalThis.addEventListener("unhandledrejection", (event) => {
   event.preventDefault();
 });
 
-function tally(verdicts: readonly Verdict[]): string {
-  const kinds = new Map<string, number>();
-  for (const v of verdicts) kinds.set(v.kind, (kinds.get(v.kind) ?? 0) + 1);
-  return [...kinds].sort().map(([k, n]) => `${k}=${n}`).join(", ");
-}
-
-function latency(verdicts: readonly Verdict[]): string {
-  const added = verdicts.flatMap((v) =>
-    v.addedMs === undefined ? [] : [v.addedMs]
-  );
-  return `p50 ${quantile(added, 0.5).toFixed(1)} ms, p99 ${
-    quantile(added, 0.99).toFixed(1)
-  } ms (${added.length} complete answers)`;
-}
-
 Deno.test("the proxy holds 2,000 streamed requests from 200 clients against a faulty upstream", async () => {
-  await using upstream = serveTimedUpstream({
-    seed: 7,
-    delayFraction: 0.10,
-    delayMs: [50, 500],
-    cutFraction: 0.05,
-    errorFraction: 0.05,
-  });
+  await using upstream = serveTimedUpstream(SEEDED_FAULTS);
   await using proxy = await spawnProxy(upstream.url, {
     INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
   });
