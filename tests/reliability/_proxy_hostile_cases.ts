@@ -255,3 +255,37 @@ export function assertForwarded(
     }
   }
 }
+
+/**
+ * Raw requests a proxy must refuse (or close) without forwarding anything:
+ * the framing and header shapes request smuggling is made of, each a chat
+ * POST to `path` with `body`.
+ */
+export function smugglingRequests(
+  path: string,
+  body: string,
+): [name: string, request: string][] {
+  const post = (headers: string, payload = body) =>
+    `POST ${path} HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\n${headers}\r\n\r\n${payload}`;
+  return [
+    [
+      "a folded header line",
+      post(`X-A: a\r\n injected: b\r\nContent-Length: ${body.length}`),
+    ],
+    [
+      "Content-Length with Transfer-Encoding",
+      post("Content-Length: 5\r\nTransfer-Encoding: chunked", "0\r\n\r\n"),
+    ],
+    [
+      "two Content-Lengths",
+      post(`Content-Length: ${body.length}\r\nContent-Length: 3`),
+    ],
+    ["a NUL in a value", post(`X-A: a\0b\r\nContent-Length: ${body.length}`)],
+    [
+      "a bare CR in a value",
+      post(`X-A: a\rInjected: b\r\nContent-Length: ${body.length}`),
+    ],
+    ["a space in a name", post(`X A: b\r\nContent-Length: ${body.length}`)],
+    ["a negative Content-Length", post("Content-Length: -1")],
+  ];
+}
