@@ -1,16 +1,10 @@
 import { ok, strictEqual } from "node:assert/strict";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
+import { freePort } from "./_cli_process.ts";
 
 const SERVER = new URL("../examples/server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;
 const PLUGIN = new URL("./fixtures/anchored_plugin.ts", import.meta.url).href;
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
 
 /** Resolves with the child's output once `pattern` appears in it (or it ends). */
 async function waitFor(

@@ -2,6 +2,7 @@ import { ok, strictEqual } from "node:assert/strict";
 import OpenAI from "openai";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
 import { ENV, home, standin } from "./_hermes_home.ts";
+import { freePort } from "./_cli_process.ts";
 
 const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;
@@ -16,13 +17,6 @@ const LOCAL = {
   },
   compression: { threshold: 0.5 },
 };
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
 
 function serve(args: string[], env: Record<string, string>) {
   return new Deno.Command(Deno.execPath(), {

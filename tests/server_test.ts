@@ -1,16 +1,10 @@
 import { ok, strictEqual } from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
+import { collect, freePort } from "./_cli_process.ts";
 
 const SERVER = new URL("../examples/server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
 
 function server(
   args: string[],
@@ -23,34 +17,6 @@ function server(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-}
-
-/** Collects a child's output as it arrives, so the child never blocks on a full pipe. */
-function collect(stream: ReadableStream<Uint8Array>) {
-  let text = "";
-  const waiters: (() => void)[] = [];
-  const done = (async () => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-      text += chunk;
-      waiters.splice(0).forEach((wake) => wake());
-    }
-    waiters.splice(0).forEach((wake) => wake());
-  })();
-  return {
-    done,
-    get text() {
-      return text;
-    },
-    /** Resolves once `pattern` appears, or the stream ends. */
-    async waitFor(pattern: RegExp): Promise<string> {
-      let ended = false;
-      done.then(() => ended = true);
-      while (!pattern.test(text) && !ended) {
-        await new Promise<void>((wake) => waiters.push(wake));
-      }
-      return text;
-    },
-  };
 }
 
 Deno.test("examples/server.ts serves the proxy from flags and env, and stops on SIGTERM", async () => {
