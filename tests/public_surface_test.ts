@@ -75,7 +75,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     fetch: ["budgetedFetch"],
     middleware: ["budgetMiddleware"],
     preflight: ["preflight"],
-    proxy: ["Readiness", "createProxyHandler"],
+    proxy: ["Readiness", "createExactFetch", "createProxyHandler"],
     cli: ["MAIN_HELP", "runCli"],
     local: ["CountError", "LocalBackend", "TemplateRejectedError"],
     hermes: [

@@ -10,7 +10,12 @@
 import { dispose, getLogger } from "@logtape/logtape";
 import { AnchoredBackend } from "../backends/anchored/mod.ts";
 import { ConfigError } from "../core/config_error.ts";
-import { createProxyHandler, Readiness } from "../proxy/mod.ts";
+import {
+  createExactFetch,
+  createProxyHandler,
+  type ExactFetch,
+  Readiness,
+} from "../proxy/mod.ts";
 import { configured } from "./config_failure.ts";
 import { configureConsoleLog, logSettings } from "./console_log.ts";
 import { redactedUrl } from "./redacted_url.ts";
@@ -158,6 +163,8 @@ interface Listening {
   readonly graceOver: AbortController;
   /** Where the start-up probe is recorded for `/incontext/readyz`. */
   readonly readiness: Readiness;
+  /** The upstream's connections. */
+  readonly upstreamFetch: ExactFetch;
 }
 
 async function listen(prepared: Prepared): Promise<Listening> {
@@ -168,8 +175,12 @@ async function listen(prepared: Prepared): Promise<Listening> {
   // The start-up probe answers readiness for a few seconds; a supervisor
   // checking every second then costs one probe every few seconds, not each.
   const readiness = new Readiness({ maxAgeSeconds: READINESS_SECONDS });
+  // Requests go upstream exactly as clients sent them: the runtime's fetch
+  // would add headers and upper-case methods.
+  const upstreamFetch = createExactFetch();
   const handler = createProxyHandler({
     readiness,
+    fetch: upstreamFetch,
     upstream: settings.upstream!,
     window: settings.window,
     contextLength: settings.contextLength,
@@ -222,8 +233,9 @@ async function listen(prepared: Prepared): Promise<Listening> {
       maxConnections,
       backlog,
     });
-    return { server, graceOver, shared, readiness };
+    return { server, graceOver, shared, readiness, upstreamFetch };
   } catch (error) {
+    await upstreamFetch[Symbol.asyncDispose]();
     await shared?.[Symbol.asyncDispose]();
     throw new ConfigError([{
       variable: settings.nameOf("INCONTEXT_LISTEN"),
@@ -263,7 +275,7 @@ interface Running {
 }
 
 function stopOnSignals(
-  { prepared, server, graceOver, shared }: Listening & {
+  { prepared, server, graceOver, shared, upstreamFetch }: Listening & {
     prepared: Prepared;
   },
 ): Running {
@@ -288,6 +300,7 @@ function stopOnSignals(
       }, grace * 1000);
       await server.close();
       clearTimeout(timer);
+      await upstreamFetch[Symbol.asyncDispose]();
       for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
       await shared?.[Symbol.asyncDispose]();
       await prepared[Symbol.asyncDispose]();

@@ -26,21 +26,40 @@ export function upstreamUrl(upstream: URL, incoming: URL): string {
   return `${upstream.origin}${base}${incoming.pathname}${incoming.search}`;
 }
 
-/** Headers to send on: end-to-end headers only, with a recomputed length. */
+/** How a request's headers are forwarded. */
+export interface ForwardHeadersOptions {
+  /** Whether the proxy rewrote the body: its length is then the runtime's to write. */
+  readonly bodyChanged: boolean;
+  /**
+   * Whether the proxy reads the answer (a budgeted request: it learns the
+   * usage). It then asks for an uncompressed answer; any other request
+   * keeps the client's `accept-encoding`, or its absence.
+   */
+  readonly readsAnswer: boolean;
+}
+
+/** Headers to send on: the end-to-end headers the client sent. */
 export function forwardHeaders(
   headers: Headers,
-  bodyChanged: boolean,
+  { bodyChanged, readsAnswer }: ForwardHeadersOptions,
 ): HeaderPairs {
-  const out = withoutHopByHop(headers, bodyChanged ? FORWARD_CHANGED : FORWARD);
-  // The proxy reads bodies as they are; compression stays between proxy and client.
+  if (!readsAnswer) {
+    return withoutHopByHop(headers, bodyChanged ? CHANGED : HOST);
+  }
+  const out = withoutHopByHop(
+    headers,
+    bodyChanged ? READ_CHANGED : READ,
+  );
   out.push(["accept-encoding", "identity"]);
   return out;
 }
 
-/** What the proxy drops from a request besides the hop-by-hop headers (fetch sets them anew). */
-const FORWARD: ReadonlySet<string> = new Set(["host", "accept-encoding"]);
-const FORWARD_CHANGED: ReadonlySet<string> = new Set([
-  ...FORWARD,
+/** What the proxy drops from a request besides the hop-by-hop headers: what the connection writes anew. */
+const HOST: ReadonlySet<string> = new Set(["host"]);
+const CHANGED: ReadonlySet<string> = new Set([...HOST, "content-length"]);
+const READ: ReadonlySet<string> = new Set([...HOST, "accept-encoding"]);
+const READ_CHANGED: ReadonlySet<string> = new Set([
+  ...READ,
   "content-length",
 ]);
 const NONE: ReadonlySet<string> = new Set();

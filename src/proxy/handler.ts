@@ -343,7 +343,10 @@ async function send(
 ): Promise<Response> {
   const body = decision.body === undefined ? bytes : decision.body;
   const sent = performance.now();
-  const sending = sendUpstream({ request, target, body }, context).then(
+  const sending = sendUpstream(
+    { request, target, body, readsAnswer: true },
+    context,
+  ).then(
     (answer) => {
       trace.upstreamMs = performance.now() - sent;
       return answer;

@@ -26,6 +26,11 @@
  * @module
  */
 export { createProxyHandler } from "./handler.ts";
+export {
+  createExactFetch,
+  type ExactFetch,
+  type ExactFetchOptions,
+} from "./exact_fetch.ts";
 export type {
   LiveBudget,
   ProxyHandler,

@@ -71,6 +71,8 @@ export interface Upstream {
     | string
     | ReadableStream<Uint8Array>
     | null;
+  /** Whether the proxy reads the answer (a budgeted request). */
+  readonly readsAnswer?: boolean;
 }
 
 /**
@@ -97,7 +99,7 @@ export async function forward(
  * parts, or the error Response.
  */
 export async function sendUpstream(
-  { request, target, body }: Upstream,
+  { request, target, body, readsAnswer = false }: Upstream,
   context: ProxyContext,
 ): Promise<UpstreamAnswer | Response> {
   const { settings, state } = context;
@@ -105,7 +107,10 @@ export async function sendUpstream(
   const unlink = linkAbort(abort, request.signal, context.options.signal);
   const init: RequestInit & { duplex?: "half" } = {
     method: request.method,
-    headers: forwardHeaders(request.headers, typeof body === "string"),
+    headers: forwardHeaders(request.headers, {
+      bodyChanged: typeof body === "string",
+      readsAnswer,
+    }),
     signal: abort.signal,
     redirect: "manual",
   };

@@ -1,6 +1,14 @@
-/** The proxy handler served in this process on port 0, in front of any upstream. */
+/**
+ * The proxy handler served in this process on port 0, in front of any
+ * upstream, reaching it as `incontext serve` does (through
+ * `createExactFetch()`) unless the options give a fetch.
+ */
 import { FakeBackend } from "../../src/testing/mod.ts";
-import { createProxyHandler, type ProxyOptions } from "../../src/proxy/mod.ts";
+import {
+  createExactFetch,
+  createProxyHandler,
+  type ProxyOptions,
+} from "../../src/proxy/mod.ts";
 
 export const W = 55705;
 export const C = 65536;
@@ -22,11 +30,15 @@ export function serveProxy(
   upstream: string,
   options: Partial<ProxyOptions> = {},
 ): ServedProxy {
+  const exactFetch = options.fetch === undefined
+    ? createExactFetch()
+    : undefined;
   const handler = createProxyHandler({
     upstream,
     window: W,
     contextLength: C,
     backend: new FakeBackend({ count: 100 }),
+    ...(exactFetch === undefined ? {} : { fetch: exactFetch }),
     ...options,
   });
   const errors: unknown[] = [];
@@ -43,7 +55,10 @@ export function serveProxy(
     url: `http://127.0.0.1:${server.addr.port}`,
     port: server.addr.port,
     errors,
-    [Symbol.asyncDispose]: () => server.shutdown(),
+    [Symbol.asyncDispose]: async () => {
+      await server.shutdown();
+      await exactFetch?.[Symbol.asyncDispose]();
+    },
   };
 }
 

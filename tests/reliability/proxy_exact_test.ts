@@ -44,7 +44,7 @@ Deno.test("the proxy forwards methods and framing as the client sent them", asyn
   await using upstream = serveRaw(() => rawResponse("ok"));
   await using proxy = serveProxy(upstream.url);
 
-  for (const method of ["OPTIONS", "DELETE", "PROPFIND", "GET"]) {
+  for (const method of ["OPTIONS", "DELETE", "GET", "PURGE"]) {
     await t.step(
       `${method} without a body gets no body and no framing`,
       async () => {
@@ -55,6 +55,24 @@ Deno.test("the proxy forwards methods and framing as the client sent them", asyn
         strictEqual(seen?.line, `${method} /v1/things HTTP/1.1`);
         strictEqual(header(seen, "transfer-encoding"), undefined);
         strictEqual(header(seen, "content-length"), undefined);
+        strictEqual(seen.body, "");
+      },
+    );
+  }
+
+  // RFC 9110 section 8.6: a request of a method that defines a meaning for
+  // content says its length; an empty one says 0, the same message as none.
+  for (const method of ["PROPFIND", "PUT"]) {
+    await t.step(
+      `${method} without a body gets no body, and at most a length of 0`,
+      async () => {
+        upstream.requests.length = 0;
+        const answer = await raw(proxy.port, `${method} /v1/things HTTP/1.1`);
+        strictEqual(answer.status, 200);
+        const [seen] = upstream.requests;
+        strictEqual(seen?.line, `${method} /v1/things HTTP/1.1`);
+        strictEqual(header(seen, "transfer-encoding"), undefined);
+        strictEqual(header(seen, "content-length"), "0");
         strictEqual(seen.body, "");
       },
     );
@@ -97,6 +115,44 @@ Deno.test("the proxy forwards methods and framing as the client sent them", asyn
     strictEqual(header(seen!, "user-agent"), "probe/1");
     strictEqual(header(seen!, "x-custom"), "a b");
   });
+
+  await t.step("headers the client did not send are not added", async () => {
+    upstream.requests.length = 0;
+    await raw(proxy.port, "GET /v1/models HTTP/1.1\r\nx-custom: 1");
+    const [seen] = upstream.requests;
+    const names = seen!.headers.map(([name]) => name).sort();
+    // What the upstream connection itself needs, and the client's one header.
+    deepStrictEqual(names, ["connection", "host", "x-custom"]);
+    strictEqual(header(seen!, "connection"), "keep-alive");
+  });
+
+  await t.step(
+    "a forwarded request keeps the client's accept-encoding, or its absence",
+    async () => {
+      upstream.requests.length = 0;
+      await raw(proxy.port, "GET /v1/models HTTP/1.1\r\naccept-encoding: br");
+      await raw(proxy.port, "GET /v1/models HTTP/1.1");
+      const [withOne, without] = upstream.requests;
+      strictEqual(header(withOne!, "accept-encoding"), "br");
+      strictEqual(header(without!, "accept-encoding"), undefined);
+    },
+  );
+
+  await t.step(
+    "a budgeted request asks for an answer the proxy can read",
+    async () => {
+      upstream.requests.length = 0;
+      await raw(
+        proxy.port,
+        `POST /v1/chat/completions HTTP/1.1\r\ncontent-type: application/json\r\naccept-encoding: gzip\r\ncontent-length: ${CHAT.length}`,
+        CHAT,
+      );
+      const [seen] = upstream.requests;
+      strictEqual(header(seen!, "accept-encoding"), "identity");
+      strictEqual(header(seen!, "accept"), undefined);
+      strictEqual(header(seen!, "user-agent"), undefined);
+    },
+  );
 });
 
 Deno.test("the proxy answers 501 itself for a method fetch cannot send as it came", async (t) => {
