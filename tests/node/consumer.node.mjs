@@ -353,3 +353,52 @@ test("budgetMiddleware() budgets a Web Request under Node", async () => {
     String(WINDOW - COUNT),
   );
 });
+
+test("createExactFetch() forwards exactly through the proxy under Node", async () => {
+  const { createExactFetch, createProxyHandler } = await import(
+    "@incontext/incontext/proxy"
+  );
+  const seen = [];
+  const upstream = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk) => body += chunk);
+    request.on("end", () => {
+      seen.push({ headers: request.rawHeaders, body: JSON.parse(body) });
+      response.setHeader("content-type", "application/json");
+      response.end(JSON.stringify({ choices: [] }));
+    });
+  });
+  await new Promise((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+  const exactFetch = createExactFetch();
+  try {
+    const proxy = createProxyHandler({
+      upstream: `http://127.0.0.1:${upstream.address().port}`,
+      window: WINDOW,
+      contextLength: CONTEXT,
+      backend: new testing.FakeBackend({ count: COUNT }),
+      fetch: exactFetch,
+    });
+    const response = await proxy(
+      new Request("http://proxy.test/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-client": "1" },
+        body: JSON.stringify(chat("hello")),
+      }),
+    );
+    strictEqual(response.status, 200);
+    await response.arrayBuffer();
+    strictEqual(seen[0].body.max_tokens, WINDOW - COUNT);
+    const names = seen[0].headers.filter((_, i) => i % 2 === 0).sort();
+    deepStrictEqual(names, [
+      "accept-encoding",
+      "connection",
+      "content-length",
+      "content-type",
+      "host",
+      "x-client",
+    ]);
+  } finally {
+    await exactFetch[Symbol.asyncDispose]();
+    await new Promise((resolve) => upstream.close(resolve));
+  }
+});
