@@ -216,7 +216,7 @@ export const VARIABLES: readonly VariableDoc[] = [
   {
     name: "INCONTEXT_ADMIN_TOKEN",
     default: "none",
-    meaning: "bearer token /incontext/metrics and /incontext/context then need",
+    meaning: "token /incontext/metrics, /context and the page then need",
   },
   {
     name: "INCONTEXT_CONTEXT_ENDPOINT",

@@ -66,7 +66,7 @@ export async function ownEndpoint(
     });
   }
   if (GUARDED.has(name)) {
-    const refusal = refused(request, options.adminToken);
+    const refusal = refused(request, options.adminToken, name);
     if (refusal !== undefined) return refusal;
   }
   return await answer(context);
@@ -82,29 +82,56 @@ async function metricsResponse(context: ProxyContext): Promise<Response> {
 }
 
 /**
- * A 401 unless the request bears `token` as its bearer token (or no token
- * is set). The comparison takes the same time wherever the first
- * difference lies, so the token cannot be guessed byte by byte.
+ * A 401 unless the request bears `token` (or no token is set): as a bearer
+ * token, or as the password of HTTP Basic credentials (any user name), which
+ * a browser asks for and then sends by itself, so that the status page and
+ * its own reads of `/incontext/context` open in a browser. The comparison
+ * takes the same time wherever the first difference lies, so the token
+ * cannot be guessed byte by byte.
  */
 function refused(
   request: Request,
   token: string | undefined,
+  name: string,
 ): Response | undefined {
   if (token === undefined) return undefined;
-  const given =
-    /^Bearer +(.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1] ??
-      "";
-  const a = encoder.encode(given.trim());
+  const a = encoder.encode(presented(request.headers.get("authorization")));
   const b = encoder.encode(token);
   let difference = a.length ^ b.length;
   for (let i = 0; i < b.length; i++) difference |= (a[i] ?? 0) ^ b[i]!;
   if (difference === 0) return undefined;
   const response = errorResponse(401, {
     code: "unauthorized",
-    message: "This incontext endpoint needs the admin token as a bearer token",
+    message:
+      "This incontext endpoint needs the admin token: as a bearer token, or as the password of Basic credentials",
   });
-  response.headers.set("www-authenticate", 'Bearer realm="incontext"');
+  // A browser prompts for the first scheme it knows: the page asks for Basic.
+  response.headers.set(
+    "www-authenticate",
+    name === "status"
+      ? 'Basic realm="incontext", charset="UTF-8"'
+      : 'Bearer realm="incontext", Basic realm="incontext", charset="UTF-8"',
+  );
   return response;
+}
+
+/** The token an `Authorization` header presents: a bearer token, or a Basic password. */
+function presented(authorization: string | null): string {
+  const header = authorization ?? "";
+  const bearer = /^Bearer +(.+)$/i.exec(header)?.[1];
+  if (bearer !== undefined) return bearer.trim();
+  const basic = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header)?.[1];
+  if (basic === undefined) return "";
+  let decoded: string;
+  try {
+    decoded = new TextDecoder("utf-8", { fatal: true }).decode(
+      Uint8Array.from(atob(basic), (c) => c.charCodeAt(0)),
+    );
+  } catch {
+    return "";
+  }
+  const colon = decoded.indexOf(":");
+  return colon < 0 ? "" : decoded.slice(colon + 1);
 }
 
 const encoder = new TextEncoder();

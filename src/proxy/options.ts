@@ -79,9 +79,11 @@ export interface ProxyOptions extends BridgeOptions {
    */
   readonly upstreamIdleTimeoutSeconds?: number;
   /**
-   * When set, `/incontext/metrics` and `/incontext/context` answer 401
-   * unless the request bears it (`Authorization: Bearer <token>`).
-   * `/incontext/healthz` stays open for health checks.
+   * When set, `/incontext/metrics`, `/incontext/context` and the status
+   * page answer 401 unless the request bears it: as a bearer token
+   * (`Authorization: Bearer <token>`), or as the password of HTTP Basic
+   * credentials, which a browser prompts for. `/incontext/livez`, `readyz`
+   * and `healthz` stay open for health checks.
    */
   readonly adminToken?: string;
   /**

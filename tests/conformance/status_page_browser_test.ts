@@ -3,7 +3,7 @@
  * playwright-core. It asserts what the page draws from the proxy's real
  * decisions and saves a screenshot under the system temp dir.
  */
-import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { chromium } from "playwright-core";
@@ -176,6 +176,39 @@ Deno.test("the status page redraws itself when new decisions arrive", async () =
       { timeout: 30_000 },
     );
     strictEqual(await page.locator("circle.point").count(), 2);
+  } finally {
+    await browser.close();
+  }
+});
+
+Deno.test("behind INCONTEXT_ADMIN_TOKEN the status page opens in chromium with the token as a Basic password", async () => {
+  await requireChromium();
+  await using proxy = await proxyFixture({ adminToken: "s3cret-admin" });
+  const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+    model: "m",
+    messages: [message(1000)],
+  });
+  await response.body?.cancel();
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox"],
+  });
+  try {
+    // Without credentials, headless chromium cannot prompt for them: the
+    // navigation fails on the page's Basic challenge.
+    const refused = await browser.newPage();
+    await rejects(
+      refused.goto(`${proxy.url}/incontext/`),
+      /ERR_INVALID_AUTH_CREDENTIALS/,
+    );
+    // With them (what a user types at the browser's prompt), the page and
+    // its own reads of the decisions pass.
+    const page = await browser.newPage({
+      httpCredentials: { username: "ops", password: "s3cret-admin" },
+    });
+    await page.goto(`${proxy.url}/incontext/`);
+    await page.waitForSelector("circle.point");
+    strictEqual(await page.locator("circle.point").count(), 1);
   } finally {
     await browser.close();
   }

@@ -34,6 +34,8 @@ async function status(
   return response.status;
 }
 
+const encoder = new TextEncoder();
+
 Deno.test("createProxyHandler() guards its own endpoints as configured", async (t) => {
   await t.step("by default every endpoint is open", async () => {
     const open = proxy({});
@@ -60,12 +62,45 @@ Deno.test("createProxyHandler() guards its own endpoints as configured", async (
     );
     strictEqual(
       denied.headers.get("www-authenticate"),
-      'Bearer realm="incontext"',
+      'Bearer realm="incontext", Basic realm="incontext", charset="UTF-8"',
     );
     const body = await denied.text();
     ok(body.includes('"unauthorized"'));
     ok(!body.includes("s3cret"));
   });
+  await t.step(
+    "adminToken: Basic credentials with the token as password open them, as a browser sends them",
+    async () => {
+      const guarded = proxy({ adminToken: "s3cret-admin" });
+      const basic = (pair: string) =>
+        `Basic ${btoa(String.fromCharCode(...encoder.encode(pair)))}`;
+      for (
+        const path of [
+          "/incontext/",
+          "/incontext/metrics",
+          "/incontext/context",
+        ]
+      ) {
+        strictEqual(
+          await status(guarded, path, basic("ops:s3cret-admin")),
+          200,
+        );
+        strictEqual(await status(guarded, path, basic(":s3cret-admin")), 200);
+        strictEqual(await status(guarded, path, basic("s3cret-admin")), 401);
+        strictEqual(await status(guarded, path, basic("ops:s3cret-admi")), 401);
+        strictEqual(await status(guarded, path, basic("s3cret-admin:x")), 401);
+        strictEqual(await status(guarded, path, "Basic !!!"), 401, path);
+      }
+      const page = await guarded(new Request("http://proxy.test/incontext/"));
+      strictEqual(page.status, 401);
+      // The page's challenge is the one a browser answers with its prompt.
+      strictEqual(
+        page.headers.get("www-authenticate"),
+        'Basic realm="incontext", charset="UTF-8"',
+      );
+      await page.body?.cancel();
+    },
+  );
   await t.step("health checks stay open", async () => {
     const guarded = proxy({ adminToken: "s3cret-admin" });
     const code = await status(guarded, "/incontext/healthz");
