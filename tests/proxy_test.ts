@@ -259,6 +259,36 @@ Deno.test("the proxy learns usage anchors on a growing conversation", async (t) 
       strictEqual(anchored, usage.prompt_tokens + usage.completion_tokens + 1); // "More" = 1 token
     },
   );
+  await t.step(
+    "a long conversation's whole answer is learned from too (its bookkeeping runs while the upstream works)",
+    async () => {
+      await using proxy = await proxyFixture({
+        backend: new FakeBackend({ error: new Error("no count") }),
+      });
+      const first = [{ role: "user", content: "word ".repeat(20_000) }];
+      const body = JSON.stringify({ model: "m", messages: first });
+      ok(body.length > 64 * 1024);
+      const one = await postJson(`${proxy.baseUrl}/chat/completions`, {
+        model: "m",
+        messages: first,
+      });
+      const { choices, usage } = await one.json();
+      const second = [...first, choices[0].message, {
+        role: "user",
+        content: "More",
+      }];
+      const two = await postJson(`${proxy.baseUrl}/chat/completions`, {
+        model: "m",
+        messages: second,
+      });
+      await two.body?.cancel();
+      strictEqual(two.headers.get("x-incontext-source"), "usage-anchor");
+      strictEqual(
+        Number(two.headers.get("x-incontext-prompt-tokens")),
+        usage.prompt_tokens + usage.completion_tokens + 1,
+      );
+    },
+  );
 });
 
 Deno.test("the proxy follows the exhausted policy", async (t) => {

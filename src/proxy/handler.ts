@@ -356,15 +356,24 @@ async function send(
   // send: network I/O runs on this thread's loop, so work done right now
   // holds the request back. A streamed answer's first bytes are what its
   // client waits for: the bookkeeping runs after one turn of the loop, while
-  // the upstream works. A whole answer comes at the end of a generation: the
+  // the upstream works. So does a long conversation's, whose bookkeeping
+  // (a canonical form and a hash per message) would otherwise delay its
+  // answer. A short one's whole answer comes at the end of a generation: its
   // bookkeeping waits for it, which spares each request a turn of the loop.
-  if (streams(decision)) await nextTurn();
-  else await sending;
+  if (streams(decision) || bytes.byteLength >= OVERLAP_BYTES) {
+    await nextTurn();
+  } else await sending;
   const conversation = observe(decision, { kind, trace }, context);
   const answer = await sending;
   context.state.upstreamSeconds.observe(trace.upstreamMs! / 1000);
   return finish(answer, { decision, conversation }, context);
 }
+
+/**
+ * From this body size on, a whole answer's bookkeeping runs while the
+ * upstream works: it costs more than the turn of the loop it waits for.
+ */
+const OVERLAP_BYTES = 64 * 1024;
 
 /** Whether the client asked for a streamed answer. */
 function streams(decision: Sending): boolean {
