@@ -15,6 +15,7 @@ import {
   renderChat,
   templateFor,
 } from "./chat_render.ts";
+import { SegmentIds } from "./segment_ids.ts";
 
 /** How ids are decoded: `/detokenize`'s text, or `/tokenize`'s `token_strs`. */
 export type DecodeForm = "text" | "strings";
@@ -42,10 +43,21 @@ export function payloadIds(loaded: Loaded, payload: JsonObject): number[] {
     ? compileTemplate(loaded, own)
     : templateFor(loaded, payload.tools);
   const text = renderChat(loaded, chat, { template: entry });
-  return loaded.tokenizer.encode(text, {
-    addSpecialTokens: payload.add_special_tokens === true,
-  });
+  const addSpecialTokens = payload.add_special_tokens === true;
+  // Segment by segment where that is the same encoding: a grown
+  // conversation's earlier segments keep their ids.
+  if (loaded.incremental && !addSpecialTokens) {
+    let segments = segmentIds.get(loaded);
+    if (segments === undefined) {
+      segmentIds.set(loaded, segments = new SegmentIds(loaded.tokenizer));
+    }
+    return segments.encode(text);
+  }
+  return loaded.tokenizer.encode(text, { addSpecialTokens });
 }
+
+/** The segment ids of each loaded model, dropped with it. */
+const segmentIds = new WeakMap<Loaded, SegmentIds>();
 
 /**
  * The text of `ids` (special tokens kept, as `/detokenize` gives it) or
