@@ -11,11 +11,12 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { readFileSync } from "node:fs";
 import { Readable } from "node:stream";
 import { getLogger } from "@logtape/logtape";
 import { errorType } from "../core/error_type.ts";
+import { type ClientError, clientErrorAnswer } from "./client_errors.ts";
 import { errorResponse } from "../bridges/answers.ts";
 
 const logger = getLogger(["incontext", "server"]);
@@ -122,21 +123,16 @@ export function startHttpServer(
       max: options.maxConnections,
     });
   });
-  server.on("clientError", (error, socket) => {
-    // A malformed request or a timed-out head or body: the socket ends
-    // with node's own 400/408/431 when it can still be written.
+  server.on("clientError", (error: ClientError, socket: Socket) => {
+    // A malformed request or a timed-out head or body: the socket ends with
+    // an answer of the server's own when it can still be written.
     logger.debug("connection closed: error={error}", {
-      error: (error as { code?: string }).code ?? errorType(error),
+      error: error.code ?? errorType(error),
     });
-    if (socket.writable) {
-      const code = (error as { code?: string }).code;
-      const status = code === "ERR_HTTP_REQUEST_TIMEOUT"
-        ? "408 Request Timeout"
-        : code === "HPE_HEADER_OVERFLOW"
-        ? "431 Request Header Fields Too Large"
-        : "400 Bad Request";
-      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`);
-    } else socket.destroy();
+    void clientErrorAnswer(error).then((answer) => {
+      if (socket.writable) socket.end(answer);
+      else socket.destroy();
+    });
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
