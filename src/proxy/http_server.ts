@@ -4,15 +4,18 @@
  * request head and its body, how long an idle keep-alive connection stays
  * open, and how many connections are open at once. A connection that
  * breaks a bound is closed; one beyond the cap is closed as soon as it is
- * accepted; a failed accept is logged, never thrown.
+ * accepted; a failed accept is never thrown, and the listener accepts again
+ * once descriptors are free.
  */
 import {
   createServer,
   type IncomingMessage,
+  type Server,
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { readFileSync } from "node:fs";
+import { clearInterval, setInterval } from "node:timers";
 import { Readable } from "node:stream";
 import { getLogger } from "@logtape/logtape";
 import { errorType } from "../core/error_type.ts";
@@ -70,7 +73,8 @@ export interface ConnectionBounds {
  * closed, and the server accepts every pending connection (up to the
  * backlog) in one turn before any is closed: the cap leaves room for a full
  * backlog. An accept that fails for want of a descriptor stops Deno's
- * node:net from accepting for good. `limits` is the text of
+ * node:net from accepting until the server re-arms its listener (within a
+ * second). `limits` is the text of
  * `/proc/self/limits`; without it the cap is `wanted`.
  */
 export function connectionBounds(
@@ -95,6 +99,13 @@ export function processLimits(): string | undefined {
     return undefined;
   }
 }
+
+/**
+ * How often the listener is re-armed. Deno's node:net stops polling a
+ * listener whose accept failed (for want of a descriptor, say) and reports
+ * nothing; listening again on the same handle makes it accept what waits.
+ */
+const REARM_MS = 1000;
 
 /** Serves `handler` until closed. */
 export function startHttpServer(
@@ -142,28 +153,51 @@ export function startHttpServer(
       backlog: options.backlog,
     }, () => {
       server.off("error", reject);
-      const { port, address } = server.address() as AddressInfo;
-      let closed: Promise<void> | undefined;
-      const close = () => {
-        closed ??= new Promise<void>((done) => {
-          server.close(() => done());
-          server.closeIdleConnections();
-        });
-        return closed;
-      };
-      resolve({
-        hostname: address,
-        port,
-        close,
-        closeAll: () => server.closeAllConnections(),
-        async [Symbol.asyncDispose]() {
-          const done = close();
-          server.closeAllConnections();
-          await done;
-        },
-      });
+      resolve(running(server, options.backlog));
     });
   });
+}
+
+/** The listening server's handle: its address, its re-arming, its closing. */
+function running(server: Server, backlog: number): HttpServer {
+  const { port, address } = server.address() as AddressInfo;
+  const rearm = setInterval(() => rearmListener(server, backlog), REARM_MS);
+  rearm.unref();
+  let closed: Promise<void> | undefined;
+  const close = () => {
+    closed ??= new Promise<void>((done) => {
+      clearInterval(rearm);
+      server.close(() => done());
+      server.closeIdleConnections();
+    });
+    return closed;
+  };
+  return {
+    hostname: address,
+    port,
+    close,
+    closeAll: () => server.closeAllConnections(),
+    async [Symbol.asyncDispose]() {
+      const done = close();
+      server.closeAllConnections();
+      await done;
+    },
+  };
+}
+
+/**
+ * Listens again on the listening handle. In Deno this only puts the
+ * listener back in the event loop's poll (connections waiting are kept);
+ * in Node it repeats `listen(2)` on the same socket, which changes nothing.
+ */
+function rearmListener(server: Server, backlog: number): void {
+  const handle = (server as unknown as {
+    _handle?: { listen?(backlog: number): number } | null;
+  })._handle;
+  const status = handle?.listen?.(backlog) ?? 0;
+  if (status !== 0) {
+    logger.warn("listener not re-armed: status={status}", { status });
+  }
 }
 
 /** One request through the handler, and its answer written back. */
