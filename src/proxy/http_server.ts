@@ -5,7 +5,8 @@
  * open, and how many connections are open at once. A connection that
  * breaks a bound is closed; one beyond the cap is closed as soon as it is
  * accepted; a failed accept is never thrown, and the listener accepts again
- * once descriptors are free.
+ * once descriptors are free. Closing ends idle connections at once and the
+ * others as their last response is written.
  */
 import {
   createServer,
@@ -20,6 +21,7 @@ import { Readable } from "node:stream";
 import { getLogger } from "@logtape/logtape";
 import { errorType } from "../core/error_type.ts";
 import { type ClientError, clientErrorAnswer } from "./client_errors.ts";
+import { OpenConnections } from "./open_connections.ts";
 import { errorResponse } from "../bridges/answers.ts";
 
 const logger = getLogger(["incontext", "server"]);
@@ -46,7 +48,11 @@ export interface HttpServer extends AsyncDisposable {
   /** The address it listens on. */
   readonly hostname: string;
   readonly port: number;
-  /** Stops accepting connections; resolves once every connection is closed. */
+  /**
+   * Stops accepting connections and closes the idle ones; every other is
+   * closed once its last response is written (which says
+   * `connection: close`). Resolves once every connection is closed.
+   */
   close(): Promise<void>;
   /** Closes every connection now, in flight or not. */
   closeAll(): void;
@@ -124,7 +130,15 @@ export function startHttpServer(
       100,
       Math.min(options.headersTimeoutMs, options.requestTimeoutMs) / 4,
     ),
-  }, (incoming, outgoing) => void exchange(handler, incoming, outgoing));
+  });
+  const connections = new OpenConnections(server);
+  server.on(
+    "request",
+    (incoming: IncomingMessage, outgoing: ServerResponse) => {
+      connections.begin(incoming, outgoing);
+      void exchange(handler, incoming, outgoing);
+    },
+  );
   server.maxConnections = options.maxConnections;
   server.on("error", (error) => {
     logger.error("server error: error={error}", { error: errorType(error) });
@@ -153,13 +167,17 @@ export function startHttpServer(
       backlog: options.backlog,
     }, () => {
       server.off("error", reject);
-      resolve(running(server, options.backlog));
+      resolve(running(server, connections, options.backlog));
     });
   });
 }
 
 /** The listening server's handle: its address, its re-arming, its closing. */
-function running(server: Server, backlog: number): HttpServer {
+function running(
+  server: Server,
+  connections: OpenConnections,
+  backlog: number,
+): HttpServer {
   const { port, address } = server.address() as AddressInfo;
   const rearm = setInterval(() => rearmListener(server, backlog), REARM_MS);
   rearm.unref();
@@ -168,7 +186,7 @@ function running(server: Server, backlog: number): HttpServer {
     closed ??= new Promise<void>((done) => {
       clearInterval(rearm);
       server.close(() => done());
-      server.closeIdleConnections();
+      connections.close();
     });
     return closed;
   };
