@@ -149,15 +149,7 @@ export function startHttpServer(
     });
   });
   server.on("clientError", (error: ClientError, socket: Socket) => {
-    // A malformed request or a timed-out head or body: the socket ends with
-    // an answer of the server's own when it can still be written.
-    logger.debug("connection closed: error={error}", {
-      error: error.code ?? errorType(error),
-    });
-    void clientErrorAnswer(error).then((answer) => {
-      if (socket.writable) socket.end(answer);
-      else socket.destroy();
-    });
+    answerClientError(error, socket, connections);
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -216,6 +208,27 @@ function rearmListener(server: Server, backlog: number): void {
   if (status !== 0) {
     logger.warn("listener not re-armed: status={status}", { status });
   }
+}
+
+/**
+ * Ends a connection whose request could not be read (malformed, or a head
+ * or body too slow) with an answer of the server's own, written after the
+ * responses in flight on it so that their framing holds.
+ */
+function answerClientError(
+  error: ClientError,
+  socket: Socket,
+  connections: OpenConnections,
+): void {
+  logger.debug("connection closed: error={error}", {
+    error: error.code ?? errorType(error),
+  });
+  void clientErrorAnswer(error).then((answer) =>
+    connections.afterResponses(socket, () => {
+      if (socket.writable) socket.end(answer);
+      else socket.destroy();
+    })
+  );
 }
 
 /** One request through the handler, and its answer written back. */

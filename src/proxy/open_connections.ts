@@ -1,7 +1,8 @@
 /**
  * The connections open on the proxy's HTTP/1.1 server and the exchanges in
  * flight on each: what lets the server close a connection the moment it is
- * idle once it is closing.
+ * idle once it is closing, and write an answer of its own after the
+ * responses in flight rather than into them.
  *
  * @module
  */
@@ -11,6 +12,8 @@ import type { Socket } from "node:net";
 /** The exchanges in flight on one connection. */
 interface Connection {
   readonly exchanges: Map<IncomingMessage, ServerResponse>;
+  /** What runs once no exchange is in flight. */
+  readonly onIdle: (() => void)[];
 }
 
 /**
@@ -28,7 +31,7 @@ export class OpenConnections {
   /** Starts tracking the connections `server` accepts from now on. */
   constructor(server: Server) {
     server.on("connection", (socket: Socket) => {
-      this.#open.set(socket, { exchanges: new Map() });
+      this.#open.set(socket, { exchanges: new Map(), onIdle: [] });
       socket.once("close", () => this.#open.delete(socket));
     });
   }
@@ -42,8 +45,25 @@ export class OpenConnections {
     connection.exchanges.set(incoming, outgoing);
     outgoing.once("close", () => {
       connection.exchanges.delete(incoming);
-      if (this.#closing && connection.exchanges.size === 0) socket.end();
+      if (connection.exchanges.size > 0) return;
+      for (const then of connection.onIdle.splice(0)) then();
+      if (this.#closing) socket.end();
     });
+  }
+
+  /**
+   * Runs `then` once the responses in flight on `socket` are written, so
+   * that an answer written after them keeps their framing: at once when
+   * none is, or when a request is still being read (its body may be what
+   * failed).
+   */
+  afterResponses(socket: Socket, then: () => void): void {
+    const connection = this.#open.get(socket);
+    const waiting = connection !== undefined &&
+      connection.exchanges.size > 0 &&
+      [...connection.exchanges.keys()].every((incoming) => incoming.complete);
+    if (waiting) connection.onIdle.push(then);
+    else then();
   }
 
   /** Closes the idle connections now, and every other once it is idle. */

@@ -2,10 +2,11 @@
  * Methods the server's parser does not know (methods are case-sensitive:
  * `get` is not `GET`) get the proxy's 501 in OpenAI's error shape, as a
  * method the proxy cannot forward does, not the parser's bare 400. Nothing
- * reaches the upstream, the client's bytes are not echoed, and the server
- * goes on serving.
+ * reaches the upstream, the client's bytes are not echoed, a request
+ * pipelined behind a good one leaves the good one's answer whole, and the
+ * server goes on serving.
  */
-import { ok, strictEqual } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { FakeBackend, serveFakeUpstream } from "../../src/testing/mod.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
 import { startHttpServer } from "../../src/proxy/http_server.ts";
@@ -17,6 +18,23 @@ const BODY = JSON.stringify({
   model: "m",
   messages: [{ role: "user", content: "hi" }],
 });
+
+/** The raw answers to `request` on one connection, read until the server closes it. */
+async function rawAnswers(port: number, request: string): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await conn.write(new TextEncoder().encode(request));
+    let text = "";
+    const buffer = new Uint8Array(65536);
+    for (;;) {
+      const n = await conn.read(buffer);
+      if (n === null) return text;
+      text += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+  } finally {
+    conn.close();
+  }
+}
 
 /** The JSON body of a raw answer. */
 function errorOf(text: string): { code: string; message: string } {
@@ -85,4 +103,27 @@ Deno.test("startHttpServer() answers a method its parser refuses with 501", asyn
     strictEqual(status, 400);
     await served();
   });
+  await t.step(
+    "behind a good request on one connection: its answer first, whole",
+    async () => {
+      upstream.requests.length = 0;
+      const text = await rawAnswers(
+        server.port,
+        `GET /v1/models HTTP/1.1\r\nHost: proxy\r\n\r\nFOO ${CHAT} HTTP/1.1\r\nHost: proxy\r\n\r\n`,
+      );
+      // The good answer has a length or is chunked: the 501 starts where
+      // it ends.
+      ok(text.startsWith("HTTP/1.1 200"), text);
+      const head = text.indexOf("\r\n\r\n") + 4;
+      const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, head));
+      const end = length === null
+        ? text.indexOf("\r\n0\r\n\r\n", head) + 7
+        : head + Number(length[1]);
+      const second = text.slice(end);
+      ok(second.startsWith("HTTP/1.1 501 "), text);
+      strictEqual(errorOf(second).code, "method_not_supported");
+      deepStrictEqual(upstream.requests.map((r) => r.path), ["/v1/models"]);
+      await served();
+    },
+  );
 });
