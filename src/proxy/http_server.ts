@@ -4,18 +4,24 @@
  * request head and its body, how long an idle keep-alive connection stays
  * open, and how many connections are open at once. A connection that
  * breaks a bound is closed; one beyond the cap is closed as soon as it is
- * accepted; a failed accept is logged, never thrown.
+ * accepted; a failed accept is never thrown, and the listener accepts again
+ * once descriptors are free. Closing ends idle connections at once and the
+ * others as their last response is written.
  */
 import {
   createServer,
   type IncomingMessage,
+  type Server,
   type ServerResponse,
 } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { readFileSync } from "node:fs";
+import { clearInterval, setInterval } from "node:timers";
 import { Readable } from "node:stream";
 import { getLogger } from "@logtape/logtape";
 import { errorType } from "../core/error_type.ts";
+import { type ClientError, clientErrorAnswer } from "./client_errors.ts";
+import { OpenConnections } from "./open_connections.ts";
 import { errorResponse } from "../bridges/answers.ts";
 
 const logger = getLogger(["incontext", "server"]);
@@ -42,7 +48,11 @@ export interface HttpServer extends AsyncDisposable {
   /** The address it listens on. */
   readonly hostname: string;
   readonly port: number;
-  /** Stops accepting connections; resolves once every connection is closed. */
+  /**
+   * Stops accepting connections and closes the idle ones; every other is
+   * closed once its last response is written (which says
+   * `connection: close`). Resolves once every connection is closed.
+   */
   close(): Promise<void>;
   /** Closes every connection now, in flight or not. */
   closeAll(): void;
@@ -69,7 +79,8 @@ export interface ConnectionBounds {
  * closed, and the server accepts every pending connection (up to the
  * backlog) in one turn before any is closed: the cap leaves room for a full
  * backlog. An accept that fails for want of a descriptor stops Deno's
- * node:net from accepting for good. `limits` is the text of
+ * node:net from accepting until the server re-arms its listener (within a
+ * second). `limits` is the text of
  * `/proc/self/limits`; without it the cap is `wanted`.
  */
 export function connectionBounds(
@@ -95,6 +106,13 @@ export function processLimits(): string | undefined {
   }
 }
 
+/**
+ * How often the listener is re-armed. Deno's node:net stops polling a
+ * listener whose accept failed (for want of a descriptor, say) and reports
+ * nothing; listening again on the same handle makes it accept what waits.
+ */
+const REARM_MS = 1000;
+
 /** Serves `handler` until closed. */
 export function startHttpServer(
   handler: (request: Request) => Promise<Response>,
@@ -112,7 +130,15 @@ export function startHttpServer(
       100,
       Math.min(options.headersTimeoutMs, options.requestTimeoutMs) / 4,
     ),
-  }, (incoming, outgoing) => void exchange(handler, incoming, outgoing));
+  });
+  const connections = new OpenConnections(server);
+  server.on(
+    "request",
+    (incoming: IncomingMessage, outgoing: ServerResponse) => {
+      connections.begin(incoming, outgoing);
+      void exchange(handler, incoming, outgoing);
+    },
+  );
   server.maxConnections = options.maxConnections;
   server.on("error", (error) => {
     logger.error("server error: error={error}", { error: errorType(error) });
@@ -122,21 +148,8 @@ export function startHttpServer(
       max: options.maxConnections,
     });
   });
-  server.on("clientError", (error, socket) => {
-    // A malformed request or a timed-out head or body: the socket ends
-    // with node's own 400/408/431 when it can still be written.
-    logger.debug("connection closed: error={error}", {
-      error: (error as { code?: string }).code ?? errorType(error),
-    });
-    if (socket.writable) {
-      const code = (error as { code?: string }).code;
-      const status = code === "ERR_HTTP_REQUEST_TIMEOUT"
-        ? "408 Request Timeout"
-        : code === "HPE_HEADER_OVERFLOW"
-        ? "431 Request Header Fields Too Large"
-        : "400 Bad Request";
-      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`);
-    } else socket.destroy();
+  server.on("clientError", (error: ClientError, socket: Socket) => {
+    answerClientError(error, socket, connections);
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -146,28 +159,76 @@ export function startHttpServer(
       backlog: options.backlog,
     }, () => {
       server.off("error", reject);
-      const { port, address } = server.address() as AddressInfo;
-      let closed: Promise<void> | undefined;
-      const close = () => {
-        closed ??= new Promise<void>((done) => {
-          server.close(() => done());
-          server.closeIdleConnections();
-        });
-        return closed;
-      };
-      resolve({
-        hostname: address,
-        port,
-        close,
-        closeAll: () => server.closeAllConnections(),
-        async [Symbol.asyncDispose]() {
-          const done = close();
-          server.closeAllConnections();
-          await done;
-        },
-      });
+      resolve(running(server, connections, options.backlog));
     });
   });
+}
+
+/** The listening server's handle: its address, its re-arming, its closing. */
+function running(
+  server: Server,
+  connections: OpenConnections,
+  backlog: number,
+): HttpServer {
+  const { port, address } = server.address() as AddressInfo;
+  const rearm = setInterval(() => rearmListener(server, backlog), REARM_MS);
+  rearm.unref();
+  let closed: Promise<void> | undefined;
+  const close = () => {
+    closed ??= new Promise<void>((done) => {
+      clearInterval(rearm);
+      server.close(() => done());
+      connections.close();
+    });
+    return closed;
+  };
+  return {
+    hostname: address,
+    port,
+    close,
+    closeAll: () => server.closeAllConnections(),
+    async [Symbol.asyncDispose]() {
+      const done = close();
+      server.closeAllConnections();
+      await done;
+    },
+  };
+}
+
+/**
+ * Listens again on the listening handle. In Deno this only puts the
+ * listener back in the event loop's poll (connections waiting are kept);
+ * in Node it repeats `listen(2)` on the same socket, which changes nothing.
+ */
+function rearmListener(server: Server, backlog: number): void {
+  const handle = (server as unknown as {
+    _handle?: { listen?(backlog: number): number } | null;
+  })._handle;
+  const status = handle?.listen?.(backlog) ?? 0;
+  if (status !== 0) {
+    logger.warn("listener not re-armed: status={status}", { status });
+  }
+}
+
+/**
+ * Ends a connection whose request could not be read (malformed, or a head
+ * or body too slow) with an answer of the server's own, written after the
+ * responses in flight on it so that their framing holds.
+ */
+function answerClientError(
+  error: ClientError,
+  socket: Socket,
+  connections: OpenConnections,
+): void {
+  logger.debug("connection closed: error={error}", {
+    error: error.code ?? errorType(error),
+  });
+  void clientErrorAnswer(error).then((answer) =>
+    connections.afterResponses(socket, () => {
+      if (socket.writable) socket.end(answer);
+      else socket.destroy();
+    })
+  );
 }
 
 /** One request through the handler, and its answer written back. */
