@@ -21,8 +21,9 @@
  *
  *     npx --yes deno@2.9.6 run --v8-flags=--expose-gc --allow-read --allow-env --allow-run=node bench/local_counting.ts
  *
- * `--load-only` prints only the first-load table; `--turns-only` skips the
- * first-load and tokens-per-second tables; `--family=qwen3` grows one family's conversation.
+ * `--load-only` prints only the first-load table; `--throughput-only` only the
+ * tokens-per-second table; `--turns-only` skips the first-load and
+ * tokens-per-second tables; `--family=qwen3` grows one family's conversation.
  */
 import { dirname } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
@@ -372,6 +373,10 @@ const started = performance.now();
 const only = Deno.args.find((arg) => arg.startsWith("--family="))?.slice(9);
 if (Deno.args.includes("--load-only")) {
   for (const row of await loadTable()) console.log(row);
+  Deno.exit(0);
+}
+if (Deno.args.includes("--throughput-only")) {
+  for (const row of await throughputTable()) console.log(row);
   Deno.exit(0);
 }
 console.log(`gc exposed: ${gc !== undefined}\n`);

@@ -1,0 +1,229 @@
+/**
+ * The ids of one pre-tokenized word of a BPE model, merged over integer
+ * symbols ({@linkcode BpeMerges}) and remembered in a word cache; a word
+ * the integer path does not cover goes through the library's own model.
+ *
+ * @module
+ */
+import type { BpeMerges, BpeModelParts } from "./bpe_merges.ts";
+import { GenerationCache } from "./generation_cache.ts";
+
+/** What is read of @huggingface/tokenizers' BPE model (0.2.x). */
+export interface LibraryBpeModel extends BpeModelParts {
+  /** Whether a word found whole in the vocabulary skips merging. */
+  readonly ignore_merges: boolean;
+  /** Whether the model joins runs of unknown tokens across words. */
+  readonly fuse_unk: boolean;
+  /** The id of the unknown token. */
+  readonly unk_token_id: number | undefined;
+  /** The library's word-by-word tokenization: merges, byte fallback, unknown tokens. */
+  encode(words: string[]): string[];
+}
+
+/** What {@linkcode BpeWords} tokenizes with. */
+export interface BpeWordsParts {
+  /** The library's BPE model, added tokens already in its vocabulary. */
+  readonly model: LibraryBpeModel;
+  /** The model's merges over symbols. */
+  readonly merges: BpeMerges;
+  /** The id the library's `encode` gives a token string. */
+  readonly idOf: (token: string) => number;
+  /** The token strings to which `idOf` may give an id other than the model's own. */
+  readonly reassigned: Iterable<string>;
+}
+
+/** Options of {@linkcode BpeWords}. */
+export interface BpeWordsOptions {
+  /**
+   * The string each byte stands for (ByteLevel): a piece is then the text
+   * before that mapping, its UTF-8 bytes the initial symbols. Without it a
+   * piece is the model's word, its code points the initial symbols.
+   *
+   * @default {undefined}
+   */
+  readonly byteAlphabet?: readonly string[];
+}
+
+/** Words of more initial symbols take the library's queue: the scan in BpeMerges.merge is quadratic. */
+const SCAN_UP_TO = 64;
+/** Longer pieces are not remembered, which bounds the cache's memory. */
+const CACHE_UP_TO = 256;
+/** Entries per cache generation, as many as the library's LRU holds. */
+const CACHE_CAPACITY = 10_000;
+
+/** Word-by-word BPE over integer symbols, with a word cache. */
+export class BpeWords {
+  readonly #model: LibraryBpeModel;
+  readonly #merges: BpeMerges;
+  readonly #idOf: (token: string) => number;
+  /** Each symbol's output id, or -1 when the library would look further (byte fallback, unknown). */
+  readonly #outIds: Int32Array;
+  readonly #byteSymbols: Int32Array | undefined;
+  readonly #byteChars: readonly string[] | undefined;
+  readonly #cache = new GenerationCache<number | number[]>(CACHE_CAPACITY);
+  readonly #encoder = new TextEncoder();
+  #symbols = new Int32Array(SCAN_UP_TO * 3);
+  #bytes = new Uint8Array(SCAN_UP_TO * 3);
+  /** Whether every initial symbol of the last word was found. */
+  #known = true;
+
+  /**
+   * @param parts The model, its merges, and how the library maps token strings to ids.
+   * @param options The byte alphabet, for ByteLevel models.
+   */
+  constructor(parts: BpeWordsParts, options: BpeWordsOptions = {}) {
+    const { model, merges, idOf } = parts;
+    this.#model = model;
+    this.#merges = merges;
+    this.#idOf = idOf;
+    // A symbol's id is its own when it is a vocabulary string; idOf may
+    // give another only to the strings it reads elsewhere first.
+    const outIds = new Int32Array(merges.strings.length).fill(-1);
+    const set = (text: string): void => {
+      const symbol = merges.symbolOf(text);
+      const id = idOf(text);
+      if (symbol >= 0 && model.tokens_to_ids.has(text)) {
+        outIds[symbol] = Number.isInteger(id) && id >= 0 && id <= 0x7fffffff
+          ? id
+          : -1;
+      }
+    };
+    for (const [text, id] of model.tokens_to_ids) {
+      if (model.vocab[id] === text) outIds[id] = id;
+      else set(text);
+    }
+    for (const text of parts.reassigned) set(text);
+    this.#outIds = outIds;
+    const alphabet = options.byteAlphabet;
+    if (alphabet !== undefined) {
+      this.#byteChars = alphabet;
+      this.#byteSymbols = Int32Array.from(
+        alphabet,
+        (char) => merges.symbolOf(char),
+      );
+    }
+  }
+
+  /**
+   * Appends a piece's ids.
+   *
+   * @param piece The piece (see {@linkcode BpeWordsOptions.byteAlphabet}).
+   * @param out Where the ids go.
+   * @returns Whether the ids may join their neighbours under the model's
+   * `fuse_unk` (only ever when it is set): the caller then asks the library.
+   */
+  push(piece: string, out: number[]): boolean {
+    const cached = this.#cache.get(piece);
+    if (cached === undefined) return this.#miss(piece, out);
+    if (typeof cached === "number") out.push(cached);
+    else for (let i = 0; i < cached.length; i++) out.push(cached[i]!);
+    return false;
+  }
+
+  #miss(piece: string, out: number[]): boolean {
+    const model = this.#model;
+    const bytes = this.#byteChars !== undefined;
+    const length = bytes ? this.#fromBytes(piece) : this.#fromChars(piece);
+    // The model's word: for ByteLevel, each byte's alphabet string.
+    const word = () => bytes ? this.#mapped(length) : piece;
+    let ids: number[] | undefined;
+    let unknown = false;
+    if (model.ignore_merges && model.tokens_to_ids.has(word())) {
+      ids = [this.#idOf(word())];
+      unknown = this.#isUnknown(word());
+    } else if (this.#known && length <= SCAN_UP_TO) {
+      ids = this.#merged(length);
+      if (ids !== undefined && model.fuse_unk) {
+        const strings = this.#merges.strings;
+        for (let i = 0; i < ids.length; i++) {
+          if (this.#isUnknown(strings[this.#symbols[i]!]!)) unknown = true;
+        }
+      }
+    }
+    if (ids === undefined) {
+      ids = model.encode([word()]).map(this.#idOf);
+      unknown = model.fuse_unk;
+    }
+    for (let i = 0; i < ids.length; i++) out.push(ids[i]!);
+    if (!unknown && piece.length < CACHE_UP_TO) {
+      this.#cache.put(piece, ids.length === 1 ? ids[0]! : ids);
+    }
+    return unknown;
+  }
+
+  /** The merged ids of the symbols, or `undefined` if one needs the library's fallback. */
+  #merged(length: number): number[] | undefined {
+    const symbols = this.#symbols;
+    const left = this.#merges.merge(symbols, length);
+    const ids: number[] = [];
+    for (let i = 0; i < left; i++) {
+      // Symbols made after the table was built are looked up by the library.
+      const id = this.#outIds[symbols[i]!];
+      if (id === undefined || id < 0) return undefined;
+      ids.push(id);
+    }
+    return ids;
+  }
+
+  /** Whether fuse_unk would take a token string for the unknown token. */
+  #isUnknown(token: string): boolean {
+    const model = this.#model;
+    return model.fuse_unk &&
+      (model.tokens_to_ids.get(token) ?? model.unk_token_id) ===
+        model.unk_token_id;
+  }
+
+  /** Code points to symbols, -1 where one has none; returns how many. */
+  #fromChars(word: string): number {
+    if (this.#symbols.length < word.length) {
+      this.#symbols = new Int32Array(word.length * 2);
+    }
+    const symbols = this.#symbols;
+    let length = 0;
+    let known = true;
+    for (const char of word) {
+      const symbol = this.#merges.symbolOf(char);
+      if (symbol < 0) known = false;
+      symbols[length++] = symbol;
+    }
+    this.#known = known;
+    return length;
+  }
+
+  /** UTF-8 bytes to symbols, -1 where one has none, the bytes kept in #bytes; returns how many. */
+  #fromBytes(piece: string): number {
+    if (this.#bytes.length < piece.length * 3) {
+      this.#bytes = new Uint8Array(piece.length * 6);
+      this.#symbols = new Int32Array(piece.length * 6);
+    }
+    const bytes = this.#bytes;
+    let length = 0;
+    for (; length < piece.length; length++) {
+      const code = piece.charCodeAt(length);
+      if (code >= 128) break;
+      bytes[length] = code;
+    }
+    if (length < piece.length) {
+      length = this.#encoder.encodeInto(piece, bytes).written;
+    }
+    const symbols = this.#symbols;
+    const byteSymbols = this.#byteSymbols!;
+    let known = true;
+    for (let i = 0; i < length; i++) {
+      const symbol = byteSymbols[bytes[i]!]!;
+      if (symbol < 0) known = false;
+      symbols[i] = symbol;
+    }
+    this.#known = known;
+    return length;
+  }
+
+  /** The model's word for the bytes in #bytes: each byte's alphabet string. */
+  #mapped(length: number): string {
+    const chars = this.#byteChars!;
+    const bytes = this.#bytes;
+    let word = "";
+    for (let i = 0; i < length; i++) word += chars[bytes[i]!];
+    return word;
+  }
+}

@@ -1,0 +1,402 @@
+/**
+ * `encode` of @huggingface/tokenizers' `Tokenizer` (0.2.x) for a BPE model,
+ * without its per-call glue: the same steps (added tokens split out, their
+ * `lstrip`/`rstrip`, the normalizer, the pre-tokenizer, the model, the
+ * post-processor's special tokens) over the library's own objects, the
+ * model's words merged by {@linkcode BpeWords}. A ByteLevel pre-tokenizer
+ * (alone, or last after regex Splits) is fused into it: pieces are cut by
+ * the same regexes and their bytes become symbols directly. Built only for
+ * the shapes it reproduces; any other tokenizer keeps the library's path.
+ *
+ * @module
+ */
+import type { BpeMerges } from "./bpe_merges.ts";
+import { BpeWords, type LibraryBpeModel } from "./bpe_words.ts";
+
+/** Tokenizes text as the library's `encode(text).ids` does. */
+export interface FastEncoder {
+  /**
+   * The ids of a text.
+   *
+   * @param text The text.
+   * @param addSpecialTokens Whether the post-processor's special tokens are added.
+   * @returns The ids.
+   */
+  encode(text: string, addSpecialTokens: boolean): number[];
+}
+
+/** An added token as the library keeps it. */
+interface AddedToken {
+  readonly id: number;
+  readonly lstrip: boolean;
+  readonly rstrip: boolean;
+}
+
+/** What is read of @huggingface/tokenizers' `Tokenizer` (0.2.x). */
+interface LibraryTokenizer {
+  normalizer: ((text: string) => string) | null;
+  pre_tokenizer: ((text: string, options?: unknown) => string[]) | null;
+  /** Called, it tokenizes words and applies `fuse_unk`. */
+  model: LibraryBpeModel & ((words: string[]) => string[]) & {
+    end_of_word_suffix?: unknown;
+    continuing_subword_suffix?: unknown;
+  };
+  post_processor:
+    | ((tokens: unknown[], pair: null, add: boolean) => { tokens: unknown })
+    | null;
+  added_tokens_map: Map<string, AddedToken>;
+  splitter_unnormalized: DictionarySplitter;
+  splitter_normalized: DictionarySplitter;
+  remove_space?: unknown;
+  do_lowercase_and_remove_accent?: unknown;
+}
+
+/** The library's splitter of text around added tokens: a trie of their code units. */
+interface DictionarySplitter {
+  split(text: string): string[];
+  readonly trie?: unknown;
+}
+
+/** A ByteLevel pre-tokenizer, fused: the Splits before it, then its own options. */
+interface FusedByteLevel {
+  readonly splits: readonly RegExp[];
+  readonly addPrefixSpace: boolean;
+  readonly pattern: RegExp | null;
+}
+
+/**
+ * Builds the fast path of a library tokenizer, or `undefined` for a shape
+ * it does not reproduce exactly.
+ *
+ * @example Encode as the library does
+ * ```ts
+ * import { Tokenizer } from "@huggingface/tokenizers";
+ * import { BpeMerges } from "./bpe_merges.ts";
+ * import { createFastEncoder } from "./fast_encode.ts";
+ * const json = {
+ *   model: { type: "BPE", vocab: { a: 0, b: 1, ab: 2 }, merges: [["a", "b"]] },
+ *   normalizer: null, pre_tokenizer: null, post_processor: null,
+ *   decoder: null, added_tokens: [],
+ * };
+ * const library = new Tokenizer(json, {});
+ * const model = (library as unknown as { model: ConstructorParameters<typeof BpeMerges>[0] }).model;
+ * const fast = createFastEncoder(library, json, new BpeMerges(model))!;
+ * console.assert(fast.encode("aba", false).join() === "2,0");
+ * ```
+ *
+ * @param library The library's `Tokenizer`, already patched.
+ * @param json The parsed `tokenizer.json` it was built from.
+ * @param merges The model's merges over symbols.
+ * @returns The encoder, or `undefined`.
+ */
+export function createFastEncoder(
+  library: unknown,
+  json: Record<string, unknown>,
+  merges: BpeMerges,
+): FastEncoder | undefined {
+  const tokenizer = library as LibraryTokenizer;
+  const model = tokenizer.model;
+  if (
+    !isRecord(json.model) || json.model.type !== "BPE" ||
+    model.end_of_word_suffix || model.continuing_subword_suffix ||
+    typeof model.encode !== "function" ||
+    typeof model.ignore_merges !== "boolean" ||
+    typeof model.fuse_unk !== "boolean" ||
+    tokenizer.remove_space === true ||
+    tokenizer.do_lowercase_and_remove_accent !== false ||
+    !(tokenizer.added_tokens_map instanceof Map) ||
+    typeof tokenizer.splitter_unnormalized?.split !== "function" ||
+    typeof tokenizer.splitter_normalized?.split !== "function" ||
+    !knownPostProcessor(json.post_processor, 0)
+  ) return undefined;
+  const added = tokenizer.added_tokens_map;
+  // As the library's encode() maps a token string to its id.
+  const idOf = (token: string): number =>
+    added.get(token)?.id ?? model.tokens_to_ids.get(token) ??
+      model.unk_token_id!;
+  const affixes = [false, true].map((add) =>
+    specialTokensAround(tokenizer.post_processor, add, idOf)
+  );
+  if (affixes[0] === undefined || affixes[1] === undefined) return undefined;
+  const fused = fusedByteLevel(json.pre_tokenizer, tokenizer.pre_tokenizer);
+  const words = new BpeWords(
+    { model, merges, idOf, reassigned: added.keys() },
+    fused === undefined ? {} : { byteAlphabet: fused.alphabet },
+  );
+  // Appends the ids of text between added tokens, as the library's
+  // pre-tokenizer and model call give them.
+  const splitters = {
+    unnormalized: quickSplitter(tokenizer.splitter_unnormalized),
+    normalized: quickSplitter(tokenizer.splitter_normalized),
+  };
+  const section = (text: string, index: number, out: number[]): void => {
+    const start = out.length;
+    let unknown = false;
+    if (fused === undefined) {
+      const pre = tokenizer.pre_tokenizer;
+      const pieces = pre === null
+        ? [text]
+        : pre(text, { section_index: index });
+      for (const piece of pieces) unknown = words.push(piece, out) || unknown;
+    } else {
+      for (const piece of fusedPieces(text, fused.byteLevel)) {
+        unknown = words.push(piece, out) || unknown;
+      }
+    }
+    // fuse_unk joins unknown tokens across words: the library redoes it.
+    if (unknown) {
+      out.length = start;
+      const pre = tokenizer.pre_tokenizer;
+      const pieces = pre === null
+        ? [text]
+        : pre(text, { section_index: index });
+      for (const token of model(pieces)) out.push(idOf(token));
+    }
+  };
+  return {
+    encode(text: string, addSpecialTokens: boolean): number[] {
+      const [before, after] = affixes[addSpecialTokens ? 1 : 0]!;
+      const out = [...before];
+      encodeText(tokenizer, splitters, text, section, out);
+      for (const id of after) out.push(id);
+      return out;
+    },
+  };
+}
+
+/** The library's `encode_text`, each stretch between added tokens given to `section`. */
+function encodeText(
+  tokenizer: LibraryTokenizer,
+  splitters: Readonly<Record<"unnormalized" | "normalized", Split>>,
+  text: string,
+  section: (text: string, index: number, out: number[]) => void,
+  out: number[],
+): void {
+  const added = tokenizer.added_tokens_map;
+  const sections = stripAround(
+    tokenizer.splitter_unnormalized.split(text),
+    added,
+  );
+  for (let i = 0; i < sections.length; i++) {
+    let part = sections[i]!;
+    if (part.length === 0) continue;
+    const token = added.get(part);
+    if (token !== undefined) {
+      out.push(token.id);
+      continue;
+    }
+    if (tokenizer.normalizer !== null) part = tokenizer.normalizer(part);
+    if (part.length === 0) continue;
+    const inner = stripAround(splitters.normalized(part), added);
+    for (const piece of inner) {
+      if (piece.length === 0) continue;
+      const innerToken = added.get(piece);
+      if (innerToken === undefined) section(piece, i, out);
+      else out.push(innerToken.id);
+    }
+  }
+}
+
+type Split = (text: string) => string[];
+
+/**
+ * A splitter's `split`, skipped for a text in which no added token starts:
+ * one pass over its code units against the trie's first ones, instead of a
+ * trie walk from each of them. The result is the same: without a token in
+ * it, the library's splitter gives the text whole.
+ */
+function quickSplitter(splitter: DictionarySplitter): Split {
+  const split: Split = (text) => splitter.split(text);
+  const trie = splitter.trie;
+  if (typeof trie !== "object" || trie === null) return split;
+  const starts = new Uint8Array(0x10000);
+  for (const key of Object.keys(trie)) {
+    // Any other key (an empty token's end mark) keeps the library's walk.
+    if (key.length !== 1) return split;
+    starts[key.charCodeAt(0)] = 1;
+  }
+  return (text) => {
+    for (let i = 0; i < text.length; i++) {
+      if (starts[text.charCodeAt(i)] === 1) return splitter.split(text);
+    }
+    return text.length === 0 ? [] : [text];
+  };
+}
+
+/** The whitespace an added token's `lstrip`/`rstrip` takes from its neighbours, in place, in order. */
+function stripAround(
+  parts: string[],
+  added: ReadonlyMap<string, AddedToken>,
+): string[] {
+  if (added.size === 0) return parts;
+  for (let i = 0; i < parts.length; i++) {
+    const token = added.get(parts[i]!);
+    if (token === undefined) continue;
+    if (token.lstrip && i > 0) parts[i - 1] = parts[i - 1]!.trimEnd();
+    if (token.rstrip && i < parts.length - 1) {
+      parts[i + 1] = parts[i + 1]!.trimStart();
+    }
+  }
+  return parts;
+}
+
+/**
+ * The ids the post-processor puts before and after the text's: its classes
+ * only concatenate, never reading the tokens, so one placeholder token
+ * shows where the text's go.
+ */
+function specialTokensAround(
+  processor: LibraryTokenizer["post_processor"],
+  add: boolean,
+  idOf: (token: string) => number,
+): [number[], number[]] | undefined {
+  if (processor === null) return [[], []];
+  const placeholder = {};
+  let tokens: unknown;
+  try {
+    tokens = processor([placeholder], null, add).tokens;
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(tokens)) return undefined;
+  const at = tokens.indexOf(placeholder);
+  if (at < 0 || tokens.lastIndexOf(placeholder) !== at) return undefined;
+  const ids = (list: unknown[]) => list.map((token) => idOf(token as string));
+  return [ids(tokens.slice(0, at)), ids(tokens.slice(at + 1))];
+}
+
+/** The post-processors of the library (0.2.x) that only concatenate special tokens. */
+function knownPostProcessor(config: unknown, depth: number): boolean {
+  if (config === null || config === undefined) return true;
+  if (!isRecord(config) || depth > 8) return false;
+  switch (config.type) {
+    case "TemplateProcessing":
+    case "ByteLevel":
+    case "BertProcessing":
+    case "RobertaProcessing":
+      return true;
+    case "Sequence":
+      return Array.isArray(config.processors) &&
+        config.processors.every((inner) =>
+          knownPostProcessor(inner, depth + 1)
+        );
+    default:
+      return false;
+  }
+}
+
+/**
+ * A ByteLevel pre-tokenizer the fast path reproduces: ByteLevel itself, or a
+ * Sequence of regex Splits (the library's Isolated split: matches and the
+ * text between them) then ByteLevel. Read from the built objects, after
+ * whitespace.ts rewrote their patterns.
+ */
+function fusedByteLevel(
+  config: unknown,
+  built: unknown,
+): { byteLevel: FusedByteLevel; alphabet: string[] } | undefined {
+  if (!isRecord(config) || !isNode(built)) return undefined;
+  const node = built as Record<string, unknown>;
+  let members: unknown[] = [config];
+  let nodes: unknown[] = [node];
+  if (config.type === "Sequence") {
+    if (
+      !Array.isArray(config.pretokenizers) || !Array.isArray(node.tokenizers) ||
+      config.pretokenizers.length !== node.tokenizers.length
+    ) return undefined;
+    members = config.pretokenizers;
+    nodes = node.tokenizers;
+  }
+  const splits: RegExp[] = [];
+  for (let i = 0; i < members.length - 1; i++) {
+    const member = members[i];
+    const split = nodes[i] as Record<string, unknown>;
+    const behavior = isRecord(split?.config) ? split.config.behavior : null;
+    if (
+      !isRecord(member) || member.type !== "Split" || !isNode(split) ||
+      !(split.pattern instanceof RegExp) || !split.pattern.global ||
+      !isRecord(split.config) || split.config.invert ||
+      behavior !== undefined && typeof behavior !== "string" ||
+      typeof behavior === "string" && behavior.toLowerCase() === "removed"
+    ) return undefined;
+    splits.push(split.pattern);
+  }
+  const last = members.at(-1);
+  const byteLevel = nodes.at(-1) as Record<string, unknown>;
+  if (
+    !isRecord(last) || last.type !== "ByteLevel" || !isNode(byteLevel) ||
+    typeof byteLevel.add_prefix_space !== "boolean" ||
+    typeof byteLevel.use_regex !== "boolean" ||
+    !(byteLevel.pattern instanceof RegExp) || !byteLevel.pattern.global ||
+    !isRecord(byteLevel.byte_encoder)
+  ) return undefined;
+  const alphabet: string[] = [];
+  for (let byte = 0; byte < 256; byte++) {
+    const char = byteLevel.byte_encoder[byte];
+    if (typeof char !== "string") return undefined;
+    alphabet.push(char);
+  }
+  return {
+    byteLevel: {
+      splits,
+      addPrefixSpace: byteLevel.add_prefix_space,
+      pattern: byteLevel.use_regex ? byteLevel.pattern : null,
+    },
+    alphabet,
+  };
+}
+
+/** The pieces, before the byte mapping, that the fused pre-tokenizer cuts a text into. */
+function fusedPieces(text: string, fused: FusedByteLevel): string[] {
+  let pieces = [text];
+  for (const split of fused.splits) {
+    pieces = pieces.length === 1
+      ? isolate(pieces[0]!, split)
+      : pieces.flatMap((piece) => isolate(piece, split));
+  }
+  if (!fused.addPrefixSpace && fused.pattern === null) return pieces;
+  const out: string[] = [];
+  for (let piece of pieces) {
+    if (fused.addPrefixSpace && !piece.startsWith(" ")) piece = " " + piece;
+    if (fused.pattern === null) out.push(piece);
+    else for (const match of piece.match(fused.pattern) ?? []) out.push(match);
+  }
+  return out;
+}
+
+/**
+ * The library's Isolated split: each non-empty match and each stretch
+ * between matches. When the matches cover the whole text (the usual case
+ * for a pre-tokenizer's regex), `match` gives them without match objects.
+ */
+function isolate(text: string, pattern: RegExp): string[] {
+  const matches = text.match(pattern);
+  if (matches === null) return text.length === 0 ? [] : [text];
+  let covered = 0;
+  let empty = false;
+  for (const match of matches) {
+    covered += match.length;
+    if (match.length === 0) empty = true;
+  }
+  if (covered === text.length) {
+    return empty ? matches.filter((match) => match.length > 0) : matches;
+  }
+  const pieces: string[] = [];
+  let end = 0;
+  for (const match of text.matchAll(pattern)) {
+    if (end < match.index) pieces.push(text.slice(end, match.index));
+    if (match[0].length > 0) pieces.push(match[0]);
+    end = match.index + match[0].length;
+  }
+  if (end < text.length) pieces.push(text.slice(end));
+  return pieces;
+}
+
+function isNode(value: unknown): boolean {
+  return typeof value === "function" ||
+    typeof value === "object" && value !== null;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
