@@ -108,13 +108,14 @@ function assertSameIds(
   json: Record<string, unknown>,
   config: Record<string, unknown>,
   seed: number,
+  extraTexts: readonly string[] = [],
 ): void {
   const fast = loadTokenizer({
     tokenizerJson: structuredClone(json),
     tokenizerConfig: JSON.stringify(config),
   });
   const library = libraryPath(json, config);
-  for (const text of corpus(seed, fast.addedTokens)) {
+  for (const text of [...extraTexts, ...corpus(seed, fast.addedTokens)]) {
     for (const addSpecialTokens of [false, true]) {
       const expected = library.encode(text, {
         add_special_tokens: addSpecialTokens,
@@ -175,6 +176,56 @@ Deno.test("loadTokenizer() encodes as the library's path does for other shapes",
       8,
     );
   });
+  await t.step("a normalized added token that only BPE makes", () => {
+    // The normalizer turns "Q" into the byte-level space, so the token's
+    // normalized content "Ġhello" never occurs in the text, but BPE makes
+    // it from " hello", and the library then gives the added token's id.
+    assertSameIds(
+      variant({
+        normalizer: {
+          type: "Replace",
+          pattern: { String: "Q" },
+          content: "\u0120",
+        },
+        added_tokens: [...added, {
+          id: 151700,
+          content: "Qhello",
+          single_word: false,
+          lstrip: false,
+          rstrip: false,
+          normalized: true,
+          special: false,
+        }],
+      }),
+      config,
+      12,
+      [" hello", "say hello hello", "Qhello hello"],
+    );
+  });
+  await t.step("fuse_unk joining unknown words, not fused", () => {
+    assertSameIds(
+      variant({
+        model: { ...model, unk_token: "<|endoftext|>", fuse_unk: true },
+        normalizer: null,
+        pre_tokenizer: { type: "Whitespace" },
+      }),
+      config,
+      13,
+      ["é é café 😀 😀", "中文 分词"],
+    );
+  });
+  await t.step(
+    "fuse_unk with the unknown token in the vocabulary, fused",
+    () => {
+      // Qwen3 splits digits one by one: "11" is two pieces, both "unknown".
+      assertSameIds(
+        variant({ model: { ...model, unk_token: "1", fuse_unk: true } }),
+        config,
+        14,
+        ["1111", "a 11 1 x1", "121"],
+      );
+    },
+  );
   await t.step("ignore_merges, and a Bert post-processor", () => {
     assertSameIds(
       variant({

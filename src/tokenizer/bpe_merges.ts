@@ -1,9 +1,11 @@
 /**
  * A BPE model's merges over integer symbols: every string that a merge reads
  * or makes gets a symbol (a vocabulary string its own id), and the merges
- * live in one open-addressing hash table of `Int32Array` slots keyed by the
- * pair of symbols, so that merging a word concatenates no strings and reads
- * no nested Maps.
+ * live in `Int32Array`s: an open-addressing hash table of ranks keyed by the
+ * pair of symbols, and each rank's pair and merged symbol. Merging a word
+ * then concatenates no strings and reads no nested Maps, and the tables stay
+ * small (4 bytes a slot, 12 a merge) so that lookups mostly hit the CPU's
+ * caches.
  *
  * @module
  */
@@ -18,8 +20,6 @@ export interface BpeModelParts {
   readonly vocab: readonly (string | undefined)[];
 }
 
-/** Slot layout: left symbol, right symbol, rank, merged symbol. */
-const STRIDE = 4;
 const EMPTY = -1;
 /** A merged symbol not looked up yet: most merges never apply to a given text, and looking up all of them would lengthen the load. */
 const UNKNOWN = -2;
@@ -49,66 +49,50 @@ export class BpeMerges {
   }
   readonly #strings: string[];
   readonly #symbols: ReadonlyMap<string, number>;
-  readonly #extra: Map<string, number>;
-  readonly #table: Int32Array;
+  readonly #extra = new Map<string, number>();
+  /**
+   * Each slot: -1, or a rank in the low `#rankBits` bits under the high
+   * bits of its pair's hash, so that most probes of other pairs are told
+   * apart without reading `#pairs`.
+   */
+  readonly #slots: Int32Array;
+  /** By rank: left symbol, right symbol, merged symbol (or UNKNOWN). */
+  readonly #pairs: Int32Array;
   readonly #mask: number;
-  /** Pair ranks and merged symbols of the word being merged, reused. */
+  readonly #rankBits: number;
+  readonly #rankMask: number;
+  readonly #tagShift: number;
+  /** Pair ranks of the word being merged, reused. */
   #ranks = new Int32Array(64);
-  #merged = new Int32Array(64);
 
   /**
-   * Builds the table from a BPE model's merges and vocabulary.
+   * Builds the tables from a BPE model's merges and vocabulary.
    *
    * @param model The model's merges, vocabulary and ids.
    */
   constructor(model: BpeModelParts) {
+    const count = model.merges.length;
     const strings: string[] = [];
-    // A string's symbol is its id when that id reads back as the same
-    // string; any other string (an added token sharing an id, a merge's
-    // string outside the vocabulary) gets a symbol past the vocabulary.
-    const extra = new Map<string, number>();
-    const ids = model.tokens_to_ids;
-    const vocab = model.vocab;
-    for (let id = 0; id < vocab.length; id++) strings.push(vocab[id] ?? "");
-    const symbolOf = (text: string): number => {
-      const id = ids.get(text);
-      if (id !== undefined && vocab[id] === text) return id;
-      let symbol = extra.get(text);
-      if (symbol === undefined) {
-        symbol = strings.length;
-        strings.push(text);
-        extra.set(text, symbol);
-      }
-      return symbol;
-    };
-    let slots = 16;
-    while (slots < model.merges.length * 2) slots *= 2;
-    const table = new Int32Array(slots * STRIDE).fill(EMPTY);
-    const mask = slots - 1;
-    for (let rank = 0; rank < model.merges.length; rank++) {
-      const [left, right] = model.merges[rank]!;
-      const a = symbolOf(left);
-      const b = symbolOf(right);
-      let slot = hash(a, b) & mask;
-      for (;;) {
-        const at = slot * STRIDE;
-        const held = table[at]!;
-        // A repeated pair keeps its last rank, as a Map built in order does.
-        if (held === EMPTY || held === a && table[at + 1] === b) {
-          table[at] = a;
-          table[at + 1] = b;
-          table[at + 2] = rank;
-          table[at + 3] = UNKNOWN;
-          break;
-        }
-        slot = (slot + 1) & mask;
-      }
+    for (let id = 0; id < model.vocab.length; id++) {
+      strings.push(model.vocab[id] ?? "");
     }
     this.#strings = strings;
-    this.#symbols = ids;
-    this.#extra = extra;
-    this.#table = table;
-    this.#mask = mask;
+    this.#symbols = model.tokens_to_ids;
+    let slots = 16;
+    while (slots < count * 2) slots *= 2;
+    this.#slots = new Int32Array(slots).fill(EMPTY);
+    this.#mask = slots - 1;
+    this.#pairs = new Int32Array(count * 3);
+    let rankBits = 1;
+    while (2 ** rankBits < count) rankBits++;
+    this.#rankBits = Math.min(rankBits, 31);
+    this.#rankMask = this.#rankBits >= 31 ? 0x7fffffff : 2 ** rankBits - 1;
+    // With no bits left for a tag, every candidate is checked in #pairs.
+    this.#tagShift = this.#rankBits >= 31 ? -1 : this.#rankBits + 1;
+    for (let rank = 0; rank < count; rank++) {
+      const [left, right] = model.merges[rank]!;
+      this.#insert(this.#add(left), this.#add(right), rank);
+    }
   }
 
   /**
@@ -118,6 +102,9 @@ export class BpeMerges {
    * @returns Its symbol, or -1 if no merge reads or makes it and it is not in the vocabulary.
    */
   symbolOf(text: string): number {
+    // A string's symbol is its id when that id reads back as the same
+    // string; any other string (an added token sharing an id, a merge's
+    // string outside the vocabulary) has a symbol past the vocabulary.
     const id = this.#symbols.get(text);
     if (id !== undefined && this.#strings[id] === text) return id;
     return this.#extra.get(text) ?? -1;
@@ -131,9 +118,7 @@ export class BpeMerges {
    * @returns The rank, or {@linkcode NO_RANK}.
    */
   rankOf(a: number, b: number): number {
-    if (a < 0 || b < 0) return NO_RANK;
-    const at = this.#slotOf(a, b);
-    return at < 0 ? NO_RANK : this.#table[at + 2]!;
+    return a < 0 || b < 0 ? NO_RANK : this.#rank(a, b);
   }
 
   /**
@@ -149,13 +134,11 @@ export class BpeMerges {
    */
   merge(symbols: Int32Array, length: number): number {
     if (length < 2) return length;
-    if (this.#ranks.length < length) {
-      this.#ranks = new Int32Array(length * 2);
-      this.#merged = new Int32Array(length * 2);
-    }
+    if (this.#ranks.length < length) this.#ranks = new Int32Array(length * 2);
     const ranks = this.#ranks;
-    const merged = this.#merged;
-    for (let i = 0; i < length - 1; i++) this.#pair(symbols, i, ranks, merged);
+    for (let i = 0; i < length - 1; i++) {
+      ranks[i] = this.#rank(symbols[i]!, symbols[i + 1]!);
+    }
     let pairs = length - 1;
     for (;;) {
       let best = NO_RANK;
@@ -167,39 +150,29 @@ export class BpeMerges {
         }
       }
       if (at < 0) return pairs + 1;
-      symbols[at] = merged[at]!;
+      symbols[at] = this.#merged(best);
       for (let i = at + 1; i < pairs; i++) {
         symbols[i] = symbols[i + 1]!;
         ranks[i] = ranks[i + 1]!;
-        merged[i] = merged[i + 1]!;
       }
       pairs--;
-      if (at > 0) this.#pair(symbols, at - 1, ranks, merged);
-      if (at < pairs) this.#pair(symbols, at, ranks, merged);
+      if (at > 0) ranks[at - 1] = this.#rank(symbols[at - 1]!, symbols[at]!);
+      if (at < pairs) ranks[at] = this.#rank(symbols[at]!, symbols[at + 1]!);
     }
   }
 
-  /** Looks up the pair at `i` into the scratch arrays. */
-  #pair(
-    symbols: Int32Array,
-    i: number,
-    ranks: Int32Array,
-    merged: Int32Array,
-  ): void {
-    const at = this.#slotOf(symbols[i]!, symbols[i + 1]!);
-    if (at < 0) {
-      ranks[i] = NO_RANK;
-    } else {
-      ranks[i] = this.#table[at + 2]!;
-      let symbol = this.#table[at + 3]!;
-      if (symbol === UNKNOWN) {
-        symbol = this.#add(
-          this.#strings[symbols[i]!]! + this.#strings[symbols[i + 1]!]!,
-        );
-        this.#table[at + 3] = symbol;
-      }
-      merged[i] = symbol;
+  /** The symbol a merge makes, looked up on its first use. */
+  #merged(rank: number): number {
+    const at = rank * 3;
+    let symbol = this.#pairs[at + 2]!;
+    if (symbol === UNKNOWN) {
+      const strings = this.#strings;
+      symbol = this.#add(
+        strings[this.#pairs[at]!]! + strings[this.#pairs[at + 1]!]!,
+      );
+      this.#pairs[at + 2] = symbol;
     }
+    return symbol;
   }
 
   /** The symbol of a string, given one past the vocabulary if it has none. */
@@ -213,16 +186,46 @@ export class BpeMerges {
     return symbol;
   }
 
-  /** The table index of a pair's slot, or -1. */
-  #slotOf(a: number, b: number): number {
-    const table = this.#table;
-    let slot = hash(a, b) & this.#mask;
-    for (;;) {
-      const at = slot * STRIDE;
-      const held = table[at]!;
-      if (held === a && table[at + 1] === b) return at;
-      if (held === EMPTY) return -1;
-      slot = (slot + 1) & this.#mask;
+  #insert(a: number, b: number, rank: number): void {
+    const h = hash(a, b);
+    const held = this.#tagShift < 0
+      ? rank
+      : (h >>> this.#tagShift << this.#rankBits | rank);
+    const slots = this.#slots;
+    const pairs = this.#pairs;
+    pairs[rank * 3] = a;
+    pairs[rank * 3 + 1] = b;
+    pairs[rank * 3 + 2] = UNKNOWN;
+    for (let slot = h & this.#mask;; slot = (slot + 1) & this.#mask) {
+      const other = slots[slot]!;
+      // A repeated pair keeps its last rank, as a Map built in order does.
+      if (other === EMPTY || this.#holds(other, a, b)) {
+        slots[slot] = held;
+        return;
+      }
+    }
+  }
+
+  /** Whether a slot's rank is the pair's. */
+  #holds(held: number, a: number, b: number): boolean {
+    const at = (held & this.#rankMask) * 3;
+    return this.#pairs[at] === a && this.#pairs[at + 1] === b;
+  }
+
+  /** The rank of a pair, or NO_RANK. */
+  #rank(a: number, b: number): number {
+    const h = hash(a, b);
+    const slots = this.#slots;
+    const pairs = this.#pairs;
+    const rankMask = this.#rankMask;
+    const tag = this.#tagShift < 0 ? 0 : h >>> this.#tagShift;
+    for (let slot = h & this.#mask;; slot = (slot + 1) & this.#mask) {
+      const held = slots[slot]!;
+      if (held === EMPTY) return NO_RANK;
+      if (held >>> this.#rankBits === tag) {
+        const rank = held & rankMask;
+        if (pairs[rank * 3] === a && pairs[rank * 3 + 1] === b) return rank;
+      }
     }
   }
 }

@@ -6,7 +6,6 @@
  * @module
  */
 import type { BpeMerges, BpeModelParts } from "./bpe_merges.ts";
-import { GenerationCache } from "./generation_cache.ts";
 
 /** What is read of @huggingface/tokenizers' BPE model (0.2.x). */
 export interface LibraryBpeModel extends BpeModelParts {
@@ -48,8 +47,12 @@ export interface BpeWordsOptions {
 const SCAN_UP_TO = 64;
 /** Longer pieces are not remembered, which bounds the cache's memory. */
 const CACHE_UP_TO = 256;
-/** Entries per cache generation, as many as the library's LRU holds. */
-const CACHE_CAPACITY = 10_000;
+/**
+ * Entries the cache holds before it starts over, twice the library's LRU:
+ * one Map, so that a miss costs one lookup, and a word seen again after a
+ * reset is merged once more.
+ */
+const CACHE_CAPACITY = 20_000;
 
 /** Word-by-word BPE over integer symbols, with a word cache. */
 export class BpeWords {
@@ -60,7 +63,9 @@ export class BpeWords {
   readonly #outIds: Int32Array;
   readonly #byteSymbols: Int32Array | undefined;
   readonly #byteChars: readonly string[] | undefined;
-  readonly #cache = new GenerationCache<number | number[]>(CACHE_CAPACITY);
+  readonly #cache = new Map<string, number | number[]>();
+  /** The id of each one-byte ASCII piece (ByteLevel), or -1 to look further. */
+  readonly #ascii = new Int32Array(128).fill(-1);
   readonly #encoder = new TextEncoder();
   #symbols = new Int32Array(SCAN_UP_TO * 3);
   #bytes = new Uint8Array(SCAN_UP_TO * 3);
@@ -101,6 +106,11 @@ export class BpeWords {
         alphabet,
         (char) => merges.symbolOf(char),
       );
+      for (let code = 0; code < 128; code++) {
+        const symbol = this.#byteSymbols[code]!;
+        if (symbol < 0 || this.#isUnknown(merges.strings[symbol]!)) continue;
+        this.#ascii[code] = outIds[symbol] ?? -1;
+      }
     }
   }
 
@@ -113,6 +123,15 @@ export class BpeWords {
    * `fuse_unk` (only ever when it is set): the caller then asks the library.
    */
   push(piece: string, out: number[]): boolean {
+    // One symbol merges with nothing: its id, if it has one, is the word's.
+    if (piece.length === 1) {
+      const code = piece.charCodeAt(0);
+      const id = code < 128 ? this.#ascii[code]! : -1;
+      if (id >= 0) {
+        out.push(id);
+        return false;
+      }
+    }
     const cached = this.#cache.get(piece);
     if (cached === undefined) return this.#miss(piece, out);
     if (typeof cached === "number") out.push(cached);
@@ -125,19 +144,24 @@ export class BpeWords {
     const bytes = this.#byteChars !== undefined;
     const length = bytes ? this.#fromBytes(piece) : this.#fromChars(piece);
     // The model's word: for ByteLevel, each byte's alphabet string.
-    const word = () => bytes ? this.#mapped(length) : piece;
-    let ids: number[] | undefined;
+    let mapped: string | undefined;
+    const word = () => mapped ??= bytes ? this.#mapped(length) : piece;
+    let ids = this.#known && length <= SCAN_UP_TO
+      ? this.#merged(length)
+      : undefined;
     let unknown = false;
-    if (model.ignore_merges && model.tokens_to_ids.has(word())) {
+    // Merged into one vocabulary token, the word is what ignore_merges
+    // would give whole: only other words need the lookup.
+    if (
+      model.ignore_merges && ids?.length !== 1 &&
+      model.tokens_to_ids.has(word())
+    ) {
       ids = [this.#idOf(word())];
       unknown = this.#isUnknown(word());
-    } else if (this.#known && length <= SCAN_UP_TO) {
-      ids = this.#merged(length);
-      if (ids !== undefined && model.fuse_unk) {
-        const strings = this.#merges.strings;
-        for (let i = 0; i < ids.length; i++) {
-          if (this.#isUnknown(strings[this.#symbols[i]!]!)) unknown = true;
-        }
+    } else if (ids !== undefined && model.fuse_unk) {
+      const strings = this.#merges.strings;
+      for (let i = 0; i < ids.length; i++) {
+        if (this.#isUnknown(strings[this.#symbols[i]!]!)) unknown = true;
       }
     }
     if (ids === undefined) {
@@ -146,7 +170,8 @@ export class BpeWords {
     }
     for (let i = 0; i < ids.length; i++) out.push(ids[i]!);
     if (!unknown && piece.length < CACHE_UP_TO) {
-      this.#cache.put(piece, ids.length === 1 ? ids[0]! : ids);
+      if (this.#cache.size >= CACHE_CAPACITY) this.#cache.clear();
+      this.#cache.set(piece, ids.length === 1 ? ids[0]! : ids);
     }
     return unknown;
   }

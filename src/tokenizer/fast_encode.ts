@@ -125,6 +125,11 @@ export function createFastEncoder(
   );
   // Appends the ids of text between added tokens, as the library's
   // pre-tokenizer and model call give them.
+  let longest = 0;
+  for (const content of added.keys()) {
+    longest = Math.max(longest, content.length);
+  }
+  const addedTokens: AddedTokens = { byContent: added, longest };
   const splitters = {
     unnormalized: quickSplitter(tokenizer.splitter_unnormalized),
     normalized: quickSplitter(tokenizer.splitter_normalized),
@@ -157,7 +162,7 @@ export function createFastEncoder(
     encode(text: string, addSpecialTokens: boolean): number[] {
       const [before, after] = affixes[addSpecialTokens ? 1 : 0]!;
       const out = [...before];
-      encodeText(tokenizer, splitters, text, section, out);
+      encodeText(tokenizer, addedTokens, splitters, text, section, out);
       for (const id of after) out.push(id);
       return out;
     },
@@ -167,20 +172,17 @@ export function createFastEncoder(
 /** The library's `encode_text`, each stretch between added tokens given to `section`. */
 function encodeText(
   tokenizer: LibraryTokenizer,
+  added: AddedTokens,
   splitters: Readonly<Record<"unnormalized" | "normalized", Split>>,
   text: string,
   section: (text: string, index: number, out: number[]) => void,
   out: number[],
 ): void {
-  const added = tokenizer.added_tokens_map;
-  const sections = stripAround(
-    tokenizer.splitter_unnormalized.split(text),
-    added,
-  );
+  const sections = stripAround(splitters.unnormalized(text), added);
   for (let i = 0; i < sections.length; i++) {
     let part = sections[i]!;
     if (part.length === 0) continue;
-    const token = added.get(part);
+    const token = addedToken(added, part);
     if (token !== undefined) {
       out.push(token.id);
       continue;
@@ -190,11 +192,23 @@ function encodeText(
     const inner = stripAround(splitters.normalized(part), added);
     for (const piece of inner) {
       if (piece.length === 0) continue;
-      const innerToken = added.get(piece);
+      const innerToken = addedToken(added, piece);
       if (innerToken === undefined) section(piece, i, out);
       else out.push(innerToken.id);
     }
   }
+}
+
+/** The added tokens by content, and the length of the longest. */
+interface AddedTokens {
+  readonly byContent: ReadonlyMap<string, AddedToken>;
+  readonly longest: number;
+}
+
+/** The added token a whole stretch of text is, if any. */
+function addedToken(added: AddedTokens, text: string): AddedToken | undefined {
+  // Hashing a long stretch only to miss would cost a pass over it.
+  return text.length > added.longest ? undefined : added.byContent.get(text);
 }
 
 type Split = (text: string) => string[];
@@ -224,13 +238,10 @@ function quickSplitter(splitter: DictionarySplitter): Split {
 }
 
 /** The whitespace an added token's `lstrip`/`rstrip` takes from its neighbours, in place, in order. */
-function stripAround(
-  parts: string[],
-  added: ReadonlyMap<string, AddedToken>,
-): string[] {
-  if (added.size === 0) return parts;
+function stripAround(parts: string[], added: AddedTokens): string[] {
+  if (parts.length < 2) return parts;
   for (let i = 0; i < parts.length; i++) {
-    const token = added.get(parts[i]!);
+    const token = addedToken(added, parts[i]!);
     if (token === undefined) continue;
     if (token.lstrip && i > 0) parts[i - 1] = parts[i - 1]!.trimEnd();
     if (token.rstrip && i < parts.length - 1) {
