@@ -145,7 +145,7 @@ export class BpeWords {
     const length = bytes ? this.#fromBytes(piece) : this.#fromChars(piece);
     // The model's word: for ByteLevel, each byte's alphabet string.
     let mapped: string | undefined;
-    const word = () => mapped ??= bytes ? this.#mapped(length) : piece;
+    const word = () => mapped ??= bytes ? this.#mapped(piece, length) : piece;
     let ids = this.#known && length <= SCAN_UP_TO
       ? this.#merged(length)
       : undefined;
@@ -244,9 +244,22 @@ export class BpeWords {
   }
 
   /** The model's word for the bytes in #bytes: each byte's alphabet string. */
-  #mapped(length: number): string {
+  #mapped(piece: string, length: number): string {
     const chars = this.#byteChars!;
     const bytes = this.#bytes;
+    // An ASCII piece whose bytes after the first stand for themselves (a
+    // word after its space) is mostly the piece: no string per byte.
+    if (length === piece.length && length > 0) {
+      let same = true;
+      for (let i = 1; i < length && same; i++) {
+        same = chars[bytes[i]!]!.charCodeAt(0) === bytes[i] &&
+          chars[bytes[i]!]!.length === 1;
+      }
+      if (same) {
+        const first = chars[bytes[0]!]!;
+        return first === piece[0] ? piece : first + piece.slice(1);
+      }
+    }
     let word = "";
     for (let i = 0; i < length; i++) word += chars[bytes[i]!];
     return word;
