@@ -95,21 +95,9 @@ export function createFastEncoder(
   merges: BpeMerges,
 ): FastEncoder | undefined {
   const tokenizer = library as LibraryTokenizer;
-  const model = tokenizer.model;
-  if (
-    !isRecord(json.model) || json.model.type !== "BPE" ||
-    model.end_of_word_suffix || model.continuing_subword_suffix ||
-    typeof model.encode !== "function" ||
-    typeof model.ignore_merges !== "boolean" ||
-    typeof model.fuse_unk !== "boolean" ||
-    tokenizer.remove_space === true ||
-    tokenizer.do_lowercase_and_remove_accent !== false ||
-    !(tokenizer.added_tokens_map instanceof Map) ||
-    typeof tokenizer.splitter_unnormalized?.split !== "function" ||
-    typeof tokenizer.splitter_normalized?.split !== "function" ||
-    !knownPostProcessor(json.post_processor, 0)
-  ) return undefined;
+  if (!reproducible(tokenizer, json)) return undefined;
   const added = tokenizer.added_tokens_map;
+  const model = tokenizer.model;
   // As the library's encode() maps a token string to its id.
   const idOf = (token: string): number =>
     added.get(token)?.id ?? model.tokens_to_ids.get(token) ??
@@ -118,67 +106,105 @@ export function createFastEncoder(
     specialTokensAround(tokenizer.post_processor, add, idOf)
   );
   if (affixes[0] === undefined || affixes[1] === undefined) return undefined;
-  const fused = fusedByteLevel(json.pre_tokenizer, tokenizer.pre_tokenizer);
-  const words = new BpeWords(
-    { model, merges, idOf, reassigned: added.keys() },
-    fused === undefined ? {} : { byteAlphabet: fused.alphabet },
-  );
-  // Appends the ids of text between added tokens, as the library's
-  // pre-tokenizer and model call give them.
   let longest = 0;
   for (const content of added.keys()) {
     longest = Math.max(longest, content.length);
   }
-  const addedTokens: AddedTokens = { byContent: added, longest };
-  const splitters = {
+  const pipeline: Pipeline = {
+    normalizer: tokenizer.normalizer,
+    added: { byContent: added, longest },
     unnormalized: quickSplitter(tokenizer.splitter_unnormalized),
     normalized: quickSplitter(tokenizer.splitter_normalized),
-  };
-  const section = (text: string, index: number, out: number[]): void => {
-    const start = out.length;
-    let unknown = false;
-    if (fused === undefined) {
-      const pre = tokenizer.pre_tokenizer;
-      const pieces = pre === null
-        ? [text]
-        : pre(text, { section_index: index });
-      for (const piece of pieces) unknown = words.push(piece, out) || unknown;
-    } else {
-      for (const piece of fusedPieces(text, fused.byteLevel)) {
-        unknown = words.push(piece, out) || unknown;
-      }
-    }
-    // fuse_unk joins unknown tokens across words: the library redoes it.
-    if (unknown) {
-      out.length = start;
-      const pre = tokenizer.pre_tokenizer;
-      const pieces = pre === null
-        ? [text]
-        : pre(text, { section_index: index });
-      for (const token of model(pieces)) out.push(idOf(token));
-    }
+    section: sectionEncoder(tokenizer, json, merges, idOf),
   };
   return {
     encode(text: string, addSpecialTokens: boolean): number[] {
       const [before, after] = affixes[addSpecialTokens ? 1 : 0]!;
       const out = [...before];
-      encodeText(tokenizer, addedTokens, splitters, text, section, out);
+      encodeText(pipeline, text, out);
       for (const id of after) out.push(id);
       return out;
     },
   };
 }
 
-/** The library's `encode_text`, each stretch between added tokens given to `section`. */
-function encodeText(
+/** Whether the fast path reproduces the library's for this tokenizer. */
+function reproducible(
   tokenizer: LibraryTokenizer,
-  added: AddedTokens,
-  splitters: Readonly<Record<"unnormalized" | "normalized", Split>>,
-  text: string,
-  section: (text: string, index: number, out: number[]) => void,
-  out: number[],
-): void {
-  const sections = stripAround(splitters.unnormalized(text), added);
+  json: Record<string, unknown>,
+): boolean {
+  const model = tokenizer.model;
+  return isRecord(json.model) && json.model.type === "BPE" &&
+    !model.end_of_word_suffix && !model.continuing_subword_suffix &&
+    typeof model.encode === "function" &&
+    typeof model.ignore_merges === "boolean" &&
+    typeof model.fuse_unk === "boolean" &&
+    tokenizer.remove_space !== true &&
+    tokenizer.do_lowercase_and_remove_accent === false &&
+    tokenizer.added_tokens_map instanceof Map &&
+    typeof tokenizer.splitter_unnormalized?.split === "function" &&
+    typeof tokenizer.splitter_normalized?.split === "function" &&
+    knownPostProcessor(json.post_processor, 0);
+}
+
+/** Appends the ids of a stretch of text between added tokens. */
+type Section = (text: string, index: number, out: number[]) => void;
+
+/** What `encode_text` runs, read once. */
+interface Pipeline {
+  readonly normalizer: ((text: string) => string) | null;
+  readonly added: AddedTokens;
+  readonly unnormalized: Split;
+  readonly normalized: Split;
+  readonly section: Section;
+}
+
+/**
+ * The ids of a stretch between added tokens, as the library's pre-tokenizer
+ * and model give them: pieces cut by the fused ByteLevel or by the
+ * library's pre-tokenizer, each merged by {@linkcode BpeWords}.
+ */
+function sectionEncoder(
+  tokenizer: LibraryTokenizer,
+  json: Record<string, unknown>,
+  merges: BpeMerges,
+  idOf: (token: string) => number,
+): Section {
+  const fused = fusedByteLevel(json.pre_tokenizer, tokenizer.pre_tokenizer);
+  const words = new BpeWords(
+    {
+      model: tokenizer.model,
+      merges,
+      idOf,
+      // encode() reads a token string's id from the added tokens first.
+      reassigned: tokenizer.added_tokens_map.keys(),
+    },
+    fused === undefined ? {} : { byteAlphabet: fused.alphabet },
+  );
+  const preTokenize = (text: string, index: number): string[] => {
+    const pre = tokenizer.pre_tokenizer;
+    return pre === null ? [text] : pre(text, { section_index: index });
+  };
+  return (text, index, out) => {
+    const start = out.length;
+    const pieces = fused === undefined
+      ? preTokenize(text, index)
+      : fusedPieces(text, fused.byteLevel);
+    let unknown = false;
+    for (const piece of pieces) unknown = words.push(piece, out) || unknown;
+    // fuse_unk joins unknown tokens across words: the library redoes it.
+    if (unknown) {
+      out.length = start;
+      const tokens = tokenizer.model(preTokenize(text, index));
+      for (const token of tokens) out.push(idOf(token));
+    }
+  };
+}
+
+/** The library's `encode_text`, each stretch between added tokens given to `section`. */
+function encodeText(pipeline: Pipeline, text: string, out: number[]): void {
+  const { added, normalizer, section } = pipeline;
+  const sections = stripAround(pipeline.unnormalized(text), added);
   for (let i = 0; i < sections.length; i++) {
     let part = sections[i]!;
     if (part.length === 0) continue;
@@ -187,9 +213,9 @@ function encodeText(
       out.push(token.id);
       continue;
     }
-    if (tokenizer.normalizer !== null) part = tokenizer.normalizer(part);
+    if (normalizer !== null) part = normalizer(part);
     if (part.length === 0) continue;
-    const inner = stripAround(splitters.normalized(part), added);
+    const inner = stripAround(pipeline.normalized(part), added);
     for (const piece of inner) {
       if (piece.length === 0) continue;
       const innerToken = addedToken(added, piece);
