@@ -12,6 +12,7 @@
  */
 import type { BpeMerges } from "./bpe_merges.ts";
 import { BpeWords, type LibraryBpeModel } from "./bpe_words.ts";
+import { fusedByteLevel, fusedPieces } from "./fused_byte_level.ts";
 
 /** Tokenizes text as the library's `encode(text).ids` does. */
 export interface FastEncoder {
@@ -55,13 +56,6 @@ interface LibraryTokenizer {
 interface DictionarySplitter {
   split(text: string): string[];
   readonly trie?: unknown;
-}
-
-/** A ByteLevel pre-tokenizer, fused: the Splits before it, then its own options. */
-interface FusedByteLevel {
-  readonly splits: readonly RegExp[];
-  readonly addPrefixSpace: boolean;
-  readonly pattern: RegExp | null;
 }
 
 /**
@@ -320,118 +314,6 @@ function knownPostProcessor(config: unknown, depth: number): boolean {
     default:
       return false;
   }
-}
-
-/**
- * A ByteLevel pre-tokenizer the fast path reproduces: ByteLevel itself, or a
- * Sequence of regex Splits (the library's Isolated split: matches and the
- * text between them) then ByteLevel. Read from the built objects, after
- * whitespace.ts rewrote their patterns.
- */
-function fusedByteLevel(
-  config: unknown,
-  built: unknown,
-): { byteLevel: FusedByteLevel; alphabet: string[] } | undefined {
-  if (!isRecord(config) || !isNode(built)) return undefined;
-  const node = built as Record<string, unknown>;
-  let members: unknown[] = [config];
-  let nodes: unknown[] = [node];
-  if (config.type === "Sequence") {
-    if (
-      !Array.isArray(config.pretokenizers) || !Array.isArray(node.tokenizers) ||
-      config.pretokenizers.length !== node.tokenizers.length
-    ) return undefined;
-    members = config.pretokenizers;
-    nodes = node.tokenizers;
-  }
-  const splits: RegExp[] = [];
-  for (let i = 0; i < members.length - 1; i++) {
-    const member = members[i];
-    const split = nodes[i] as Record<string, unknown>;
-    const behavior = isRecord(split?.config) ? split.config.behavior : null;
-    if (
-      !isRecord(member) || member.type !== "Split" || !isNode(split) ||
-      !(split.pattern instanceof RegExp) || !split.pattern.global ||
-      !isRecord(split.config) || split.config.invert ||
-      behavior !== undefined && typeof behavior !== "string" ||
-      typeof behavior === "string" && behavior.toLowerCase() === "removed"
-    ) return undefined;
-    splits.push(split.pattern);
-  }
-  const last = members.at(-1);
-  const byteLevel = nodes.at(-1) as Record<string, unknown>;
-  if (
-    !isRecord(last) || last.type !== "ByteLevel" || !isNode(byteLevel) ||
-    typeof byteLevel.add_prefix_space !== "boolean" ||
-    typeof byteLevel.use_regex !== "boolean" ||
-    !(byteLevel.pattern instanceof RegExp) || !byteLevel.pattern.global ||
-    !isRecord(byteLevel.byte_encoder)
-  ) return undefined;
-  const alphabet: string[] = [];
-  for (let byte = 0; byte < 256; byte++) {
-    const char = byteLevel.byte_encoder[byte];
-    if (typeof char !== "string") return undefined;
-    alphabet.push(char);
-  }
-  return {
-    byteLevel: {
-      splits,
-      addPrefixSpace: byteLevel.add_prefix_space,
-      pattern: byteLevel.use_regex ? byteLevel.pattern : null,
-    },
-    alphabet,
-  };
-}
-
-/** The pieces, before the byte mapping, that the fused pre-tokenizer cuts a text into. */
-function fusedPieces(text: string, fused: FusedByteLevel): string[] {
-  let pieces = [text];
-  for (const split of fused.splits) {
-    pieces = pieces.length === 1
-      ? isolate(pieces[0]!, split)
-      : pieces.flatMap((piece) => isolate(piece, split));
-  }
-  if (!fused.addPrefixSpace && fused.pattern === null) return pieces;
-  const out: string[] = [];
-  for (let piece of pieces) {
-    if (fused.addPrefixSpace && !piece.startsWith(" ")) piece = " " + piece;
-    if (fused.pattern === null) out.push(piece);
-    else for (const match of piece.match(fused.pattern) ?? []) out.push(match);
-  }
-  return out;
-}
-
-/**
- * The library's Isolated split: each non-empty match and each stretch
- * between matches. When the matches cover the whole text (the usual case
- * for a pre-tokenizer's regex), `match` gives them without match objects.
- */
-function isolate(text: string, pattern: RegExp): string[] {
-  const matches = text.match(pattern);
-  if (matches === null) return text.length === 0 ? [] : [text];
-  let covered = 0;
-  let empty = false;
-  for (const match of matches) {
-    covered += match.length;
-    if (match.length === 0) empty = true;
-  }
-  if (covered === text.length) {
-    return empty ? matches.filter((match) => match.length > 0) : matches;
-  }
-  const pieces: string[] = [];
-  let end = 0;
-  for (const match of text.matchAll(pattern)) {
-    if (end < match.index) pieces.push(text.slice(end, match.index));
-    if (match[0].length > 0) pieces.push(match[0]);
-    end = match.index + match[0].length;
-  }
-  if (end < text.length) pieces.push(text.slice(end));
-  return pieces;
-}
-
-function isNode(value: unknown): boolean {
-  return typeof value === "function" ||
-    typeof value === "object" && value !== null;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
