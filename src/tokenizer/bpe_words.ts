@@ -66,6 +66,13 @@ export class BpeWords {
   readonly #cache = new Map<string, number | number[]>();
   /** The id of each one-byte ASCII piece (ByteLevel), or -1 to look further. */
   readonly #ascii = new Int32Array(128).fill(-1);
+  /**
+   * For ignore_merges on ByteLevel: a bit per hash of a vocabulary string's
+   * bytes, so that most words are known not to be whole in the vocabulary
+   * without building their string. A clear bit is certain; a set one is
+   * checked in the vocabulary.
+   */
+  #wholeWords: Uint8Array | undefined;
   readonly #encoder = new TextEncoder();
   #symbols = new Int32Array(SCAN_UP_TO * 3);
   #bytes = new Uint8Array(SCAN_UP_TO * 3);
@@ -111,6 +118,9 @@ export class BpeWords {
         if (symbol < 0 || this.#isUnknown(merges.strings[symbol]!)) continue;
         this.#ascii[code] = outIds[symbol] ?? -1;
       }
+      if (model.ignore_merges) {
+        this.#wholeWords = wholeWordFilter(model, alphabet);
+      }
     }
   }
 
@@ -153,7 +163,7 @@ export class BpeWords {
     // Merged into one vocabulary token, the word is what ignore_merges
     // would give whole: only other words need the lookup.
     if (
-      model.ignore_merges && ids?.length !== 1 &&
+      model.ignore_merges && ids?.length !== 1 && this.#maybeWhole(length) &&
       model.tokens_to_ids.has(word())
     ) {
       ids = [this.#idOf(word())];
@@ -188,6 +198,14 @@ export class BpeWords {
       ids.push(id);
     }
     return ids;
+  }
+
+  /** Whether the bytes in #bytes may be a whole vocabulary string (see #wholeWords). */
+  #maybeWhole(length: number): boolean {
+    const filter = this.#wholeWords;
+    if (filter === undefined) return true;
+    const bit = bytesHash(this.#bytes, length) >>> WHOLE_WORD_SHIFT;
+    return (filter[bit >>> 3]! & (1 << (bit & 7))) !== 0;
   }
 
   /** Whether fuse_unk would take a token string for the unknown token. */
@@ -264,4 +282,51 @@ export class BpeWords {
     for (let i = 0; i < length; i++) word += chars[bytes[i]!];
     return word;
   }
+}
+
+/** The filter has 2 ** (32 - WHOLE_WORD_SHIFT) bits: 4M, a few percent of them set by a vocabulary. */
+const WHOLE_WORD_SHIFT = 10;
+
+/** FNV-1a over bytes. */
+function bytesHash(bytes: Uint8Array, length: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < length; i++) {
+    hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+/**
+ * The bits of the vocabulary strings made of byte-alphabet characters,
+ * hashed over their bytes; a string with any other character is never a
+ * ByteLevel word, so it sets none.
+ */
+function wholeWordFilter(
+  model: LibraryBpeModel,
+  alphabet: readonly string[],
+): Uint8Array | undefined {
+  const byteOf = new Int16Array(0x10000).fill(-1);
+  for (let byte = 0; byte < alphabet.length; byte++) {
+    const char = alphabet[byte]!;
+    // Words split back into bytes one code unit each, without ambiguity.
+    if (char.length !== 1 || byteOf[char.charCodeAt(0)] !== -1) {
+      return undefined;
+    }
+    byteOf[char.charCodeAt(0)] = byte;
+  }
+  const filter = new Uint8Array(2 ** (32 - WHOLE_WORD_SHIFT) / 8);
+  let bytes = new Uint8Array(64);
+  for (const text of model.tokens_to_ids.keys()) {
+    if (bytes.length < text.length) bytes = new Uint8Array(text.length * 2);
+    let length = 0;
+    for (; length < text.length; length++) {
+      const byte = byteOf[text.charCodeAt(length)]!;
+      if (byte < 0) break;
+      bytes[length] = byte;
+    }
+    if (length < text.length) continue;
+    const bit = bytesHash(bytes, length) >>> WHOLE_WORD_SHIFT;
+    filter[bit >>> 3]! |= 1 << (bit & 7);
+  }
+  return filter;
 }
