@@ -72,7 +72,7 @@ export class BpeWords {
    * without building their string. A clear bit is certain; a set one is
    * checked in the vocabulary.
    */
-  #wholeWords: Uint8Array | undefined;
+  readonly #wholeWords: Uint8Array | undefined;
   readonly #encoder = new TextEncoder();
   #symbols = new Int32Array(SCAN_UP_TO * 3);
   #bytes = new Uint8Array(SCAN_UP_TO * 3);
