@@ -6,7 +6,10 @@
  * @module
  */
 import { Tokenizer } from "@huggingface/tokenizers";
+import { BpeMerges, NO_RANK } from "./bpe_merges.ts";
 import { specialTokensOf } from "./config.ts";
+import { createFastEncoder } from "./fast_encode.ts";
+import { GenerationCache } from "./generation_cache.ts";
 import { useRustWhitespace } from "./whitespace.ts";
 
 export { readModelFolder } from "./files.ts";
@@ -122,16 +125,19 @@ export function loadTokenizer(files: TokenizerFiles): LocalTokenizer {
     pre_tokenizer?: unknown;
   };
   useRustWhitespace(json.pre_tokenizer, internals.pre_tokenizer);
-  speedUpBpe(internals.model);
+  const merges = bpeMergesOf(internals.model);
+  speedUpBpe(internals.model, merges);
   speedUpByteLevel(internals.pre_tokenizer);
+  const fast = merges && createFastEncoder(tokenizer, json, merges);
   const addedTokens = [...tokenizer.get_added_tokens_decoder().values()]
     .map((token) => token.content)
     .sort((a, b) => b.length - a.length);
   const specialTokens = Object.freeze(specialTokensOf(config));
   function encode(text: string, options?: EncodeOptions): number[] {
-    return tokenizer.encode(text, {
-      add_special_tokens: options?.addSpecialTokens ?? true,
-    }).ids;
+    const add_special_tokens = options?.addSpecialTokens ?? true;
+    return fast === undefined
+      ? tokenizer.encode(text, { add_special_tokens }).ids
+      : fast.encode(text, add_special_tokens);
   }
   // The tokens before they become ids: one id per token, so counting
   // them skips the id lookups and the attention mask encode() builds.
@@ -142,6 +148,7 @@ export function loadTokenizer(files: TokenizerFiles): LocalTokenizer {
     ) => { tokens?: unknown };
   }).tokenize_helper?.bind(tokenizer);
   function count(text: string, options?: EncodeOptions): number {
+    if (fast !== undefined) return encode(text, options).length;
     const add_special_tokens = options?.addSpecialTokens ?? true;
     const tokens = helper?.(text, { add_special_tokens }).tokens;
     return Array.isArray(tokens) ? tokens.length : encode(text, options).length;
@@ -167,45 +174,50 @@ interface BpeNode {
   next: BpeNode | null;
 }
 
-/**
- * Three speed-ups of @huggingface/tokenizers' BPE model (0.2.x) that change no
- * result, applied only when the model has the expected shape: merge ranks
- * read from a Map of Maps by pair instead of a `JSON.stringify([a, b])` key
- * built per candidate pair (the JSON-keyed map, used nowhere else, is
- * released), and the word cache as two generations of Maps instead of an
- * LRU that deletes and re-inserts on every hit; and a word of up to 48
- * code points merged by scanning its pairs' ranks instead of through the
- * library's priority queue of node objects. Together they more than halve
- * the time to tokenize fresh text (bench/local_counting.ts); the oracle
- * tests and tests/local_worker_test.ts hold the ids equal.
- */
-function speedUpBpe(found: unknown): void {
+/** The merges of the library's BPE model over integer symbols, when it has the expected shape. */
+function bpeMergesOf(found: unknown): BpeMerges | undefined {
   // The library's models are callable objects: functions with a prototype.
-  if (typeof found !== "function" && !isObject(found)) return;
+  if (typeof found !== "function" && !isObject(found)) return undefined;
   const model = found as Record<string, unknown>;
   const merges = model.merges;
   if (
-    model.bpe_ranks instanceof Map && typeof model.add_node === "function" &&
-    Array.isArray(merges) &&
-    merges.every((pair) =>
+    !(model.bpe_ranks instanceof Map) || typeof model.add_node !== "function" ||
+    !(model.tokens_to_ids instanceof Map) || !Array.isArray(model.vocab) ||
+    !Array.isArray(merges) ||
+    !merges.every((pair) =>
       Array.isArray(pair) && typeof pair[0] === "string" &&
       typeof pair[1] === "string"
     )
-  ) {
-    // In merge order, so that a repeated pair keeps its last rank, as the
-    // library's `new Map(entries)` does.
-    const ranks = new Map<string, Map<string, number>>();
-    merges.forEach(([a, b]: [string, string], rank) => {
-      let after = ranks.get(a);
-      if (after === undefined) ranks.set(a, after = new Map());
-      after.set(b, rank);
-    });
+  ) return undefined;
+  return new BpeMerges(
+    model as unknown as ConstructorParameters<typeof BpeMerges>[0],
+  );
+}
+
+/**
+ * Speed-ups of @huggingface/tokenizers' BPE model (0.2.x) for the words
+ * its own path still tokenizes (tokenizers the fast encoder does not
+ * reproduce, and its rare fallbacks), changing no result: merge ranks read
+ * from the integer table by symbol pair instead of a
+ * `JSON.stringify([a, b])` key built per candidate pair (the JSON-keyed
+ * map, used nowhere else, is released); a word of up to 48 code points
+ * merged by scanning its pairs' ranks instead of through the library's
+ * priority queue of node objects; and the word cache as two generations of
+ * Maps instead of an LRU that deletes and re-inserts on every hit.
+ */
+function speedUpBpe(found: unknown, merges: BpeMerges | undefined): void {
+  if (typeof found !== "function" && !isObject(found)) return;
+  const model = found as Record<string, unknown>;
+  if (merges !== undefined) {
     model.add_node = function addNode(
       queue: { push(node: BpeNode): void },
       node: BpeNode,
     ): void {
-      const rank = ranks.get(node.token)?.get(node.next!.token);
-      if (rank !== undefined) {
+      const rank = merges.rankOf(
+        merges.symbolOf(node.token),
+        merges.symbolOf(node.next!.token),
+      );
+      if (rank !== NO_RANK) {
         node.score = rank + node.bias;
         queue.push(node);
       }
@@ -217,19 +229,30 @@ function speedUpBpe(found: unknown): void {
       !model.continuing_subword_suffix &&
       typeof model.max_length_to_cache === "number"
     ) {
+      const symbols = new Int32Array(SCAN_MERGES_UP_TO);
       model.bpe = function bpe(this: BpeModelShape, word: string): string[] {
         const cached = this.cache.get(word);
         if (cached !== undefined) return cached;
-        const symbols = Array.from(word);
-        // Longer words keep the library's queue: the scan below is quadratic.
-        if (symbols.length > SCAN_MERGES_UP_TO) {
-          return (original as (word: string) => string[]).call(this, word);
+        let length = 0;
+        for (const char of word) {
+          const symbol = length < SCAN_MERGES_UP_TO
+            ? merges.symbolOf(char)
+            : -1;
+          // Longer words, and unknown symbols, keep the library's queue.
+          if (symbol < 0) {
+            return (original as (word: string) => string[]).call(this, word);
+          }
+          symbols[length++] = symbol;
         }
-        mergeByRank(symbols, ranks);
+        const left = merges.merge(symbols, length);
+        const tokens: string[] = [];
+        for (let i = 0; i < left; i++) {
+          tokens.push(merges.strings[symbols[i]!]!);
+        }
         if (word.length < this.max_length_to_cache) {
-          this.cache.put(word, symbols);
+          this.cache.put(word, tokens);
         }
-        return symbols;
+        return tokens;
       };
     }
   }
@@ -253,37 +276,6 @@ interface BpeModelShape {
 
 /** Words of at most this many code points merge by scanning; longer ones take the library's queue. */
 const SCAN_MERGES_UP_TO = 48;
-
-/**
- * BPE merges in place: repeatedly the adjacent pair of lowest rank, the
- * leftmost among equals, which is the order of the library's queue (score
- * = rank + position / length) and of the Rust crate. Each pair's rank is
- * looked up once, and again only for the two pairs a merge changes.
- */
-function mergeByRank(
-  symbols: string[],
-  ranks: ReadonlyMap<string, ReadonlyMap<string, number>>,
-): void {
-  const rankOf = (i: number): number =>
-    ranks.get(symbols[i]!)?.get(symbols[i + 1]!) ?? Infinity;
-  const pairRanks: number[] = [];
-  for (let i = 0; i < symbols.length - 1; i++) pairRanks.push(rankOf(i));
-  for (;;) {
-    let best = Infinity;
-    let at = -1;
-    for (let i = 0; i < pairRanks.length; i++) {
-      if (pairRanks[i]! < best) {
-        best = pairRanks[i]!;
-        at = i;
-      }
-    }
-    if (at < 0) return;
-    symbols.splice(at, 2, symbols[at]! + symbols[at + 1]!);
-    pairRanks.splice(at, 1);
-    if (at > 0) pairRanks[at - 1] = rankOf(at - 1);
-    if (at < pairRanks.length) pairRanks[at] = rankOf(at);
-  }
-}
 
 /** The shape of @huggingface/tokenizers' ByteLevel pre-tokenizer (0.2.x) that the fast path relies on. */
 interface ByteLevelShape {
@@ -344,42 +336,6 @@ function speedUpByteLevel(found: unknown, depth = 0): void {
     const pieces = this.use_regex ? text.match(this.pattern) ?? [] : [text];
     return pieces.map(map);
   };
-}
-
-/**
- * A bounded memo without per-hit bookkeeping: entries go to the current
- * generation; when it is full it becomes the old one (the previous old one
- * is dropped), and a hit in the old one moves forward.
- */
-class GenerationCache<V> {
-  readonly #capacity: number;
-  #current = new Map<string, V>();
-  #old = new Map<string, V>();
-
-  constructor(capacity: number) {
-    this.#capacity = capacity;
-  }
-
-  get(key: string): V | undefined {
-    const value = this.#current.get(key);
-    if (value !== undefined) return value;
-    const old = this.#old.get(key);
-    if (old !== undefined) this.put(key, old);
-    return old;
-  }
-
-  put(key: string, value: V): void {
-    if (this.#current.size >= this.#capacity) {
-      this.#old = this.#current;
-      this.#current = new Map();
-    }
-    this.#current.set(key, value);
-  }
-
-  clear(): void {
-    this.#current = new Map();
-    this.#old = new Map();
-  }
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
