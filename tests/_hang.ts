@@ -23,3 +23,17 @@ export async function until(
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+/** `promise`, or a rejection once {@linkcode HANG_MS} has passed without it settling. */
+export function unlessHung<T>(what: string, promise: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`hung: ${what} within ${HANG_MS} ms`)),
+        HANG_MS,
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

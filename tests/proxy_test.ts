@@ -232,61 +232,42 @@ Deno.test("the proxy learns usage anchors on a growing conversation", async (t) 
       }
     },
   );
-  await t.step(
-    "with a backend that cannot count, the anchor is the count",
-    async () => {
-      await using proxy = await proxyFixture({
-        backend: new FakeBackend({ error: new Error("no count") }),
-      });
-      const first = [{ role: "user", content: "Hello" }];
-      const one = await postJson(`${proxy.baseUrl}/chat/completions`, {
-        model: "m",
-        messages: first,
-      });
-      const { choices, usage } = await one.json();
-      strictEqual(one.headers.get("x-incontext-source"), "rough-fallback");
-      const second = [...first, choices[0].message, {
+  /** Two turns through a proxy that cannot count: the second's count is the first's usage anchor. */
+  const secondTurn = async (first: { role: string; content: string }[]) => {
+    await using proxy = await proxyFixture({
+      backend: new FakeBackend({ error: new Error("no count") }),
+    });
+    const one = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      model: "m",
+      messages: first,
+    });
+    const { choices, usage } = await one.json();
+    strictEqual(one.headers.get("x-incontext-source"), "rough-fallback");
+    const two = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      model: "m",
+      messages: [...first, choices[0].message, {
         role: "user",
         content: "More",
-      }];
-      const two = await postJson(`${proxy.baseUrl}/chat/completions`, {
-        model: "m",
-        messages: second,
-      });
-      await two.body?.cancel();
-      strictEqual(two.headers.get("x-incontext-source"), "usage-anchor");
-      const anchored = Number(two.headers.get("x-incontext-prompt-tokens"));
-      strictEqual(anchored, usage.prompt_tokens + usage.completion_tokens + 1); // "More" = 1 token
-    },
+      }],
+    });
+    await two.body?.cancel();
+    strictEqual(two.headers.get("x-incontext-source"), "usage-anchor");
+    // "More" = 1 token
+    strictEqual(
+      Number(two.headers.get("x-incontext-prompt-tokens")),
+      usage.prompt_tokens + usage.completion_tokens + 1,
+    );
+  };
+  await t.step(
+    "with a backend that cannot count, the anchor is the count",
+    () => secondTurn([{ role: "user", content: "Hello" }]),
   );
   await t.step(
     "a long conversation's whole answer is learned from too (its bookkeeping runs while the upstream works)",
     async () => {
-      await using proxy = await proxyFixture({
-        backend: new FakeBackend({ error: new Error("no count") }),
-      });
       const first = [{ role: "user", content: "word ".repeat(20_000) }];
-      const body = JSON.stringify({ model: "m", messages: first });
-      ok(body.length > 64 * 1024);
-      const one = await postJson(`${proxy.baseUrl}/chat/completions`, {
-        model: "m",
-        messages: first,
-      });
-      const { choices, usage } = await one.json();
-      const second = [...first, choices[0].message, {
-        role: "user",
-        content: "More",
-      }];
-      const two = await postJson(`${proxy.baseUrl}/chat/completions`, {
-        model: "m",
-        messages: second,
-      });
-      await two.body?.cancel();
-      strictEqual(two.headers.get("x-incontext-source"), "usage-anchor");
-      strictEqual(
-        Number(two.headers.get("x-incontext-prompt-tokens")),
-        usage.prompt_tokens + usage.completion_tokens + 1,
-      );
+      ok(JSON.stringify({ model: "m", messages: first }).length > 64 * 1024);
+      await secondTurn(first);
     },
   );
 });

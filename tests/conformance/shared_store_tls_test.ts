@@ -5,52 +5,15 @@
  * refused without it.
  */
 import { ok, strictEqual } from "node:assert/strict";
-import { join } from "node:path";
 import { serveFakeUpstream } from "../../src/testing/mod.ts";
 import { startRedisServer } from "./_redis_server.ts";
 import { startReplicas, waitForStores } from "./_replicas.ts";
-
-const OPENSSL_MISSING =
-  "This test needs openssl to make its certificate: install the Debian package openssl (apt-get install -y openssl)";
-
-/** A self-signed certificate for 127.0.0.1, and its key, in `dir`. */
-async function certificate(dir: string) {
-  const certFile = join(dir, "cert.pem");
-  const keyFile = join(dir, "key.pem");
-  let output: Deno.CommandOutput;
-  try {
-    output = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-        "-keyout",
-        keyFile,
-        "-out",
-        certFile,
-      ],
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-  } catch (error) {
-    throw new Error(OPENSSL_MISSING, { cause: error });
-  }
-  strictEqual(output.code, 0, new TextDecoder().decode(output.stderr));
-  return { certFile, keyFile };
-}
+import { selfSignedCertificate } from "./_openssl.ts";
 
 Deno.test("replicas share counts over rediss:// with the store's authority, and refuse the store without it", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const tls = await certificate(dir);
+    const tls = await selfSignedCertificate(dir);
     await using redis = await startRedisServer({ tls });
     ok(redis.url.startsWith("rediss://"));
     await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });

@@ -5,89 +5,14 @@
  * authority the handshake fails and the client gets 502 `upstream_unreachable`.
  */
 import { ok, strictEqual } from "node:assert/strict";
-import { join } from "node:path";
 import { serveFakeUpstream } from "../../src/testing/mod.ts";
 import { freePort, spawnCli } from "../_cli_process.ts";
-
-const OPENSSL_MISSING =
-  "This test needs openssl to make its certificates: install the Debian package openssl (apt-get install -y openssl)";
-
-async function openssl(args: string[]): Promise<void> {
-  let output: Deno.CommandOutput;
-  try {
-    output = await new Deno.Command("openssl", {
-      args,
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-  } catch (error) {
-    throw new Error(OPENSSL_MISSING, { cause: error });
-  }
-  strictEqual(output.code, 0, new TextDecoder().decode(output.stderr));
-}
-
-/** An authority, and a certificate for 127.0.0.1 it signed, in `dir`. */
-async function certificates(dir: string) {
-  const file = (name: string) => join(dir, name);
-  await openssl([
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "1",
-    "-subj",
-    "/CN=incontext test authority",
-    "-keyout",
-    file("ca.key"),
-    "-out",
-    file("ca.pem"),
-  ]);
-  await openssl([
-    "req",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-subj",
-    "/CN=127.0.0.1",
-    "-keyout",
-    file("key.pem"),
-    "-out",
-    file("leaf.csr"),
-  ]);
-  await Deno.writeTextFile(
-    file("leaf.cnf"),
-    "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-  );
-  await openssl([
-    "x509",
-    "-req",
-    "-in",
-    file("leaf.csr"),
-    "-CA",
-    file("ca.pem"),
-    "-CAkey",
-    file("ca.key"),
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-extfile",
-    file("leaf.cnf"),
-    "-out",
-    file("cert.pem"),
-  ]);
-  return {
-    authority: file("ca.pem"),
-    cert: await Deno.readTextFile(file("cert.pem")),
-    key: await Deno.readTextFile(file("key.pem")),
-  };
-}
+import { authoritySignedCertificate } from "./_openssl.ts";
 
 Deno.test("incontext serve reaches an HTTPS upstream signed by a private authority given in DENO_CERT", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const { authority, cert, key } = await certificates(dir);
+    const { authority, cert, key } = await authoritySignedCertificate(dir);
     const seen: { path: string; body: string }[] = [];
     await using upstream = Deno.serve({
       hostname: "127.0.0.1",

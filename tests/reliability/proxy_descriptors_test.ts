@@ -9,25 +9,11 @@
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { collect, hasStackTrace } from "../_cli_process.ts";
-import { HANG_MS } from "../_hang.ts";
+import { unlessHung } from "../_hang.ts";
 
 const HOG = new URL("./_descriptor_hog_server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 const OPEN_FILES = 64;
-
-/** Rejects once {@linkcode HANG_MS} has passed without `promise` settling. */
-function unlessHung<T>(what: string, promise: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`hung: ${what} within ${HANG_MS} ms`)),
-        HANG_MS,
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /** Reads a raw answer until the server closes the connection. */
 async function answer(conn: Deno.Conn): Promise<string> {

@@ -6,24 +6,10 @@
  * exits as soon as it is answered, before the grace is over.
  */
 import { ok, strictEqual } from "node:assert/strict";
-import { HANG_MS } from "../_hang.ts";
+import { unlessHung } from "../_hang.ts";
 import { spawnProxy } from "./_proxy_spawn.ts";
 
 const BODY = "x".repeat(100_000);
-
-/** Rejects once {@linkcode HANG_MS} has passed without `promise` settling. */
-function unlessHung<T>(what: string, promise: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`hung: ${what} within ${HANG_MS} ms`)),
-        HANG_MS,
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /** An upstream that holds `/slow` until released; anything else gets `{}`. */
 function serveHolding() {
