@@ -17,7 +17,7 @@ import {
   serveTimedUpstream,
 } from "../tests/reliability/_proxy_load.ts";
 import { judge, latency, tally } from "../tests/reliability/_proxy_verdict.ts";
-import { spawnProxy } from "../tests/reliability/_proxy_spawn.ts";
+import { sampleRss, spawnProxy } from "../tests/reliability/_proxy_spawn.ts";
 
 const TOTAL = 10_000;
 const CLIENTS = 200;
@@ -30,14 +30,8 @@ await using proxy = await spawnProxy(upstream.url, {
   INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
 });
 const target = `${proxy.url}/v1/chat/completions`;
-const rss: number[] = [await proxy.rss()];
-let sampling = true;
-const sampler = (async () => {
-  while (sampling) {
-    rss.push(await proxy.rss());
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-})();
+const sampler = await sampleRss(proxy);
+const rss = sampler.samples;
 
 const sequential: Outcome[] = [];
 for (let n = 0; n < SEQUENTIAL; n++) {
@@ -58,8 +52,7 @@ await Promise.all(Array.from({ length: CLIENTS }, async () => {
   }
 }));
 const seconds = (performance.now() - started) / 1000;
-sampling = false;
-await sampler;
+await sampler.stop();
 
 const alone = await judge(sequential, upstream);
 const loaded = await judge(outcomes, upstream);

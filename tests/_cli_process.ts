@@ -129,3 +129,17 @@ export function spawnCli(
 export function hasStackTrace(text: string): boolean {
   return /Uncaught|^\s+at .*:\d+:\d+\)?$/m.test(text);
 }
+
+/** Reads `reader` until `pattern` appears in what it gave (or it ends); returns that text. */
+export async function readUntil(
+  reader: ReadableStreamDefaultReader<string>,
+  pattern: RegExp,
+): Promise<string> {
+  let text = "";
+  while (!pattern.test(text)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  return text;
+}

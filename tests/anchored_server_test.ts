@@ -1,24 +1,10 @@
 import { ok, strictEqual } from "node:assert/strict";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
-import { freePort } from "./_cli_process.ts";
+import { freePort, readUntil } from "./_cli_process.ts";
 
 const SERVER = new URL("../examples/server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;
 const PLUGIN = new URL("./fixtures/anchored_plugin.ts", import.meta.url).href;
-
-/** Resolves with the child's output once `pattern` appears in it (or it ends). */
-async function waitFor(
-  reader: ReadableStreamDefaultReader<string>,
-  pattern: RegExp,
-): Promise<string> {
-  let text = "";
-  while (!pattern.test(text)) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += value;
-  }
-  return text;
-}
 
 Deno.test("examples/server.ts hands an AnchoredBackend's store to the proxy", async () => {
   await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
@@ -46,7 +32,7 @@ Deno.test("examples/server.ts hands an AnchoredBackend's store to the proxy", as
     return text;
   })();
   try {
-    const started = await waitFor(stdout, /listening on/);
+    const started = await readUntil(stdout, /listening on/);
     ok(started.includes("backend=usage-anchor"), started);
     const post = (messages: unknown[]) =>
       fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {

@@ -2,7 +2,7 @@ import { ok, strictEqual } from "node:assert/strict";
 import OpenAI from "openai";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
 import { ENV, home, standin } from "./_hermes_home.ts";
-import { freePort } from "./_cli_process.ts";
+import { freePort, readUntil } from "./_cli_process.ts";
 
 const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;
@@ -26,20 +26,6 @@ function serve(args: string[], env: Record<string, string>) {
     stdout: "piped",
     stderr: "piped",
   });
-}
-
-/** Reads a stream until `pattern` appears; returns the text so far. */
-async function readUntil(
-  reader: ReadableStreamDefaultReader<string>,
-  pattern: RegExp,
-): Promise<string> {
-  let text = "";
-  while (!pattern.test(text)) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += value;
-  }
-  return text;
 }
 
 Deno.test("incontext serve --hermes-config asks the installed Hermes and follows its config", async (t) => {

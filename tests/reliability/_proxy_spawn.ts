@@ -160,3 +160,33 @@ export async function spawnProxy(
     [Symbol.asyncDispose]: reap,
   };
 }
+
+/** RSS samples of a spawned proxy, taken until stopped. */
+export interface RssSampler {
+  /** The samples so far, in bytes, the first taken before sampling began. */
+  readonly samples: number[];
+  /** Stops sampling; resolves once the last sample is in. */
+  stop(): Promise<void>;
+}
+
+/** Samples `proxy`'s resident set size every `everyMs` until stopped. */
+export async function sampleRss(
+  proxy: Pick<SpawnedProxy, "rss">,
+  everyMs = 250,
+): Promise<RssSampler> {
+  const samples = [await proxy.rss()];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      samples.push(await proxy.rss());
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  })();
+  return {
+    samples,
+    stop: async () => {
+      sampling = false;
+      await sampler;
+    },
+  };
+}

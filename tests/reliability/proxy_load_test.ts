@@ -24,7 +24,7 @@ import {
   serveTimedUpstream,
 } from "./_proxy_load.ts";
 import { judge, latency, tally } from "./_proxy_verdict.ts";
-import { spawnProxy } from "./_proxy_spawn.ts";
+import { sampleRss, spawnProxy } from "./_proxy_spawn.ts";
 import { HANG_MS, until } from "../_hang.ts";
 
 // Every request is issued and judged, however long that takes: how fast the
@@ -47,14 +47,8 @@ Deno.test("the proxy holds 2,000 streamed requests from 200 clients against a fa
     INCONTEXT_TOKENIZER_URL: `${upstream.url}/tokenize`,
   });
   const target = `${proxy.url}/v1/chat/completions`;
-  const rss: number[] = [await proxy.rss()];
-  let sampling = true;
-  const sampler = (async () => {
-    while (sampling) {
-      rss.push(await proxy.rss());
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  })();
+  const sampler = await sampleRss(proxy);
+  const rss = sampler.samples;
   const sequential: Outcome[] = [];
   const outcomes: Outcome[] = [];
   let loadMs = 0;
@@ -92,8 +86,7 @@ Deno.test("the proxy holds 2,000 streamed requests from 200 clients against a fa
       ...Array.from({ length: SLOW_CLIENTS }, (_, n) => slow(n)),
     ]);
   } finally {
-    sampling = false;
-    await sampler;
+    await sampler.stop();
   }
   rss.push(await proxy.rss());
 
