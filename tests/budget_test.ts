@@ -144,12 +144,32 @@ Deno.test("budget() reads the caller's caps like the original plugin", async (t)
     },
   );
 
-  await t.step("invalid caps are ignored", async () => {
-    for (const value of [null, true, false, 0, -5, 1.5, "2048", [], {}]) {
-      const result = await budget(chat({ max_tokens: value }), options());
-      strictEqual(result.maxTokens, 54000, `cap ${JSON.stringify(value)}`);
-    }
+  await t.step("a null cap is no cap", async () => {
+    const result = await budget(chat({ max_tokens: null }), options());
+    strictEqual(result.action, "set");
+    strictEqual(result.maxTokens, 54000);
   });
+
+  await t.step(
+    "a cap the server refuses leaves the request as sent, naming the field",
+    async () => {
+      for (const value of [true, false, 0, -5, 1.5, "2048", [], {}]) {
+        const request = chat({ max_tokens: value, max_completion_tokens: 500 });
+        const result = await budget(request, options());
+        const shown = `cap ${JSON.stringify(value)}`;
+        strictEqual(result.action, "unchanged", shown);
+        strictEqual(result.request, request, shown);
+        strictEqual(result.maxTokens, undefined, shown);
+        ok(result.reason.includes(": 'max_tokens' is not a positive integer"));
+      }
+      const nested = await budget(
+        chat({ max_tokens: 900, extra_body: { max_completion_tokens: -1 } }),
+        options(),
+      );
+      strictEqual(nested.action, "unchanged");
+      ok(nested.reason.includes(": 'extra_body.max_completion_tokens' is"));
+    },
+  );
 
   await t.step("a cap below R is the required minimum", async () => {
     const tight = options({ backend: new FakeBackend({ count: W - 300 }) });

@@ -81,6 +81,12 @@ export interface CapReading {
   readonly value: number | undefined;
   /** The wire field budget() writes: a top-level name, or a dotted path such as `generationConfig.maxOutputTokens`. */
   readonly field: string;
+  /**
+   * A cap field the caller sent that the server does not read as a cap
+   * but refuses (0, a negative, a fraction, an array), as a path: budget()
+   * then leaves the request as it is, for the server to answer.
+   */
+  readonly invalid?: string;
 }
 
 /** Options handed to {@linkcode Backend.readCaps}. */
@@ -344,10 +350,10 @@ export abstract class Backend {
       (value) => this.coerceOutputBudget(value),
       options.defaultField,
     );
-    return {
-      value: cap.value,
-      field: this.outputBudgetField(cap.field, { kind: options.kind }),
-    };
+    const field = this.outputBudgetField(cap.field, { kind: options.kind });
+    return cap.invalid === undefined
+      ? { value: cap.value, field }
+      : { value: cap.value, field, invalid: cap.invalid };
   }
 
   /**

@@ -102,6 +102,15 @@ async function decide(
   const defaultField = options.defaultField ??
     (kind === "responses" ? "max_output_tokens" : "max_tokens");
   const cap = hook(() => checkedCaps(backend, request, { kind, defaultField }));
+  if (cap.invalid !== undefined) {
+    // A cap the server refuses: any cap written instead would turn a
+    // request it answers 400 into one it serves.
+    return unchanged(
+      request,
+      source,
+      `'${cap.invalid}' is not a positive integer as the server reads it, so the server answers the request as sent`,
+    );
+  }
   const counted = await countPrompt(request, { ...options, kind }, source);
   if (counted === null) {
     return unchanged(
@@ -298,15 +307,22 @@ function checkedCaps(
   options: ReadCapsOptions,
 ): CapReading {
   const cap = backend.readCaps(request, options);
-  const { value, field } = cap ?? {};
+  const { value, field, invalid } = cap ?? {};
   if (typeof field !== "string" || field === "") {
     throw new TypeError("readCaps returned an invalid field");
   }
   if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
     throw new TypeError("readCaps returned an invalid cap");
   }
-  return { value, field };
+  if (invalid === undefined) return { value, field };
+  if (typeof invalid !== "string" || !SAFE_PATH.test(invalid)) {
+    throw new TypeError("readCaps returned an invalid 'invalid' path");
+  }
+  return { value, field, invalid };
 }
+
+/** A cap path fit for a reason (it is logged): dotted field names only. */
+const SAFE_PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
 function readSource(backend: Backend): string {
   try {

@@ -16,6 +16,12 @@ export interface CallerCap {
   readonly value: number | undefined;
   /** The field to write: the smallest top-level cap's, else the nested one's, else the default. */
   readonly field: CapField;
+  /**
+   * The first cap field present whose value the server does not read as a
+   * positive integer (0, -1, 1.5, `[]`: a request it refuses), as a path
+   * such as `max_tokens` or `extra_body.max_tokens`. A `null` cap is none.
+   */
+  readonly invalid?: string;
 }
 
 /**
@@ -30,25 +36,33 @@ export function readCallerCap(
 ): CallerCap {
   const top = smallestCap(request, coerce);
   const extra = request.extra_body;
-  const nested = isJsonObject(extra) ? smallestCap(extra, coerce) : undefined;
-  const value = minDefined(top?.value, nested?.value);
-  const field = top?.field ?? nested?.field ?? defaultField;
-  return { value, field };
+  const nested = isJsonObject(extra) ? smallestCap(extra, coerce) : {};
+  const value = minDefined(top.best?.value, nested.best?.value);
+  const field = top.best?.field ?? nested.best?.field ?? defaultField;
+  const invalid = top.invalid ??
+    (nested.invalid && `extra_body.${nested.invalid}`);
+  return invalid === undefined ? { value, field } : { value, field, invalid };
+}
+
+/** One level's smallest cap, and its first cap the server would refuse. */
+interface LevelCaps {
+  readonly best?: { readonly value: number; readonly field: CapField };
+  readonly invalid?: CapField;
 }
 
 function smallestCap(
   level: { readonly [key: string]: unknown },
   coerce: CoerceCap,
-): { value: number; field: CapField } | undefined {
+): LevelCaps {
   let best: { value: number; field: CapField } | undefined;
+  let invalid: CapField | undefined;
   for (const field of CAP_FIELDS) {
-    if (!Object.hasOwn(level, field)) continue;
+    if (!Object.hasOwn(level, field) || level[field] === null) continue;
     const value = coerce(level[field]);
-    if (value !== undefined && (best === undefined || value < best.value)) {
-      best = { value, field };
-    }
+    if (value === undefined) invalid ??= field;
+    else if (best === undefined || value < best.value) best = { value, field };
   }
-  return best;
+  return { ...(best && { best }), ...(invalid && { invalid }) };
 }
 
 /**

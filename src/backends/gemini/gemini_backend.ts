@@ -252,10 +252,13 @@ export class GeminiBackend extends Backend {
     if (!isGeminiShape(request)) return super.readCaps(request, options);
     const { config, cap } = geminiCapKeys(request);
     const settings = request[config];
-    const value = isJsonObject(settings)
-      ? this.coerceOutputBudget(settings[cap])
-      : undefined;
-    return { value, field: `${config}.${cap}` };
+    const field = `${config}.${cap}`;
+    const sent = isJsonObject(settings) ? settings[cap] : undefined;
+    const value = sent == null ? undefined : this.coerceOutputBudget(sent);
+    // A cap Gemini refuses goes on as written, for Gemini to answer.
+    return sent != null && value === undefined
+      ? { value, field, invalid: field }
+      : { value, field };
   }
 
   /**

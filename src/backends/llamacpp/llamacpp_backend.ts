@@ -280,6 +280,8 @@ export class LlamaCppBackend extends Backend {
    * ```
    */
   override readCaps(request: JsonObject, options: ReadCapsOptions): CapReading {
+    // llama.cpp refuses no cap: a value it cannot read (0, -1, "512") is
+    // none, and the budget applies.
     const cap = super.readCaps(request, options);
     const nPredict = nPredictCap(request, (v) => this.coerceOutputBudget(v));
     return { value: minDefined(cap.value, nPredict), field: cap.field };
