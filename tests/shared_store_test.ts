@@ -289,3 +289,137 @@ Deno.test("loadConfig() reads the shared store's settings", async (t) => {
     }
   });
 });
+
+Deno.test("SharedStore.refresh() asks a store seen down, at most once per retry interval", async () => {
+  const server = new FakeStoreServer();
+  const clock = { now: 0 };
+  await using shared = storeOn(server, clock);
+  await ready();
+  const calls = server.calls;
+  await shared.refresh();
+  strictEqual(server.calls, calls, "a store that is up is not asked");
+  server.mode = "fail";
+  strictEqual(await shared.read("count", ["k"]), undefined);
+  strictEqual(shared.status().state, "down");
+  server.mode = "ok";
+  await shared.refresh();
+  strictEqual(shared.status().state, "down", "within the retry interval");
+  clock.now = 1000;
+  await shared.refresh();
+  strictEqual(shared.status().state, "up");
+});
+
+/** A store over `server` that signs with `secret`. */
+function signedStoreOn(server: FakeStoreServer, secret: string): SharedStore {
+  return new SharedStore({
+    connection: server.connect(),
+    timeoutMs: 5,
+    ttlSeconds: 60,
+    secret,
+  });
+}
+
+const SECRET = "0123456789abcdef0123456789abcdef";
+
+Deno.test("SharedStore with a secret trusts only the records it can authenticate", async (t) => {
+  const server = new FakeStoreServer();
+  await using a = signedStoreOn(server, SECRET);
+  await using b = signedStoreOn(server, SECRET);
+  await ready();
+  const key = countRecordKey("k1");
+
+  await t.step("a record one replica signed is read by another", async () => {
+    a.write("count", key, encodeCount(1705));
+    await ready();
+    ok(server.records.get(key)!.endsWith(`.${encodeCount(1705)}`));
+    deepStrictEqual(await b.read("count", [key]), [encodeCount(1705)]);
+  });
+
+  await t.step(
+    "a record written to the store without the secret is ignored and counted",
+    async () => {
+      server.records.set(key, encodeCount(60000));
+      deepStrictEqual(await b.read("count", [key]), [null]);
+      strictEqual(
+        b.errors.value({ kind: "count", reason: "unauthenticated" }),
+        1,
+      );
+    },
+  );
+
+  await t.step("a genuine record moved to another key is ignored", async () => {
+    a.write("count", countRecordKey("big"), encodeCount(60000));
+    await ready();
+    server.records.set(key, server.records.get(countRecordKey("big"))!);
+    deepStrictEqual(await b.read("count", [key]), [null]);
+  });
+
+  await t.step(
+    "a record signed with another secret, or altered, is ignored",
+    async () => {
+      await using other = signedStoreOn(server, SECRET.toUpperCase());
+      await ready();
+      other.write("count", key, encodeCount(7));
+      await ready();
+      deepStrictEqual(await b.read("count", [key]), [null]);
+      a.write("count", key, encodeCount(7));
+      await ready();
+      server.records.set(key, server.records.get(key)!.replace("7", "9"));
+      deepStrictEqual(await b.read("count", [key]), [null]);
+      strictEqual(
+        b.errors.value({ kind: "count", reason: "unauthenticated" }),
+        4,
+      );
+    },
+  );
+
+  await t.step(
+    "a replica without the secret reads a signed record as another shape",
+    async () => {
+      await using plain = storeOn(server);
+      await ready();
+      a.write("count", key, encodeCount(7));
+      await ready();
+      const tier = sharedCountTier(plain);
+      strictEqual(await tier.get("k1"), undefined);
+      strictEqual(plain.errors.value({ kind: "count", reason: "invalid" }), 1);
+    },
+  );
+});
+
+Deno.test("loadConfig() reads INCONTEXT_SHARED_STORE_SECRET", async (t) => {
+  await t.step("with a store", () => {
+    const config = loadConfig({
+      ...URL_ENV,
+      INCONTEXT_SHARED_STORE: "redis://127.0.0.1:6379",
+      INCONTEXT_SHARED_STORE_SECRET: SECRET,
+    });
+    strictEqual(config.sharedStoreSecret, SECRET);
+  });
+  await t.step("too short, or without a store", () => {
+    for (
+      const [env, rule] of [
+        [
+          {
+            INCONTEXT_SHARED_STORE: "redis://127.0.0.1:6379",
+            INCONTEXT_SHARED_STORE_SECRET: "short",
+          },
+          /at least 32 characters/,
+        ],
+        [{ INCONTEXT_SHARED_STORE_SECRET: SECRET }, /set both, or neither/],
+      ] as const
+    ) {
+      let error: unknown;
+      try {
+        loadConfig({ ...URL_ENV, ...env });
+      } catch (caught) {
+        error = caught;
+      }
+      ok(error instanceof ConfigError);
+      strictEqual(error.issues.length, 1);
+      strictEqual(error.issues[0]!.variable, "INCONTEXT_SHARED_STORE_SECRET");
+      ok(rule.test(error.issues[0]!.rule), error.issues[0]!.rule);
+      ok(!error.message.includes(SECRET) && !error.message.includes("short"));
+    }
+  });
+});

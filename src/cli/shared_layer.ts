@@ -50,6 +50,9 @@ export async function openSharedLayer(
     }),
     timeoutMs: config.sharedTimeoutMs,
     ttlSeconds: config.sharedTtlSeconds,
+    ...(config.sharedStoreSecret === undefined
+      ? {}
+      : { secret: config.sharedStoreSecret }),
   });
   const anchors = new SharedAnchorStore({
     maxEntries: config.anchorEntries,
@@ -66,6 +69,7 @@ export async function openSharedLayer(
     reporter: {
       name: "sharedStore",
       status: () => store.status(),
+      refresh: () => store.refresh(),
       metricLines: () => store.metricLines(),
     },
     async [Symbol.asyncDispose]() {

@@ -10,6 +10,7 @@ import { getLogger } from "@logtape/logtape";
 import { errorType } from "../core/error_type.ts";
 import { Counter, Histogram } from "../proxy/metrics.ts";
 import type { StoreConnection } from "./connection.ts";
+import { signRecord, verifiedRecord } from "./record_mac.ts";
 
 const logger = getLogger(["incontext", "shared"]);
 
@@ -35,6 +36,13 @@ export interface SharedStoreOptions {
   readonly maxPending?: number;
   /** The clock of the outage state, in milliseconds. @default Date.now */
   readonly now?: () => number;
+  /**
+   * A secret the replicas share: every record written is signed with it
+   * (an HMAC over its key and value), and a record read whose signature
+   * does not hold is ignored and counted (reason `unauthenticated`).
+   * Unset, records are trusted as the store holds them.
+   */
+  readonly secret?: string;
 }
 
 /** What {@linkcode SharedStore.status} reports. */
@@ -57,10 +65,14 @@ export type FailureReason =
   | "error"
   | "unavailable"
   | "busy"
-  | "invalid";
+  | "invalid"
+  | "unauthenticated";
 
-/** What a record kind is, for the metrics' labels. */
-export type RecordKind = "anchor" | "count";
+/** What a call is for, for the metrics' labels: a record kind, or a health probe. */
+export type RecordKind = "anchor" | "count" | "probe";
+
+/** The key a health probe reads: no record is ever written there. */
+const PROBE_KEY = "incontext:probe";
 
 /** Lookup latency buckets, seconds: from a loopback answer to past a deadline. */
 const LOOKUP_BUCKETS: readonly number[] = [
@@ -97,7 +109,7 @@ export class SharedStore implements AsyncDisposable {
   /** Calls that brought nothing back, by reason. */
   readonly errors: Counter = new Counter(
     "incontext_shared_store_errors_total",
-    "Shared-store calls that brought nothing back, by record kind and reason: timeout, error, unavailable (skipped during an outage), busy, invalid (a record of another version or shape).",
+    "Shared-store calls that brought nothing back, by record kind (anchor, count, or probe: a readiness check) and reason: timeout, error, unavailable (skipped during an outage), busy, invalid (a record of another version or shape), unauthenticated (a record whose signature does not hold for INCONTEXT_SHARED_STORE_SECRET).",
   );
   /** Time of lookups, by record kind and outcome. */
   readonly lookups: Histogram = new Histogram(
@@ -111,6 +123,7 @@ export class SharedStore implements AsyncDisposable {
   readonly #retryMs: number;
   readonly #maxPending: number;
   readonly #now: () => number;
+  readonly #secret: string | undefined;
   #state: "connecting" | "up" | "down" = "connecting";
   #downSince = 0;
   #downError = "";
@@ -140,6 +153,7 @@ export class SharedStore implements AsyncDisposable {
     this.#retryMs = options.retryMs ?? 1000;
     this.#maxPending = options.maxPending ?? 256;
     this.#now = options.now ?? Date.now;
+    this.#secret = options.secret;
     this.#connection.onReady(() => this.#ready());
     this.#connection.onError((error) => this.#failed(storeErrorType(error)));
   }
@@ -165,22 +179,47 @@ export class SharedStore implements AsyncDisposable {
       this.invalid(kind);
       return undefined;
     }
-    const hit = answer.some((value) => value !== null);
+    const texts = answer.map((value, i) =>
+      typeof value === "string" ? this.#verified(kind, keys[i]!, value) : null
+    );
+    const hit = texts.some((value) => value !== null);
     this.lookups.observe(seconds, { kind, outcome: hit ? "hit" : "miss" });
-    return answer.map((value) => typeof value === "string" ? value : null);
+    return texts;
+  }
+
+  /** A stored text as its record, or null (counted) when its signature fails. */
+  #verified(kind: RecordKind, key: string, text: string): string | null {
+    if (this.#secret === undefined) return text;
+    const value = verifiedRecord(this.#secret, key, text);
+    if (value !== undefined) return value;
+    this.errors.inc({ kind, reason: "unauthenticated" });
+    return null;
   }
 
   /** Writes `value` under `key` with the records' lifetime; returns at once. */
   write(kind: RecordKind, key: string, value: string): void {
+    const text = this.#secret === undefined
+      ? value
+      : signRecord(this.#secret, key, value);
     void this.#call(
       kind,
-      () => this.#connection.set(key, value, this.#ttlMs),
+      () => this.#connection.set(key, text, this.#ttlMs),
     );
   }
 
   /** Counts a record that was not of this version or shape. */
   invalid(kind: RecordKind): void {
     this.errors.inc({ kind, reason: "invalid" });
+  }
+
+  /**
+   * Asks the store once when it is known to be down (at most once per
+   * retry interval, as any call), so that its status follows a recovery
+   * with no traffic to notice it.
+   */
+  async refresh(): Promise<void> {
+    if (this.#state !== "down" || this.#closed) return;
+    await this.#call("probe", () => this.#connection.mget([PROBE_KEY]));
   }
 
   /** The store's state, for the proxy's health endpoint. */

@@ -351,3 +351,73 @@ Deno.test("two replicas writing the same key at once leave a valid record", asyn
     client.disconnect();
   }
 });
+
+Deno.test("replicas with INCONTEXT_SHARED_STORE_SECRET share signed counts and ignore a forged one", async () => {
+  await using redis = await startRedisServer();
+  await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
+  await using replicas = await startReplicas({
+    count: 2,
+    upstream: upstream.url,
+    env: {
+      INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl,
+      INCONTEXT_CONTEXT_LENGTH: "65536",
+      INCONTEXT_COMPRESSION_WINDOW_TOKENS: "55705",
+      INCONTEXT_SHARED_STORE: redis.url,
+      INCONTEXT_SHARED_TIMEOUT_MS: "250",
+      INCONTEXT_SHARED_STORE_SECRET: "f".repeat(64),
+    },
+  });
+  await untilStoresAnswer(replicas);
+  const tokenizes = () =>
+    upstream.requests.filter((r) => r.path === "/tokenize").length;
+  const send = async (url: string, content: string) => {
+    const before = tokenizes();
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "m",
+        messages: [{ role: "user", content }],
+        max_tokens: 100,
+      }),
+    });
+    strictEqual(response.status, 200);
+    await response.body?.cancel();
+    return {
+      action: response.headers.get("x-incontext-action"),
+      tokens: Number(response.headers.get("x-incontext-prompt-tokens")),
+      counted: tokenizes() - before,
+    };
+  };
+  const [a, b] = replicas.urls as [string, string];
+  const shared = await send(a, "Signed for the whole fleet");
+  strictEqual(shared.counted, 1);
+  const hit = await send(b, "Signed for the whole fleet");
+  strictEqual(hit.counted, 0, "the signed count is a hit on the other replica");
+  strictEqual(hit.tokens, shared.tokens);
+
+  // Anyone who can write to Redis rewrites every count as a huge one.
+  const counted = await send(a, "Poison me");
+  const client = new Redis(redis.url);
+  try {
+    const keys = await client.keys("incontext:v1:count:*");
+    ok(keys.length >= 2);
+    for (const key of keys) {
+      ok((await client.get(key))!.includes("."), "stored signed");
+      await client.set(key, encodeCount(60_000), "PX", 60_000);
+    }
+  } finally {
+    client.disconnect();
+  }
+  const forged = await send(b, "Poison me");
+  strictEqual(forged.action, "set", "not made to compress");
+  strictEqual(forged.tokens, counted.tokens);
+  strictEqual(forged.counted, 1, "counted again instead");
+  strictEqual(
+    await metric(
+      b,
+      'incontext_shared_store_errors_total{kind="count",reason="unauthenticated"}',
+    ),
+    1,
+  );
+});
