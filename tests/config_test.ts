@@ -65,6 +65,7 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       anchorEntries: 4096,
       anchorTolerance: 0.02,
       maxRequestBytes: 33554432,
+      maxHeaderBytes: 65536,
       upstreamTimeoutSeconds: 600,
       upstreamIdleTimeoutSeconds: 600,
       shutdownGraceSeconds: 30,

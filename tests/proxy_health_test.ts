@@ -120,3 +120,64 @@ Deno.test("new Readiness() rejects a negative maxAgeSeconds", () => {
   ok(error instanceof RangeError);
   ok(error.message.includes("'maxAgeSeconds'"));
 });
+
+Deno.test("/incontext/readyz probes again a second after a failed probe, however long a good one lasts", async () => {
+  let now = 1_000_000;
+  const readiness = new Readiness({ maxAgeSeconds: 5, now: () => now });
+  let upstreamUp = false;
+  let upstreamCalls = 0;
+  const proxy = createProxyHandler({
+    upstream: "http://upstream.test",
+    window: W,
+    contextLength: 65536,
+    backend: new FakeBackend({ count: 7 }),
+    readiness,
+    fetch: () => {
+      upstreamCalls += 1;
+      return upstreamUp
+        ? Promise.resolve(Response.json({ data: [] }))
+        : Promise.reject(new TypeError("connection refused"));
+    },
+  });
+  const readyz = () => proxy(new Request("http://proxy.test/incontext/readyz"));
+  strictEqual((await readyz()).status, 503);
+  strictEqual(upstreamCalls, 1);
+  upstreamUp = true;
+  now += 999;
+  strictEqual((await readyz()).status, 503, "a failure answers for a second");
+  strictEqual(upstreamCalls, 1);
+  now += 1;
+  strictEqual((await readyz()).status, 200, "the recovery shows at once after");
+  strictEqual(upstreamCalls, 2);
+  upstreamUp = false;
+  now += 4999;
+  strictEqual((await readyz()).status, 200, "a success answers its 5 s");
+  strictEqual(upstreamCalls, 2);
+});
+
+Deno.test("/incontext/readyz refreshes a reporter that lags before reading its status", async () => {
+  let state = "down";
+  let refreshes = 0;
+  const proxy = createProxyHandler({
+    upstream: "http://upstream.test",
+    window: W,
+    contextLength: 65536,
+    backend: new FakeBackend({ count: 7 }),
+    fetch: () => Promise.resolve(Response.json({ data: [] })),
+    reporters: [{
+      name: "store",
+      status: () => ({ state }),
+      metricLines: () => [],
+      refresh: () => {
+        refreshes += 1;
+        state = "up";
+        return Promise.resolve();
+      },
+    }],
+  });
+  const body = await (await proxy(
+    new Request("http://proxy.test/incontext/readyz"),
+  )).json();
+  strictEqual(refreshes, 1);
+  deepStrictEqual(body.store, { state: "up" });
+});

@@ -11,6 +11,14 @@ const QWEN3 = dirname(
   MODEL_FILES.find((model) => model.family === "qwen3")!.tokenizerPath,
 );
 const MAX_MODEL_LEN = 32768;
+const DEFAULT_LIMITS = {
+  maxRequestBytes: 33554432,
+  maxHeaderBytes: 65536,
+  headersTimeoutSeconds: 30,
+  requestTimeoutSeconds: 300,
+  keepAliveTimeoutSeconds: 75,
+  maxConnections: 512,
+};
 const RAISING = "{{ raise_exception('Conversation roles must alternate') }}";
 
 const WEATHER_TOOL = {
@@ -282,8 +290,32 @@ Deno.test("resolveTokenizeServerSettings() reads flags and the environment", asy
         hostname: "127.0.0.1",
         port: 8001,
         trustRequestChatTemplate: false,
+        limits: DEFAULT_LIMITS,
       },
     );
+  });
+  await t.step("the server's bounds, from the variables serve reads", () => {
+    const settings = resolveTokenizeServerSettings(
+      ["--model-dir=/m", "--max-model-len=8"],
+      {
+        INCONTEXT_MAX_REQUEST_BYTES: "1024",
+        INCONTEXT_MAX_HEADER_BYTES: "4096",
+        INCONTEXT_HEADERS_TIMEOUT_SECONDS: "5",
+        INCONTEXT_REQUEST_TIMEOUT_SECONDS: "20",
+        INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS: "2.5",
+        INCONTEXT_MAX_CONNECTIONS: "16",
+        // Read by serve only: not the tokenize server's to check.
+        INCONTEXT_BACKEND: "nonsense",
+      },
+    );
+    deepStrictEqual(settings !== "help" && settings.limits, {
+      maxRequestBytes: 1024,
+      maxHeaderBytes: 4096,
+      headersTimeoutSeconds: 5,
+      requestTimeoutSeconds: 20,
+      keepAliveTimeoutSeconds: 2.5,
+      maxConnections: 16,
+    });
   });
   await t.step("flags", () => {
     const settings = resolveTokenizeServerSettings([
@@ -300,6 +332,7 @@ Deno.test("resolveTokenizeServerSettings() reads flags and the environment", asy
       port: 9000,
       chatTemplate: "/t.jinja",
       trustRequestChatTemplate: true,
+      limits: DEFAULT_LIMITS,
     });
   });
   await t.step("--help", () => {
@@ -308,10 +341,22 @@ Deno.test("resolveTokenizeServerSettings() reads flags and the environment", asy
   await t.step("missing and bad settings are all reported", () => {
     let issues: unknown[] = [];
     try {
-      resolveTokenizeServerSettings(["--listen", "nope"], {});
+      resolveTokenizeServerSettings(["--listen", "nope"], {
+        INCONTEXT_MAX_REQUEST_BYTES: "0",
+        INCONTEXT_MAX_HEADER_BYTES: "100",
+      });
     } catch (error) {
       issues = (error as { issues: unknown[] }).issues;
     }
-    strictEqual(issues.length, 3);
+    deepStrictEqual(
+      issues.map((issue) => (issue as { variable: string }).variable),
+      [
+        "--model-dir (INCONTEXT_TOKENIZER_DIR)",
+        "--max-model-len",
+        "--listen",
+        "INCONTEXT_MAX_REQUEST_BYTES",
+        "INCONTEXT_MAX_HEADER_BYTES",
+      ],
+    );
   });
 });

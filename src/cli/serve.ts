@@ -29,6 +29,7 @@ import { HELP } from "./serve_settings.ts";
 import { listenProblem } from "./listen_problem.ts";
 import { hermesLive } from "./hermes_live.ts";
 import { openSharedLayer, type SharedLayer } from "./shared_layer.ts";
+import { serverRefusals } from "./server_reporter.ts";
 import {
   connectionBounds,
   type HttpServer,
@@ -178,6 +179,7 @@ async function listen(prepared: Prepared): Promise<Listening> {
   // Requests go upstream exactly as clients sent them: the runtime's fetch
   // would add headers and upper-case methods.
   const upstreamFetch = createExactFetch();
+  const refusals = serverRefusals();
   const handler = createProxyHandler({
     readiness,
     fetch: upstreamFetch,
@@ -201,9 +203,10 @@ async function listen(prepared: Prepared): Promise<Listening> {
     cache,
     // The anchored backend counts from the usage this proxy records: one store.
     ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),
-    ...(shared === undefined
-      ? {}
-      : { anchors: shared.anchors, reporters: [shared.reporter] }),
+    ...(shared === undefined ? {} : { anchors: shared.anchors }),
+    reporters: shared === undefined
+      ? [refusals.reporter]
+      : [refusals.reporter, shared.reporter],
     ...(config.model === undefined ? {} : { route: { model: config.model } }),
     ...(hermes === undefined ? {} : hermesLive(hermes, config)),
   });
@@ -232,6 +235,8 @@ async function listen(prepared: Prepared): Promise<Listening> {
       keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
       maxConnections,
       backlog,
+      maxHeaderBytes: config.maxHeaderBytes,
+      onRefused: refusals.refused,
     });
     return { server, graceOver, shared, readiness, upstreamFetch };
   } catch (error) {

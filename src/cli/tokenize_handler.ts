@@ -11,6 +11,9 @@ import {
   TemplateRejectedError,
 } from "../backends/local/mod.ts";
 
+import { readLimited } from "../_internal/limited_read.ts";
+import { jsonText } from "../_internal/json_bytes.ts";
+
 const logger = getLogger(["incontext", "tokenize-server"]);
 
 /** Options for {@linkcode createTokenizeHandler}. */
@@ -26,11 +29,23 @@ export interface TokenizeHandlerOptions {
    * @default {false}
    */
   readonly trustRequestChatTemplate?: boolean;
+  /**
+   * The largest request body read, in bytes; a larger one gets HTTP 413
+   * without being read whole.
+   *
+   * @default 33554432 (32 MiB)
+   */
+  readonly maxRequestBytes?: number;
 }
 
 /** A client error: answered with HTTP 400 and this message. */
 class BadRequest extends Error {
   override readonly name = "BadRequest";
+}
+
+/** A body over the limit: answered with HTTP 413. */
+class TooLarge extends Error {
+  override readonly name = "TooLarge";
 }
 
 /**
@@ -49,6 +64,12 @@ export function createTokenizeHandler(
     );
   }
   const trust = options.trustRequestChatTemplate ?? false;
+  const { maxRequestBytes = 32 * 1024 * 1024 } = options;
+  if (!Number.isSafeInteger(maxRequestBytes) || maxRequestBytes < 1) {
+    throw new RangeError(
+      `Cannot create the tokenize handler as 'maxRequestBytes' must be a positive integer: current value is ${maxRequestBytes}`,
+    );
+  }
 
   async function tokenize(body: JsonObject): Promise<Response> {
     if (body.chat_template != null && !trust) {
@@ -95,7 +116,7 @@ export function createTokenizeHandler(
       return errorResponse(405, "MethodNotAllowed", "Method Not Allowed");
     }
     try {
-      return await route(await readBody(request));
+      return await route(await readBody(request, maxRequestBytes));
     } catch (error) {
       return failure(path, error);
     }
@@ -118,10 +139,32 @@ function tokenizeBody(body: JsonObject): JsonObject {
   return body;
 }
 
-async function readBody(request: Request): Promise<JsonObject> {
+/**
+ * The body as a JSON object, read as vLLM's FastAPI routes read it (Python's
+ * `json.loads` on bytes: a byte order mark is allowed), and never past
+ * `limit` bytes.
+ */
+async function readBody(request: Request, limit: number): Promise<JsonObject> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  let bytes: Uint8Array | undefined;
+  if (declared <= limit) {
+    try {
+      bytes = await readLimited(request.body, limit);
+    } catch {
+      throw new BadRequest("The request body could not be read in full");
+    }
+  }
+  if (bytes === undefined) {
+    await request.body?.cancel().catch(() => {});
+    throw new TooLarge(
+      `The request body exceeds ${limit} bytes (INCONTEXT_MAX_REQUEST_BYTES)`,
+    );
+  }
+  const text = jsonText(bytes);
   let body: unknown;
   try {
-    body = await request.json();
+    if (text === undefined) throw new SyntaxError("not text");
+    body = JSON.parse(text);
   } catch {
     throw new BadRequest("The request body is not valid JSON");
   }
@@ -137,6 +180,9 @@ function failure(path: string, error: unknown): Response {
   logger.info("{path} refused: {errorType}", { path, errorType: type });
   if (error instanceof BadRequest) {
     return errorResponse(400, "BadRequestError", error.message);
+  }
+  if (error instanceof TooLarge) {
+    return errorResponse(413, "RequestTooLargeError", error.message);
   }
   if (error instanceof TemplateRejectedError) {
     return errorResponse(

@@ -13,6 +13,12 @@ import { listenProblem } from "./listen_problem.ts";
 import { configureConsoleLog, logSettings } from "./console_log.ts";
 import { createTokenizeHandler } from "./tokenize_handler.ts";
 import {
+  connectionBounds,
+  type HttpServer,
+  processLimits,
+  startHttpServer,
+} from "../proxy/http_server.ts";
+import {
   resolveTokenizeServerSettings,
   TOKENIZE_HELP,
   type TokenizeServerSettings,
@@ -75,25 +81,35 @@ async function serveTokenizer(
       }`,
     }]);
   }
-  let server: Deno.HttpServer;
+  const { limits } = settings;
+  const handler = createTokenizeHandler({
+    backend,
+    maxModelLen: settings.maxModelLen,
+    trustRequestChatTemplate: settings.trustRequestChatTemplate,
+    maxRequestBytes: limits.maxRequestBytes,
+  });
+  // The proxy's own server: it bounds the head, the time to send a request,
+  // idle connections and the connections open at once.
+  const requestTimeoutMs = limits.requestTimeoutSeconds * 1000;
+  const { maxConnections, backlog } = connectionBounds(
+    limits.maxConnections,
+    processLimits(),
+  );
+  let server: HttpServer;
   try {
-    server = Deno.serve(
-      {
-        hostname: settings.hostname,
-        port: settings.port,
-        onListen: ({ hostname, port }) => {
-          const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-          console.log(
-            `incontext tokenize server listening on http://${host}:${port}: max_model_len=${settings.maxModelLen}`,
-          );
-        },
-      },
-      createTokenizeHandler({
-        backend,
-        maxModelLen: settings.maxModelLen,
-        trustRequestChatTemplate: settings.trustRequestChatTemplate,
-      }),
-    );
+    server = await startHttpServer(handler, {
+      hostname: settings.hostname,
+      port: settings.port,
+      headersTimeoutMs: Math.min(
+        limits.headersTimeoutSeconds * 1000,
+        requestTimeoutMs,
+      ),
+      requestTimeoutMs,
+      keepAliveTimeoutMs: limits.keepAliveTimeoutSeconds * 1000,
+      maxConnections,
+      backlog,
+      maxHeaderBytes: limits.maxHeaderBytes,
+    });
   } catch (error) {
     return reportConfigIssues(COMMAND, [{
       variable: "--listen",
@@ -102,10 +118,25 @@ async function serveTokenizer(
       }`,
     }]);
   }
+  const host = server.hostname.includes(":")
+    ? `[${server.hostname}]`
+    : server.hostname;
+  console.log(
+    `incontext tokenize server listening on http://${host}:${server.port}: max_model_len=${settings.maxModelLen}`,
+  );
   const signals = ["SIGTERM", "SIGINT"] as const;
-  const onSignal = () => void server.shutdown();
-  for (const signal of signals) Deno.addSignalListener(signal, onSignal);
-  await server.finished;
-  for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+  let stopped: Promise<void> | undefined;
+  const finished = new Promise<void>((resolve) => {
+    const onSignal = () => {
+      stopped ??= server.close().then(() => {
+        for (const signal of signals) {
+          Deno.removeSignalListener(signal, onSignal);
+        }
+        resolve();
+      });
+    };
+    for (const signal of signals) Deno.addSignalListener(signal, onSignal);
+  });
+  await finished;
   return 0;
 }

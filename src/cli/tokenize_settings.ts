@@ -4,6 +4,8 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
+import { DEFAULT_CONFIG } from "../core/config.ts";
+import { loadConfig } from "../config/mod.ts";
 
 export const TOKENIZE_HELP =
   `incontext tokenize server: vLLM's /tokenize and /detokenize from a model folder
@@ -20,9 +22,63 @@ Flags:
   --trust-request-chat-template   use a request's own chat_template (refused with HTTP 400 otherwise)
   --help                          print this help
 
+Environment: INCONTEXT_MAX_REQUEST_BYTES (413 above it), INCONTEXT_MAX_HEADER_BYTES (431),
+INCONTEXT_HEADERS_TIMEOUT_SECONDS, INCONTEXT_REQUEST_TIMEOUT_SECONDS (408),
+INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS and INCONTEXT_MAX_CONNECTIONS, as for incontext serve.
+
 Endpoints: POST /tokenize (chat form: messages, tools, add_generation_prompt, continue_final_message,
 add_special_tokens, chat_template_kwargs, return_token_strs; text form: prompt, add_special_tokens),
 POST /detokenize {tokens}.`;
+
+/** The bounds of what the server reads, the same variables as `serve`'s. */
+export interface ServerLimits {
+  readonly maxRequestBytes: number;
+  readonly maxHeaderBytes: number;
+  readonly headersTimeoutSeconds: number;
+  readonly requestTimeoutSeconds: number;
+  readonly keepAliveTimeoutSeconds: number;
+  readonly maxConnections: number;
+}
+
+/** The variables {@linkcode ServerLimits} come from. */
+const LIMIT_VARIABLES = [
+  "INCONTEXT_MAX_REQUEST_BYTES",
+  "INCONTEXT_MAX_HEADER_BYTES",
+  "INCONTEXT_HEADERS_TIMEOUT_SECONDS",
+  "INCONTEXT_REQUEST_TIMEOUT_SECONDS",
+  "INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS",
+  "INCONTEXT_MAX_CONNECTIONS",
+] as const;
+
+/**
+ * Reads the server's bounds from the environment as `serve` does (the same
+ * rules and defaults), adding each bad one to `issues`.
+ */
+function serverLimits(
+  env: Record<string, string | undefined>,
+  issues: ConfigIssue[],
+): ServerLimits {
+  const own = Object.fromEntries(
+    LIMIT_VARIABLES.filter((name) => env[name] !== undefined)
+      .map((name) => [name, env[name]]),
+  );
+  let config: ServerLimits = DEFAULT_CONFIG;
+  try {
+    // No backend is chosen here: none of its requirements apply.
+    config = loadConfig(own, { registry: { requirements: () => [] } });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    issues.push(...error.issues);
+  }
+  return {
+    maxRequestBytes: config.maxRequestBytes,
+    maxHeaderBytes: config.maxHeaderBytes,
+    headersTimeoutSeconds: config.headersTimeoutSeconds,
+    requestTimeoutSeconds: config.requestTimeoutSeconds,
+    keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds,
+    maxConnections: config.maxConnections,
+  };
+}
 
 /** What the tokenize server needs. */
 export interface TokenizeServerSettings {
@@ -32,6 +88,7 @@ export interface TokenizeServerSettings {
   readonly port: number;
   readonly chatTemplate?: string;
   readonly trustRequestChatTemplate: boolean;
+  readonly limits: ServerLimits;
 }
 
 /**
@@ -85,6 +142,7 @@ export function resolveTokenizeServerSettings(
   if (listen === null || port > 65535) {
     issues.push({ variable: "--listen", rule: "must be HOST:PORT" });
   }
+  const limits = serverLimits(env, issues);
   if (issues.length > 0) throw new ConfigError(issues);
   const chatTemplate = values["chat-template"];
   return {
@@ -94,5 +152,6 @@ export function resolveTokenizeServerSettings(
     port,
     ...(chatTemplate === undefined ? {} : { chatTemplate }),
     trustRequestChatTemplate: values["trust-request-chat-template"],
+    limits,
   };
 }

@@ -179,6 +179,11 @@ export const VARIABLES: readonly VariableDoc[] = [
     meaning: "larger request bodies get a 413",
   },
   {
+    name: "INCONTEXT_MAX_HEADER_BYTES",
+    default: "65536",
+    meaning: "larger request heads get a 431",
+  },
+  {
     name: "INCONTEXT_UPSTREAM_TIMEOUT_SECONDS",
     default: "600",
     meaning: "time to the upstream's response headers, then 504",
@@ -233,6 +238,11 @@ export const VARIABLES: readonly VariableDoc[] = [
     default: "none",
     meaning:
       "PEM file of the CAs a rediss:// store's certificate is checked against",
+  },
+  {
+    name: "INCONTEXT_SHARED_STORE_SECRET",
+    default: "none",
+    meaning: "secret replicas sign and check every shared record with",
   },
   {
     name: "INCONTEXT_SHARED_TTL_SECONDS",

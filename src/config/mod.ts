@@ -233,6 +233,10 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   anchorEntries: integer(1),
   anchorTolerance: fraction(),
   maxRequestBytes: integer(1),
+  maxHeaderBytes: integer(1).refine(
+    (n) => n >= 1024,
+    "must be at least 1024: a request line and a host alone can take that",
+  ),
   upstreamTimeoutSeconds: seconds(),
   upstreamIdleTimeoutSeconds: seconds(),
   shutdownGraceSeconds: seconds(),
@@ -251,6 +255,10 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   cacheEntries: integer(1),
   sharedStore: redisUrl,
   sharedStoreCa: z.string(),
+  sharedStoreSecret: z.string().min(
+    32,
+    "must be at least 32 characters, such as the output of openssl rand -hex 32",
+  ),
   sharedTtlSeconds: seconds(),
   sharedTimeoutMs: integer(1).refine(
     (n) => n <= 60_000,
@@ -320,6 +328,22 @@ function parseVariable<K extends Key>(
 // Checks W <= C, F < W, R < W and F + R < W. A rule is skipped when one of
 // its inputs was already reported as invalid, or when a simpler rule on the
 // same variable already failed, so each issue asks for a separate fix.
+/** A secret with no store to use it on is a deployment that trusts what it should not. */
+function checkSharedSecret(parsed: Parsed, issues: ConfigIssue[]): void {
+  const { values, failed } = parsed;
+  if (
+    values.sharedStoreSecret !== undefined &&
+    values.sharedStore === undefined && !failed.has("sharedStore")
+  ) {
+    issues.push({
+      variable: parsed.names.get("sharedStoreSecret") ??
+        CONFIG_VARIABLES.sharedStoreSecret.name,
+      rule:
+        `is set without ${CONFIG_VARIABLES.sharedStore.name}: set both, or neither`,
+    });
+  }
+}
+
 function checkWindow(parsed: Parsed, issues: ConfigIssue[]): void {
   const { failed, values } = parsed;
   const window = values.compressionWindowTokens;
@@ -423,6 +447,7 @@ export function loadConfig(
   const parsing: Parsing = { env, parsed, issues };
   for (const key of Object.keys(SCHEMAS) as Key[]) parseVariable(key, parsing);
   checkWindow(parsed, issues);
+  checkSharedSecret(parsed, issues);
   if (!parsed.failed.has("backend")) {
     checkRequirements(env, issues, {
       backend: parsed.values.backend ?? DEFAULT_CONFIG.backend,

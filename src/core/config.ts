@@ -178,6 +178,13 @@ export interface Config {
    */
   readonly maxRequestBytes: number;
   /**
+   * `INCONTEXT_MAX_HEADER_BYTES`: the largest request head (request line
+   * and header fields) the server reads; a larger one gets a 431.
+   *
+   * @default 65536 (64 KiB)
+   */
+  readonly maxHeaderBytes: number;
+  /**
    * `INCONTEXT_UPSTREAM_TIMEOUT_SECONDS`: how long the upstream may take to
    * send its response headers before the proxy answers 504. A non-streamed
    * generation sends them only once it is complete, so this bounds the
@@ -213,6 +220,14 @@ export interface Config {
    * certificate no public authority signed. Unset, the runtime's own.
    */
   readonly sharedStoreCa?: string;
+  /**
+   * `INCONTEXT_SHARED_STORE_SECRET`: a secret the replicas share (at least
+   * 32 characters, such as `openssl rand -hex 32`): every shared record is
+   * signed with it and checked before use, so that whoever can write to
+   * the store cannot make a replica refuse or shrink a request. Unset,
+   * records are trusted as the store holds them. Never echoed or logged.
+   */
+  readonly sharedStoreSecret?: string;
   /**
    * `INCONTEXT_SHARED_TTL_SECONDS`: how long a shared record lives in the store.
    *
@@ -344,6 +359,7 @@ export const CONFIG_VARIABLES: {
   anchorEntries: { name: "INCONTEXT_ANCHOR_ENTRIES" },
   anchorTolerance: { name: "INCONTEXT_ANCHOR_TOLERANCE" },
   maxRequestBytes: { name: "INCONTEXT_MAX_REQUEST_BYTES" },
+  maxHeaderBytes: { name: "INCONTEXT_MAX_HEADER_BYTES" },
   upstreamTimeoutSeconds: { name: "INCONTEXT_UPSTREAM_TIMEOUT_SECONDS" },
   upstreamIdleTimeoutSeconds: {
     name: "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
@@ -361,6 +377,7 @@ export const CONFIG_VARIABLES: {
   cacheEntries: { name: "INCONTEXT_CACHE_ENTRIES" },
   sharedStore: { name: "INCONTEXT_SHARED_STORE" },
   sharedStoreCa: { name: "INCONTEXT_SHARED_STORE_CA" },
+  sharedStoreSecret: { name: "INCONTEXT_SHARED_STORE_SECRET" },
   sharedTtlSeconds: { name: "INCONTEXT_SHARED_TTL_SECONDS" },
   sharedTimeoutMs: { name: "INCONTEXT_SHARED_TIMEOUT_MS" },
 };
@@ -383,6 +400,7 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   anchorEntries: 4096,
   anchorTolerance: 0.02,
   maxRequestBytes: 32 * 1024 * 1024,
+  maxHeaderBytes: 64 * 1024,
   upstreamTimeoutSeconds: 600,
   upstreamIdleTimeoutSeconds: 600,
   shutdownGraceSeconds: 30,

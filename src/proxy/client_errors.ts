@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { errorResponse } from "../bridges/answers.ts";
+import { type ErrorAnswer, errorResponse } from "../bridges/answers.ts";
 
 /** What node's parser attaches to the error it reports to `clientError`. */
 export interface ClientError extends Error {
@@ -17,29 +17,55 @@ export interface ClientError extends Error {
 }
 
 /**
- * The answer to a request that could not be read: a method the parser does
- * not know gets 501 in OpenAI's error shape (the proxy's answer to a method
- * it cannot forward), a head too large 431, a head or body too slow 408,
- * anything else 400.
+ * The answer to a request that could not be read, in OpenAI's error shape:
+ * a method the parser does not know gets 501 (the proxy's answer to a
+ * method it cannot forward), a head too large 431, a head or body too slow
+ * 408, anything else 400.
  *
  * @param error What the server's `clientError` event reported.
- * @returns The HTTP/1.1 message, `connection: close` included.
+ * @returns The status and the HTTP/1.1 message, `connection: close` included.
  */
-export async function clientErrorAnswer(error: ClientError): Promise<string> {
+export async function clientErrorAnswer(
+  error: ClientError,
+): Promise<{ readonly status: number; readonly message: string }> {
+  const [status, reason, answer] = refusal(error);
+  const body = await errorResponse(status, answer).text();
+  return {
+    status,
+    message:
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+  };
+}
+
+/** The status, its reason phrase and the error a refused request gets. */
+function refusal(error: ClientError): [number, string, ErrorAnswer] {
   if (unknownMethod(error)) {
-    const body = await errorResponse(501, {
+    return [501, "Not Implemented", {
       code: "method_not_supported",
       message:
         "Cannot handle the request as its method is not supported by the incontext proxy",
-    }).text();
-    return `HTTP/1.1 501 Not Implemented\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`;
+    }];
   }
-  const status = error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-    ? "408 Request Timeout"
-    : error.code === "HPE_HEADER_OVERFLOW"
-    ? "431 Request Header Fields Too Large"
-    : "400 Bad Request";
-  return `HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`;
+  switch (error.code) {
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return [408, "Request Timeout", {
+        code: "request_timeout",
+        message:
+          "Cannot handle the request as it was not received in time by the incontext proxy",
+      }];
+    case "HPE_HEADER_OVERFLOW":
+      return [431, "Request Header Fields Too Large", {
+        code: "request_header_too_large",
+        message:
+          "Cannot handle the request as its header fields are larger than the incontext proxy reads; shorten them",
+      }];
+    default:
+      return [400, "Bad Request", {
+        code: "malformed_request",
+        message:
+          "Cannot handle the request as it is not a well-formed HTTP/1.1 request",
+      }];
+  }
 }
 
 /** An RFC 9110 method token, then a request target and an HTTP version. */

@@ -3,7 +3,8 @@ import { errorResponse } from "../bridges/answers.ts";
 import { VERSION } from "../core/version.ts";
 import { counter, gauge } from "./metrics.ts";
 import { processMetrics } from "./process_metrics.ts";
-import type { ProxyContext } from "./state.ts";
+import type { DecisionRecord, ProxyContext } from "./state.ts";
+import type { ProxyRequestInfo } from "./options.ts";
 import { livez, readyz } from "./health.ts";
 import { statusPage } from "./status_page.ts";
 
@@ -12,7 +13,10 @@ const ENDPOINTS: Record<
   string,
   readonly [
     name: string,
-    answer: (context: ProxyContext) => Response | Promise<Response>,
+    answer: (
+      context: ProxyContext,
+      asked: Asked,
+    ) => Response | Promise<Response>,
   ]
 > = {
   "/incontext/": ["status", statusPage],
@@ -23,19 +27,48 @@ const ENDPOINTS: Record<
   "/incontext/metrics": ["metrics", metricsResponse],
   "/incontext/context": [
     "context",
-    (context) => Response.json(contextView(context)),
+    (context, asked) =>
+      Response.json(
+        contextView(context, { modelNames: showsModelNames(asked, context) }),
+      ),
   ],
 };
+
+/** A request to one of the proxy's own endpoints. */
+export interface Asked {
+  readonly request: Request;
+  readonly url: URL;
+  /** What the server knows of the client. */
+  readonly info: ProxyRequestInfo | undefined;
+}
+
+/**
+ * Whether the model names clients chose are shown: they may tell what a
+ * deployment serves and to whom. With an admin token set, whoever got past
+ * it sees them; without one, only a loopback client (an operator on the
+ * host, or a reverse proxy there, which should then set the token).
+ */
+function showsModelNames(asked: Asked, context: ProxyContext): boolean {
+  if (context.options.adminToken !== undefined) return true;
+  const hostname = asked.info?.remoteAddr?.hostname;
+  return hostname !== undefined && isLoopback(hostname);
+}
+
+/** 127.0.0.0/8 and ::1, also written as IPv4-mapped IPv6 addresses. */
+function isLoopback(hostname: string): boolean {
+  const address = hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  return address === "::1" || /^(?:::ffff:)?127\.\d+\.\d+\.\d+$/.test(address);
+}
 
 /**
  * Answers `/incontext/` (the status page), `livez`, `readyz`, `healthz`,
  * `metrics` and `context`.
  */
 export async function ownEndpoint(
-  request: Request,
-  url: URL,
+  asked: Asked,
   context: ProxyContext,
 ): Promise<Response> {
+  const { request, url } = asked;
   const endpoint = Object.hasOwn(ENDPOINTS, url.pathname)
     ? ENDPOINTS[url.pathname]
     : undefined;
@@ -69,7 +102,7 @@ export async function ownEndpoint(
     const refusal = refused(request, options.adminToken, name);
     if (refusal !== undefined) return refusal;
   }
-  return await answer(context);
+  return await answer(context, asked);
 }
 
 /** What `INCONTEXT_ADMIN_TOKEN` guards; health stays open for probes. */
@@ -189,27 +222,50 @@ async function metrics(context: ProxyContext): Promise<string> {
 }
 
 /** The shape of `GET /incontext/context`, documented in docs/proxy.md. */
-export function contextView(context: ProxyContext): {
+export function contextView(
+  context: ProxyContext,
+  { modelNames }: { readonly modelNames: boolean },
+): {
   window: number;
   contextLength: number;
   minOutputTokens: number;
   fallbackMarginTokens: number;
   onExhausted: string;
+  modelNames: "shown" | "hidden";
   anchors: { entries: number; tolerance: number; disagreements: number };
-  decisions: ReturnType<ProxyContext["state"]["recent"]>;
+  decisions: DecisionRecord[];
 } {
   const { options, settings, state } = context;
+  const decisions = state.recent();
   return {
     window: options.live?.().window ?? options.window,
     contextLength: options.contextLength,
     minOutputTokens: options.minOutputTokens ?? 4096,
     fallbackMarginTokens: options.fallbackMarginTokens ?? 1024,
     onExhausted: options.onExhausted ?? "clamp",
+    modelNames: modelNames ? "shown" : "hidden",
     anchors: {
       entries: state.anchors.size,
       tolerance: settings.anchorTolerance,
       disagreements: state.disagreements.value(),
     },
-    decisions: state.recent(),
+    decisions: modelNames ? decisions : withoutModelNames(decisions),
   };
+}
+
+/**
+ * The decisions with each model name replaced by `model N`, numbered in
+ * order of first appearance: the page still charts each model apart.
+ */
+function withoutModelNames(decisions: DecisionRecord[]): DecisionRecord[] {
+  const labels = new Map<string, string>();
+  return decisions.map((decision) => {
+    if (decision.model === null) return decision;
+    let label = labels.get(decision.model);
+    if (label === undefined) {
+      label = `model ${labels.size + 1}`;
+      labels.set(decision.model, label);
+    }
+    return { ...decision, model: label };
+  });
 }

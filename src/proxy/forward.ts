@@ -54,8 +54,12 @@ export function forwardHeaders(
   return out;
 }
 
-/** What the proxy drops from a request besides the hop-by-hop headers: what the connection writes anew. */
-const HOST: ReadonlySet<string> = new Set(["host"]);
+/**
+ * What the proxy drops from a request besides the hop-by-hop headers: what
+ * the connection writes anew, and `expect`, which the proxy's own server
+ * answered (the upstream gets the body at once; undici refuses the field).
+ */
+const HOST: ReadonlySet<string> = new Set(["host", "expect"]);
 const CHANGED: ReadonlySet<string> = new Set([...HOST, "content-length"]);
 const READ: ReadonlySet<string> = new Set([...HOST, "accept-encoding"]);
 const READ_CHANGED: ReadonlySet<string> = new Set([

@@ -21,7 +21,12 @@ import {
   upstreamUrl,
 } from "./forward.ts";
 import { readLimited } from "../_internal/limited_read.ts";
-import { forward, sendUpstream, type UpstreamAnswer } from "./upstream.ts";
+import {
+  clientGone,
+  forward,
+  sendUpstream,
+  type UpstreamAnswer,
+} from "./upstream.ts";
 import { TimedBackend } from "./timed_backend.ts";
 import {
   countKind,
@@ -94,10 +99,10 @@ export function createProxyHandler(options: ProxyOptions): ProxyHandler {
   };
   const readiness = options.readiness ?? new Readiness();
   const context = { options, settings, state, backend, bridge, readiness };
-  return async function incontextProxy(request) {
+  return async function incontextProxy(request, info) {
     const url = new URL(request.url);
     if (url.pathname.startsWith("/incontext/")) {
-      return await ownEndpoint(request, url, context);
+      return await ownEndpoint({ request, url, info }, context);
     }
     const unsendable = unsendableMethod(request.method);
     if (unsendable !== undefined) {
@@ -137,7 +142,7 @@ async function passthrough(
     body = await framedBody(request, settings.maxRequestBytes);
   } catch {
     state.requests.inc({ route: "passthrough", action: "unreadable" });
-    return unreadable(request);
+    return unreadable(request, "forward", context);
   }
   if (
     (request.method === "GET" || request.method === "HEAD") &&
@@ -156,14 +161,19 @@ async function passthrough(
 }
 
 /** The answer to a body the client broke off: none when it went away. */
-function unreadable(request: Request): Response {
-  return request.signal.aborted
-    ? new Response(null, { status: 499 })
-    : errorResponse(400, {
-      code: "invalid_body",
-      message:
-        "Cannot forward the request as its body could not be read in full",
-    });
+function unreadable(
+  request: Request,
+  what: "budget" | "forward",
+  context: ProxyContext,
+): Response {
+  if (request.signal.aborted) {
+    clientGone(request, "upload", context);
+    return new Response(null, { status: 499 });
+  }
+  return errorResponse(400, {
+    code: "invalid_body",
+    message: `Cannot ${what} the request as its body could not be read in full`,
+  });
 }
 
 function readSettings(options: ProxyOptions): ProxySettings {
@@ -261,13 +271,7 @@ async function budgeted(
   if (bytes === "unreadable") {
     trace.action = "unreadable";
     state.requests.inc({ route, action: "unreadable" });
-    return request.signal.aborted
-      ? new Response(null, { status: 499 })
-      : errorResponse(400, {
-        code: "invalid_body",
-        message:
-          "Cannot budget the request as its body could not be read in full",
-      });
+    return unreadable(request, "budget", context);
   }
   if (bytes === undefined) {
     await request.body?.cancel().catch(() => {});
@@ -290,8 +294,7 @@ async function budgeted(
     // The client went away while its prompt was counted: nothing to send,
     // and no count to report.
     state.requests.inc({ route, action: "client_closed" });
-    state.disconnects.inc({ phase: "count" });
-    logger.debug("client closed the connection while its prompt was counted");
+    clientGone(request, "count", context);
     return new Response(null, { status: 499 });
   }
   trace.countMs = performance.now() - trace.start;

@@ -6,6 +6,7 @@
 import { ContextLengthMismatchError } from "../core/errors.ts";
 import { upstreamUrl } from "./forward.ts";
 import type { ProxyContext } from "./state.ts";
+import type { ProxyReporter } from "./options.ts";
 import {
   isReady,
   type ReadinessProbe,
@@ -23,12 +24,16 @@ export function livez(): Response {
  * last probe found and when.
  */
 export async function readyz(context: ProxyContext): Promise<Response> {
-  const probe = await context.readiness.current(() => probeOnce(context));
+  const reporters = context.options.reporters ?? [];
+  const [probe] = await Promise.all([
+    context.readiness.current(() => probeOnce(context)),
+    ...reporters.map((reporter) => refreshed(reporter)),
+  ]);
   const ready = isReady(probe);
   // What else the proxy leans on (a shared store) is reported, but does not
   // decide readiness: the proxy serves from its own layer meanwhile.
   const detail: Record<string, unknown> = {};
-  for (const reporter of context.options.reporters ?? []) {
+  for (const reporter of reporters) {
     detail[reporter.name] = reporter.status();
   }
   return Response.json({
@@ -46,6 +51,15 @@ export async function readyz(context: ProxyContext): Promise<Response> {
 }
 
 const PROBE_TIMEOUT_MS = 2000;
+
+/** Runs a reporter's refresh, if it has one; its failure is its status's to show. */
+async function refreshed(reporter: ProxyReporter): Promise<void> {
+  try {
+    await reporter.refresh?.();
+  } catch {
+    // The status it reports next says what is wrong.
+  }
+}
 
 async function probeOnce(
   context: ProxyContext,

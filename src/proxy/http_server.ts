@@ -17,12 +17,18 @@ import {
 import type { AddressInfo, Socket } from "node:net";
 import { readFileSync } from "node:fs";
 import { clearInterval, setInterval } from "node:timers";
-import { Readable } from "node:stream";
 import { getLogger } from "@logtape/logtape";
 import { errorType } from "../core/error_type.ts";
 import { type ClientError, clientErrorAnswer } from "./client_errors.ts";
 import { OpenConnections } from "./open_connections.ts";
+import { LINGER_MS, lingerOnClose } from "./linger.ts";
+import {
+  type RequestBody,
+  requestBody,
+  UploadAborted,
+} from "./request_body.ts";
 import { errorResponse } from "../bridges/answers.ts";
+import type { ProxyHandler } from "./options.ts";
 
 const logger = getLogger(["incontext", "server"]);
 
@@ -41,6 +47,19 @@ export interface HttpServerOptions {
   readonly maxConnections: number;
   /** The most connections waiting to be accepted. */
   readonly backlog: number;
+  /**
+   * The largest request head (request line and header fields), in bytes;
+   * a larger one is answered 431.
+   *
+   * @default 65536
+   */
+  readonly maxHeaderBytes?: number;
+  /**
+   * Called with the status of each answer the server writes itself, for a
+   * request its parser refused (400, 408, 431, 501): the handler never saw
+   * it, so only the server can count it.
+   */
+  readonly onRefused?: (status: number) => void;
 }
 
 /** A running server. */
@@ -58,8 +77,12 @@ export interface HttpServer extends AsyncDisposable {
   closeAll(): void;
 }
 
-/** The largest request head read, in bytes. */
-const MAX_HEADER_BYTES = 256 * 1024;
+/**
+ * The largest request head read by default, in bytes: node's 16 KiB is too
+ * little for long cookies and keys; above 64 KiB, as above what Deno.serve
+ * (hyper) reads, some upstreams would refuse the head and close.
+ */
+export const DEFAULT_MAX_HEADER_BYTES = 64 * 1024;
 
 /** Descriptors kept apart from client connections: the listener, logs, files, the tokenizer. */
 const RESERVED_FILES = 32;
@@ -115,13 +138,12 @@ const REARM_MS = 1000;
 
 /** Serves `handler` until closed. */
 export function startHttpServer(
-  handler: (request: Request) => Promise<Response>,
+  handler: ProxyHandler,
   options: HttpServerOptions,
 ): Promise<HttpServer> {
   const server = createServer({
-    // Above node's 16 KiB: clients send long cookies and keys; a 1 MB head
-    // is still refused (431) before the handler runs.
-    maxHeaderSize: MAX_HEADER_BYTES,
+    // A head over it is refused (431) before the handler runs.
+    maxHeaderSize: options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,
     headersTimeout: options.headersTimeoutMs,
     requestTimeout: options.requestTimeoutMs,
     keepAliveTimeout: options.keepAliveTimeoutMs,
@@ -132,13 +154,20 @@ export function startHttpServer(
     ),
   });
   const connections = new OpenConnections(server);
-  server.on(
-    "request",
+  const serve =
+    (expectsContinue: boolean) =>
     (incoming: IncomingMessage, outgoing: ServerResponse) => {
       connections.begin(incoming, outgoing);
-      void exchange(handler, incoming, outgoing);
-    },
-  );
+      void exchange(handler, { incoming, outgoing, expectsContinue });
+    };
+  server.on("request", serve(false));
+  // `Expect: 100-continue`: the 100 goes out when the handler first reads
+  // the body; an answer written before that (413, 401, 501) is final, and
+  // the client never sends the body.
+  server.on("checkContinue", serve(true));
+  // Any other expectation: served as vLLM's server does (it ignores it),
+  // not answered 417 as node:http would.
+  server.on("checkExpectation", serve(false));
   server.maxConnections = options.maxConnections;
   server.on("error", (error) => {
     logger.error("server error: error={error}", { error: errorType(error) });
@@ -149,7 +178,7 @@ export function startHttpServer(
     });
   });
   server.on("clientError", (error: ClientError, socket: Socket) => {
-    answerClientError(error, socket, connections);
+    answerClientError(error, { socket, connections, options });
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -217,65 +246,144 @@ function rearmListener(server: Server, backlog: number): void {
  */
 function answerClientError(
   error: ClientError,
-  socket: Socket,
-  connections: OpenConnections,
+  { socket, connections, options }: {
+    readonly socket: Socket;
+    readonly connections: OpenConnections;
+    readonly options: HttpServerOptions;
+  },
 ): void {
   logger.debug("connection closed: error={error}", {
     error: error.code ?? errorType(error),
   });
-  void clientErrorAnswer(error).then((answer) =>
+  // The parser fails again on each chunk that follows an error: the
+  // connection is answered once.
+  if (refused.has(socket)) return;
+  refused.add(socket);
+  // A connection reset or closed by the client has no one to answer.
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  void clientErrorAnswer(error).then(({ status, message }) => {
+    options.onRefused?.(status);
     connections.afterResponses(socket, () => {
-      if (socket.writable) socket.end(answer);
-      else socket.destroy();
-    })
-  );
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      // A client too slow is cut off once it has its answer. Any other
+      // may still be sending (the rest of a large head): the sending side
+      // is shut, and what still comes is read and dropped until the
+      // client closes, for a while at most.
+      const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+      socket.once("close", () => clearTimeout(timer));
+      socket.end(message, () => {
+        if (status === 408) socket.destroy();
+      });
+    });
+  });
+}
+
+/** The connections the server has answered a parse error on. */
+const refused = new WeakSet<Socket>();
+
+/** One exchange as node:http hands it over. */
+interface Exchange {
+  readonly incoming: IncomingMessage;
+  readonly outgoing: ServerResponse;
+  /** Whether the client waits for `100 Continue` before it sends the body. */
+  readonly expectsContinue: boolean;
 }
 
 /** One request through the handler, and its answer written back. */
 async function exchange(
-  handler: (request: Request) => Promise<Response>,
-  incoming: IncomingMessage,
-  outgoing: ServerResponse,
+  handler: ProxyHandler,
+  { incoming, outgoing, expectsContinue }: Exchange,
 ): Promise<void> {
   const abort = new AbortController();
   outgoing.on("close", () => {
     if (!outgoing.writableFinished) abort.abort();
   });
+  const method = incoming.method ?? "GET";
+  const body = method === "GET" || method === "HEAD"
+    ? undefined
+    : requestBody(incoming, {
+      onFirstRead: () => {
+        if (expectsContinue && !outgoing.headersSent) outgoing.writeContinue();
+      },
+      onAborted: () => abort.abort(new UploadAborted()),
+    });
+  // A GET's or HEAD's body is never forwarded: read and dropped.
+  if (body === undefined) incoming.resume();
   let response: Response;
   try {
-    response = await handler(toRequest(incoming, abort.signal));
+    const remote = incoming.socket.remoteAddress;
+    response = await handler(
+      toRequest(incoming, { body, signal: abort.signal }),
+      remote === undefined ? {} : { remoteAddr: { hostname: remote } },
+    );
   } catch (error) {
-    // `new Request` refuses what fetch cannot send (CONNECT, TRACE, TRACK).
-    response = error instanceof TypeError
-      ? errorResponse(501, {
-        code: "method_not_supported",
-        message:
-          `Cannot forward the request as the method ${incoming.method} is not forwarded by the incontext proxy`,
-      })
-      : errorResponse(500, {
-        code: "internal_error",
-        message: "The incontext proxy failed to handle the request",
-      });
-    logger.debug("request not handled: error={error}", {
-      error: errorType(error),
-    });
-    incoming.resume();
+    response = notHandled(error, method);
   }
-  await write(response, outgoing);
+  if (body !== undefined && !incoming.complete) {
+    if (expectsContinue && !body.asked) {
+      // Answered before the 100: the client sends no body, so nothing on
+      // the connection can be read after this answer.
+      outgoing.shouldKeepAlive = false;
+    }
+    // Answered while the body still arrives: if the connection closes
+    // after the answer, it reads the rest first.
+    lingerOnClose(incoming.socket, incoming);
+  }
+  try {
+    await write(response, outgoing);
+  } finally {
+    // What the handler left unread is read and dropped, so that the next
+    // request on the connection (or the client's wait for its answer) is
+    // not stuck behind it.
+    body?.discard();
+  }
 }
 
-function toRequest(incoming: IncomingMessage, signal: AbortSignal): Request {
+/** The answer to a request the handler threw on. */
+function notHandled(error: unknown, method: string): Response {
+  logger.debug("request not handled: error={error}", {
+    error: errorType(error),
+  });
+  // `new Request` refuses what fetch cannot send (CONNECT, TRACE, TRACK).
+  return error instanceof TypeError
+    ? errorResponse(501, {
+      code: "method_not_supported",
+      message:
+        `Cannot forward the request as the method ${method} is not forwarded by the incontext proxy`,
+    })
+    : errorResponse(500, {
+      code: "internal_error",
+      message: "The incontext proxy failed to handle the request",
+    });
+}
+
+function toRequest(
+  incoming: IncomingMessage,
+  { body, signal }: {
+    readonly body: RequestBody | undefined;
+    readonly signal: AbortSignal;
+  },
+): Request {
   const headers = new Headers();
   const raw = incoming.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     headers.append(raw[i]!, raw[i + 1]!);
   }
-  const method = incoming.method ?? "GET";
-  const init: RequestInit & { duplex?: "half" } = { method, headers, signal };
-  if (method !== "GET" && method !== "HEAD") {
-    init.body = Readable.toWeb(incoming) as ReadableStream<Uint8Array>;
+  const init: RequestInit & { duplex?: "half" } = {
+    method: incoming.method ?? "GET",
+    headers,
+    signal,
+  };
+  if (body !== undefined) {
+    init.body = body.stream;
     init.duplex = "half";
-  } else incoming.resume();
+  }
   return new Request(new URL(incoming.url ?? "/", "http://proxy"), init);
 }
 

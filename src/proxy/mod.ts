@@ -36,6 +36,7 @@ export type {
   ProxyHandler,
   ProxyOptions,
   ProxyReporter,
+  ProxyRequestInfo,
 } from "./options.ts";
 export {
   Readiness,

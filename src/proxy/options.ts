@@ -87,8 +87,10 @@ export interface ProxyOptions extends BridgeOptions {
    */
   readonly adminToken?: string;
   /**
-   * Whether `/incontext/context` is served: it shows recent decisions and
-   * the model names clients chose. `false` answers 404.
+   * Whether `/incontext/context` is served: it shows recent decisions and,
+   * to a client that presents `adminToken` (or, with no token set, to a
+   * loopback client), the model names clients chose; anyone else sees
+   * `model 1`, `model 2`... in their place. `false` answers 404.
    *
    * @default true
    */
@@ -126,9 +128,30 @@ export interface ProxyReporter {
   readonly name: string;
   /** Its health detail, as JSON. */
   status(): unknown;
+  /**
+   * Checks the part again before its status is read, when its status may
+   * lag (a store seen down answers only once something asks it): run by
+   * `/incontext/readyz`, it must settle within a couple of seconds.
+   */
+  refresh?(): Promise<void>;
   /** Its metric families, in the Prometheus text format, line by line. */
   metricLines(): string[];
 }
 
-/** The proxy: a named Web handler. */
-export type ProxyHandler = (request: Request) => Promise<Response>;
+/**
+ * What the server knows of a request beyond the request itself: the shape
+ * of `Deno.serve`'s handler info, so that `Deno.serve(proxy)` passes it.
+ */
+export interface ProxyRequestInfo {
+  /** The client's address, as the connection has it. */
+  readonly remoteAddr?: { readonly hostname: string };
+}
+
+/**
+ * The proxy: a named Web handler. `info` tells it the client's address;
+ * without it the client counts as remote.
+ */
+export type ProxyHandler = (
+  request: Request,
+  info?: ProxyRequestInfo,
+) => Promise<Response>;

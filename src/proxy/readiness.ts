@@ -25,11 +25,16 @@ export interface ReadinessProbe {
   readonly checkedAt: number;
 }
 
+/** How long a result that is not ready answers readiness at most, in ms. */
+const FAILED_MAX_AGE_MS = 1000;
+
 /** Options for {@linkcode Readiness}. */
 export interface ReadinessOptions {
   /**
    * How long a probe's result answers readiness before the next check
-   * probes again, in seconds; 0 probes at every check.
+   * probes again, in seconds; 0 probes at every check. A result that is
+   * not ready answers for at most a second, so that a recovery shows at
+   * the next check.
    *
    * @default 0
    */
@@ -109,9 +114,12 @@ export class Readiness {
     probe: () => Promise<Omit<ReadinessProbe, "checkedAt">>,
   ): Promise<ReadinessProbe> {
     const last = this.#last;
+    const maxAgeMs = last === undefined || isReady(last)
+      ? this.#maxAgeMs
+      : Math.min(this.#maxAgeMs, FAILED_MAX_AGE_MS);
     if (
       last !== undefined && this.#running === undefined &&
-      this.#now() - last.checkedAt < this.#maxAgeMs
+      this.#now() - last.checkedAt < maxAgeMs
     ) {
       return Promise.resolve(last);
     }

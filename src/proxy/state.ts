@@ -107,7 +107,7 @@ export class ProxyState {
   );
   readonly disconnects = new Counter(
     "incontext_client_disconnects_total",
-    "Clients that went away before their answer began: while their prompt was counted (phase count) or the upstream was asked (phase upstream).",
+    "Clients that went away before their answer began: while their request body was still arriving (phase upload), their prompt was counted (phase count) or the upstream was asked (phase upstream).",
   );
   readonly timeouts = new Counter(
     "incontext_upstream_timeouts_total",

@@ -136,7 +136,8 @@ async function refresh() {
     }
     if (groups.size === 0) charts.textContent = "No budgeted request yet.";
     document.body.dataset.decisions = view.decisions.length;
-    status.textContent = "Updated " + new Date().toLocaleTimeString() + "; " + view.decisions.length + " recent decisions.";
+    status.textContent = "Updated " + new Date().toLocaleTimeString() + "; " + view.decisions.length + " recent decisions." +
+      (view.modelNames === "hidden" ? " Model names are hidden: set INCONTEXT_ADMIN_TOKEN to see them from anywhere." : "");
   } catch (error) {
     status.textContent = "Could not read the decisions: " + error.message;
   }

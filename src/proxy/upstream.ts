@@ -17,6 +17,7 @@ import {
 import type { ProxyContext } from "./state.ts";
 import { clearQueuedTimeout, setQueuedTimeout } from "../_internal/timeouts.ts";
 import type { UsageTap } from "../anchors/usage.ts";
+import { UploadAborted } from "./request_body.ts";
 
 const logger = getLogger(["incontext", "proxy"]);
 
@@ -244,8 +245,7 @@ function failed(
   const { state, settings } = context;
   if (request.signal.aborted) {
     // The client went away: not the upstream's failure.
-    state.disconnects.inc({ phase: "upstream" });
-    logger.debug("client closed the connection before the upstream answered");
+    clientGone(request, "upstream", context);
     return new Response(null, { status: 499 });
   }
   if (own.reason instanceof UpstreamTimeout) {
@@ -279,6 +279,32 @@ function failed(
       "The upstream server could not be reached through the incontext proxy",
     type: "upstream_error",
   });
+}
+
+/** Where a client was when it went away. */
+export type DisconnectPhase = "upload" | "count" | "upstream";
+
+const GONE: Record<DisconnectPhase, string> = {
+  upload: "client closed the connection before its body was sent",
+  count: "client closed the connection while its prompt was counted",
+  upstream: "client closed the connection before the upstream answered",
+};
+
+/**
+ * Counts and logs a client that went away before its answer began: at
+ * `phase`, or while its body was still arriving (phase upload) whatever
+ * the proxy was doing then.
+ */
+export function clientGone(
+  request: Request,
+  phase: DisconnectPhase,
+  context: ProxyContext,
+): void {
+  const gone = request.signal.reason instanceof UploadAborted
+    ? "upload"
+    : phase;
+  context.state.disconnects.inc({ phase: gone });
+  logger.debug(GONE[gone]);
 }
 
 /**

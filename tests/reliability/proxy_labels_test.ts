@@ -59,8 +59,10 @@ Deno.test("createProxyHandler() keeps a forged model name out of log records and
     }
     ok(!line.includes("x".repeat(MODEL_LABEL_CHARS)), "not cut");
   }
+  // From loopback: the page shows the (escaped) model names.
   const page = await (await proxy(
     new Request("http://proxy.test/incontext/context"),
+    { remoteAddr: { hostname: "127.0.0.1" } },
   )).json();
   const shown: string = page.decisions.at(-1).model;
   ok(shown.startsWith("m\\u000a2026"));
