@@ -265,21 +265,32 @@ Deno.test("replicas sharing a Redis store keep a rotating conversation anchored"
   );
 });
 
-Deno.test("a count made by one replica is a hit on another; a replica stops cleanly while the store is down", async () => {
-  await using redis = await startRedisServer();
-  await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
-  await using replicas = await startReplicas({
+/** Two replicas counting with the fake's /tokenize, sharing `store`, once both reach it. */
+async function twoReplicas(
+  store: string,
+  upstream: { readonly url: string; readonly tokenizeUrl: string },
+  env: Record<string, string> = {},
+): Promise<Replicas> {
+  const replicas = await startReplicas({
     count: 2,
     upstream: upstream.url,
     env: {
       INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl,
       INCONTEXT_CONTEXT_LENGTH: "65536",
       INCONTEXT_COMPRESSION_WINDOW_TOKENS: "55705",
-      INCONTEXT_SHARED_STORE: redis.url,
+      INCONTEXT_SHARED_STORE: store,
       INCONTEXT_SHARED_TIMEOUT_MS: "250",
+      ...env,
     },
   });
   await untilStoresAnswer(replicas);
+  return replicas;
+}
+
+Deno.test("a count made by one replica is a hit on another; a replica stops cleanly while the store is down", async () => {
+  await using redis = await startRedisServer();
+  await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
+  await using replicas = await twoReplicas(redis.url, upstream);
   const tokenizes = () =>
     upstream.requests.filter((r) => r.path === "/tokenize").length;
   const request = {
@@ -355,19 +366,9 @@ Deno.test("two replicas writing the same key at once leave a valid record", asyn
 Deno.test("replicas with INCONTEXT_SHARED_STORE_SECRET share signed counts and ignore a forged one", async () => {
   await using redis = await startRedisServer();
   await using upstream = await serveFakeUpstream({ maxModelLen: 65536 });
-  await using replicas = await startReplicas({
-    count: 2,
-    upstream: upstream.url,
-    env: {
-      INCONTEXT_TOKENIZER_URL: upstream.tokenizeUrl,
-      INCONTEXT_CONTEXT_LENGTH: "65536",
-      INCONTEXT_COMPRESSION_WINDOW_TOKENS: "55705",
-      INCONTEXT_SHARED_STORE: redis.url,
-      INCONTEXT_SHARED_TIMEOUT_MS: "250",
-      INCONTEXT_SHARED_STORE_SECRET: "f".repeat(64),
-    },
+  await using replicas = await twoReplicas(redis.url, upstream, {
+    INCONTEXT_SHARED_STORE_SECRET: "f".repeat(64),
   });
-  await untilStoresAnswer(replicas);
   const tokenizes = () =>
     upstream.requests.filter((r) => r.path === "/tokenize").length;
   const send = async (url: string, content: string) => {

@@ -10,7 +10,8 @@ import { dirname } from "node:path";
 import { type FakeUpstream, serveFakeUpstream } from "../../src/testing/mod.ts";
 import { MODEL_FILES } from "../_model_files.ts";
 import { HANG_MS } from "../_hang.ts";
-import { freePort, type SpawnedProxy, spawnProxy } from "./_proxy_spawn.ts";
+import { type SpawnedProxy, spawnProxy } from "./_proxy_spawn.ts";
+import { freePort, type RunningCli, spawnCli } from "../_cli_process.ts";
 
 /** The body limit the suite's processes run with: small, so that bodies over it are quick to send. */
 export const LIMIT = 1024 * 1024;
@@ -201,11 +202,9 @@ const QWEN3 = dirname(
 );
 
 /** `incontext tokenize-server` as a process, for a real model folder. */
-export interface TokenizeServer extends AsyncDisposable {
-  readonly child: Deno.ChildProcess;
+export interface TokenizeServer extends RunningCli {
   readonly url: string;
   readonly port: number;
-  stderrText(): string;
 }
 
 /** Starts `incontext tokenize-server` on the Qwen3 tokenizer folder. */
@@ -213,69 +212,28 @@ export async function startTokenizeServer(
   env: Record<string, string> = {},
 ): Promise<TokenizeServer> {
   const port = freePort();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--config",
-      new URL("../../deno.json", import.meta.url).pathname,
-      new URL("../../src/cli/mod.ts", import.meta.url).pathname,
-      "tokenize-server",
-      "--model-dir",
-      QWEN3,
-      "--max-model-len",
-      "32768",
-      "--listen",
-      `127.0.0.1:${port}`,
-    ],
-    env: { NO_COLOR: "1", INCONTEXT_MAX_REQUEST_BYTES: String(LIMIT), ...env },
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let stdout = "";
-  let stderr = "";
-  const decoder = new TextDecoder();
-  const reading = Promise.all([
-    (async () => {
-      for await (const chunk of child.stdout) stdout += decoder.decode(chunk);
-    })(),
-    (async () => {
-      for await (const chunk of child.stderr) stderr += decoder.decode(chunk);
-    })(),
-  ]);
-  const dispose = async () => {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // It exited already.
-    }
-    await child.status;
-    await reading;
-  };
-  const giveUp = Date.now() + HANG_MS;
-  while (!stdout.includes("listening on") && Date.now() < giveUp) {
-    if (await exited(child)) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  const running = spawnCli([
+    "tokenize-server",
+    "--model-dir",
+    QWEN3,
+    "--max-model-len",
+    "32768",
+    "--listen",
+    `127.0.0.1:${port}`,
+  ], { env: { INCONTEXT_MAX_REQUEST_BYTES: String(LIMIT), ...env } });
+  if (!/listening on/.test(await running.stdout.waitFor(/listening on/))) {
+    await running[Symbol.asyncDispose]();
+    throw new Error(
+      `The tokenize server did not start: ${running.stderr.text}`,
+    );
   }
-  if (!stdout.includes("listening on")) {
-    await dispose();
-    throw new Error(`The tokenize server did not start: ${stderr}`);
-  }
-  return {
-    child,
-    url: `http://127.0.0.1:${port}`,
-    port,
-    stderrText: () => stderr,
-    [Symbol.asyncDispose]: dispose,
-  };
+  return { ...running, url: `http://127.0.0.1:${port}`, port };
 }
 
 /** The tokenize server's end of every test: alive, and it tokenizes. */
 export async function stillTokenizes(server: TokenizeServer): Promise<void> {
-  strictEqual(await exited(server.child), false, server.stderrText());
-  ok(!/Uncaught/.test(server.stderrText()), server.stderrText());
+  strictEqual(await exited(server.child), false, server.stderr.text);
+  ok(!/Uncaught/.test(server.stderr.text), server.stderr.text);
   const response = await fetch(`${server.url}/tokenize`, {
     method: "POST",
     headers: { "content-type": "application/json" },
