@@ -302,7 +302,10 @@ async function exchange(
 ): Promise<void> {
   const abort = new AbortController();
   outgoing.on("close", () => {
-    if (!outgoing.writableFinished) abort.abort();
+    // The connection went before the answer: during the upload, or after.
+    if (!outgoing.writableFinished) {
+      abort.abort(incoming.complete ? undefined : new UploadAborted());
+    }
   });
   const method = incoming.method ?? "GET";
   const body = method === "GET" || method === "HEAD"
