@@ -13,7 +13,7 @@ import {
   startServe,
   stillServes,
   tempFile,
-} from "./_robust_process.ts";
+} from "./_process.ts";
 
 Deno.test("incontext serve answers Expect: 100-continue itself and never forwards it", async (t) => {
   // A limit above curl's 1 MiB threshold: a 1.2 MB body is within it.

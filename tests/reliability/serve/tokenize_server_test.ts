@@ -14,7 +14,7 @@ import {
   startTokenizeServer,
   stillTokenizes,
   tempFile,
-} from "./_robust_process.ts";
+} from "./_process.ts";
 
 Deno.test("incontext tokenize-server bounds what it reads", async (t) => {
   await using server = await startTokenizeServer({

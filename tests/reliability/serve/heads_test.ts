@@ -17,8 +17,8 @@ import {
   startServe,
   stillServes,
   tempFile,
-} from "./_robust_process.ts";
-import { rawExchange } from "./_raw_wire.ts";
+} from "./_process.ts";
+import { rawExchange } from "../_raw_wire.ts";
 
 const UNREACHABLE = 'incontext_upstream_errors_total{error="unreachable"}';
 

@@ -9,7 +9,7 @@
 import { ok, strictEqual } from "node:assert/strict";
 import OpenAI from "openai";
 import { request as undiciRequest } from "undici";
-import { curl, startServe, stillServes, tempFile } from "./_robust_process.ts";
+import { curl, startServe, stillServes, tempFile } from "./_process.ts";
 
 const MESSAGES = [{ role: "user", content: "hi" }];
 

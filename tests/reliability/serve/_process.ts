@@ -7,11 +7,14 @@
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
-import { type FakeUpstream, serveFakeUpstream } from "../../src/testing/mod.ts";
-import { MODEL_FILES } from "../_model_files.ts";
-import { HANG_MS } from "../_hang.ts";
-import { type SpawnedProxy, spawnProxy } from "./_proxy_spawn.ts";
-import { freePort, type RunningCli, spawnCli } from "../_cli_process.ts";
+import {
+  type FakeUpstream,
+  serveFakeUpstream,
+} from "../../../src/testing/mod.ts";
+import { MODEL_FILES } from "../../_model_files.ts";
+import { HANG_MS } from "../../_hang.ts";
+import { type SpawnedProxy, spawnProxy } from "../_proxy_spawn.ts";
+import { freePort, type RunningCli, spawnCli } from "../../_cli_process.ts";
 
 /** The body limit the suite's processes run with: small, so that bodies over it are quick to send. */
 export const LIMIT = 1024 * 1024;

@@ -20,8 +20,8 @@ import {
   startServe,
   stillServes,
   tempFile,
-} from "./_robust_process.ts";
-import { until } from "../_hang.ts";
+} from "./_process.ts";
+import { until } from "../../_hang.ts";
 
 const encoder = new TextEncoder();
 
