@@ -113,3 +113,52 @@ print(response.status)
     },
   );
 });
+
+Deno.test("incontext tokenize-server bounds idle and open connections as serve does", async (t) => {
+  await using server = await startTokenizeServer({
+    INCONTEXT_KEEPALIVE_TIMEOUT_SECONDS: "1",
+    INCONTEXT_MAX_CONNECTIONS: "2",
+  });
+  const readToClose = async (conn: Deno.Conn) => {
+    const buffer = new Uint8Array(4096);
+    while (await conn.read(buffer).catch(() => null) !== null) {
+      // Until the server closes it.
+    }
+  };
+
+  await t.step("an idle keep-alive connection is closed", async () => {
+    const conn = await Deno.connect({ port: server.port });
+    const body = prompt("hi");
+    await conn.write(new TextEncoder().encode(
+      `POST /tokenize HTTP/1.1\r\nhost: x\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+    ));
+    // The answer, then nothing: the server ends the idle connection.
+    await readToClose(conn);
+    conn.close();
+    await stillTokenizes(server);
+  });
+
+  await t.step(
+    "a connection beyond INCONTEXT_MAX_CONNECTIONS is closed at once",
+    async () => {
+      const held = [
+        await Deno.connect({ port: server.port }),
+        await Deno.connect({ port: server.port }),
+      ];
+      const third = await Deno.connect({ port: server.port });
+      await readToClose(third);
+      third.close();
+      // Each held connection is let go, and the server seen to close it.
+      for (const conn of held) {
+        await conn.closeWrite();
+        await readToClose(conn);
+        conn.close();
+      }
+      await stillTokenizes(server);
+    },
+  );
+});
+
+function prompt(text: string): string {
+  return JSON.stringify({ prompt: text });
+}
