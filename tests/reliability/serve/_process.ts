@@ -116,12 +116,20 @@ export async function run(
   args: readonly string[],
   stdin?: string,
 ): Promise<Ran> {
-  const child = new Deno.Command(program, {
-    args: [...args],
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command(program, {
+      args: [...args],
+      stdin: stdin === undefined ? "null" : "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    throw new Error(
+      `${program} is missing: the serve suite drives the proxy with Debian's curl and python3 (apt-get install -y curl python3)`,
+    );
+  }
   if (stdin !== undefined) {
     const writer = child.stdin.getWriter();
     await writer.write(new TextEncoder().encode(stdin));
