@@ -11,12 +11,19 @@ import { isJsonObject } from "../core/request.ts";
 import { parseJsonLossless } from "../template/json.ts";
 import { PyFloat, pyJsonDumps, pyStr, toValue } from "../template/values.ts";
 
+/** The encoders' BOS token, written first whatever the tokenizer's is. */
 export const BOS = "<｜begin▁of▁sentence｜>";
+/** Ends every assistant message. */
 export const EOS = "<｜end▁of▁sentence｜>";
+/** Opens a thinking block. */
 export const THINK_START = "<think>";
+/** Closes a thinking block; alone, it says the turn does not think. */
 export const THINK_END = "</think>";
+/** The marker of the DSML tags tool calls are written in. */
 export const DSML = "｜DSML｜";
+/** Opens a user turn. */
 export const USER = "<｜User｜>";
+/** Opens an assistant turn. */
 export const ASSISTANT = "<｜Assistant｜>";
 
 /** A message of the conversation, after vLLM's preprocessing. */
