@@ -247,10 +247,16 @@ Deno.test("LocalBackend() refuses to load the modes vLLM tokenizes with other li
         }
       },
     );
-    await t.step("auto in a hub snapshot, whose files are symbolic links", async () => {
-      const snapshot = new URL("./fixtures/mistral_snapshot/", import.meta.url);
-      await refuses({ dir: snapshot.pathname }, "mistral");
-    });
+    await t.step(
+      "auto in a hub snapshot, whose files are symbolic links",
+      async () => {
+        const snapshot = new URL(
+          "./fixtures/mistral_snapshot/",
+          import.meta.url,
+        );
+        await refuses({ dir: snapshot.pathname }, "mistral");
+      },
+    );
     await t.step("auto for Grok's architecture", async () => {
       const dir = await folder({
         "config.json": architecture("Grok1ForCausalLM"),
