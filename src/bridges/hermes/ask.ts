@@ -72,7 +72,7 @@ export interface AskHermesOptions {
 
 const PYTHON_VARIABLE = "INCONTEXT_HERMES_PYTHON";
 const WITHOUT_HERMES =
-  "where Hermes is not installed, set INCONTEXT_HERMES_RELEASE (2026-07 or 2026-09) or INCONTEXT_COMPRESSION_WINDOW_TOKENS instead";
+  "where Hermes is not installed, set INCONTEXT_HERMES_RELEASE (2026-07, 0.19 or 2026-09) or INCONTEXT_COMPRESSION_WINDOW_TOKENS instead";
 
 interface Run {
   readonly stdout: string;
