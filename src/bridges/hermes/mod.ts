@@ -58,6 +58,7 @@ export {
   type AskHermesOptions,
   type HermesAnswer,
   type HermesModelWindow,
+  type HermesWindowSource,
 } from "./ask.ts";
 export type { HermesPython } from "./python.ts";
 export {
