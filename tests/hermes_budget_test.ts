@@ -143,7 +143,7 @@ Deno.test("answerSource() and answerWarnings() say where each W came from", asyn
   await t.step("the compressor instead, and why", () => {
     strictEqual(
       answerSource({ ...ANSWER, ...fallback, models: { "": fallback } }),
-      "Hermes 0.19.0 ContextCompressor built as 0.19's init_agent() does, not its agent: building it tried to reach the network (/venv/site-packages/agent/context_compressor.py; version from hermes-agent distribution metadata; Python: python3 on PATH)",
+      "Hermes 0.19.0 ContextCompressor built as 0.19's init_agent() does, not its agent: building it tried to reach the network, e.g. to look up a context length: name the model's context_length under custom_providers (/venv/site-packages/agent/context_compressor.py; version from hermes-agent distribution metadata; Python: python3 on PATH)",
     );
     const [warning, ...more] = answerWarnings({
       ...ANSWER,

@@ -221,7 +221,9 @@ export function fallbackReason(code: string | undefined): string {
     case "base_url":
       return "model.base_url is unset and Hermes names no base URL for model.provider";
     case "network":
-      return "building it tried to reach the network";
+      // Hermes 0.19 looks up the context length of a model other than
+      // model.default on its server; custom_providers can name it offline.
+      return "building it tried to reach the network, e.g. to look up a context length: name the model's context_length under custom_providers";
     default:
       return `building it raised ${code ?? "an error"}`;
   }

@@ -3,8 +3,9 @@
  * compresses, so an output budget that stops below W never makes Hermes
  * compress early. Hermes' threshold arithmetic changes between releases, so
  * W comes from the installed Hermes itself: {@linkcode askHermes} runs a
- * small script in the Python that runs Hermes, which builds Hermes'
- * `ContextCompressor` for the config and prints its `threshold_tokens`;
+ * small script in the Python that runs Hermes, which builds the agent
+ * Hermes' CLI builds for the config (`run_agent.AIAgent`, offline) and prints
+ * its `context_compressor.threshold_tokens`;
  * {@linkcode watchHermesWindow} asks again whenever `config.yaml` changes.
  * Where Hermes is not installed, {@linkcode hermesWindow} mirrors the
  * arithmetic of a release the caller names (`2026-07` for Hermes 0.18.x,

@@ -350,9 +350,10 @@ def main(request):
     config_path = os.path.abspath(request["config"])
     user_home = os.path.dirname(config_path)
     block_network()
-    home = private_home(config_path, request.get("context_length"))
-    os.environ["HERMES_HOME"] = home
+    home = None
     try:
+        home = private_home(config_path, request.get("context_length"))
+        os.environ["HERMES_HOME"] = home
         try:
             from hermes_cli.config import load_config
             compressor_class()
@@ -394,7 +395,8 @@ def main(request):
         })
         return answer
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        if home is not None:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def run():
