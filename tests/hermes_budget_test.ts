@@ -154,7 +154,7 @@ Deno.test("answerSource() and answerWarnings() say where each W came from", asyn
     });
     deepStrictEqual(more, []);
     deepStrictEqual(warning?.properties, {
-      model: "other",
+      model: '"other"',
       reason: "building it raised RuntimeError",
       window: 40_000,
       wiring: "0.19",
@@ -167,7 +167,8 @@ Deno.test("answerSource() and answerWarnings() say where each W came from", asyn
     });
     ok(warning?.message.startsWith("hermes self-check"), warning?.message);
     deepStrictEqual(warning?.properties, {
-      model: "m",
+      model: '"m"',
+      holder: "agent",
       window: 40_000,
       check: 39_000,
     });

@@ -258,7 +258,8 @@ export interface HermesWarning {
 export function answerWarnings(answer: HermesAnswer): HermesWarning[] {
   const warnings: HermesWarning[] = [];
   for (const [name, model] of Object.entries(answer.models)) {
-    const label = name.slice(0, 100);
+    // Quoted, as in the start-up line: a name never breaks a log line.
+    const label = JSON.stringify(name.slice(0, 100));
     if (model.source === "compressor") {
       warnings.push({
         message:
@@ -274,9 +275,10 @@ export function answerWarnings(answer: HermesAnswer): HermesWarning[] {
     if (model.selfCheck !== undefined && model.selfCheck !== model.window) {
       warnings.push({
         message:
-          "hermes self-check: model {model}: Hermes' agent holds W={window} but its _compute_threshold_tokens gives {check}; budgeting with the agent's W",
+          "hermes self-check: model {model}: Hermes' {holder} holds W={window} but its _compute_threshold_tokens gives {check}; budgeting with W={window}",
         properties: {
           model: label,
+          holder: model.source === "agent" ? "agent" : "compressor",
           window: model.window,
           check: model.selfCheck,
         },
