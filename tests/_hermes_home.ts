@@ -4,6 +4,9 @@ import { join } from "node:path";
 /** A stand-in Hermes: the modules and attributes the window script uses. */
 export const STANDIN =
   new URL("./fixtures/hermes_standin/", import.meta.url).pathname;
+/** A `hermes-agent` distribution's metadata alone, for the version it names. */
+export const DIST =
+  new URL("./fixtures/hermes_dist/", import.meta.url).pathname;
 export const PATH = Deno.env.get("PATH") ?? "/usr/bin:/bin";
 // No __pycache__ in the fixture tree.
 export const ENV = { PATH, PYTHONPATH: STANDIN, PYTHONDONTWRITEBYTECODE: "1" };

@@ -12,14 +12,25 @@ import {
 } from "../src/bridges/hermes/python.ts";
 
 import {
+  DIST,
   ENV,
   home,
   mkdtemp,
   PATH,
+  python,
   rm,
+  STANDIN,
   standin,
   writeFile,
 } from "./_hermes_home.ts";
+
+// Every file under a folder, with its size and modification time.
+const LISTING = `import os, sys
+for root, dirs, files in sorted(os.walk(sys.argv[1])):
+    for name in sorted(files):
+        path = os.path.join(root, name)
+        info = os.stat(path)
+        print(path, info.st_size, info.st_mtime_ns)`;
 
 const LOCAL = {
   model: {
@@ -44,15 +55,34 @@ async function failure(promise: Promise<unknown>): Promise<string> {
   throw new Error("expected a ConfigError");
 }
 
-Deno.test("askHermes() reads W and the context length from the installed Hermes", async (t) => {
+const AGENT_FILE = `${STANDIN}run_agent.py`;
+const COMPRESSOR_FILE = `${STANDIN}agent/context_compressor.py`;
+
+/** One model's window as the stand-in's agent gives it. */
+function fromAgent(window: number, contextLength = 65_536) {
+  return {
+    window,
+    contextLength,
+    source: "agent",
+    file: AGENT_FILE,
+    refused: 0,
+    selfCheck: window,
+  };
+}
+
+Deno.test("askHermes() reads W from the agent the installed Hermes builds", async (t) => {
   await using dir = await home(LOCAL);
-  await t.step("Hermes' own compressor for model.default", async () => {
+  await t.step("model.default's agent", async () => {
     const answer = await askHermes({ configPath: dir.config, env: ENV });
     // 0.75 after Hermes' small-context raise would give 49,152; the stand-in
     // applies none, so W is its own number, not a mirrored one.
     strictEqual(answer.window, standin(65_536, 0.5));
     strictEqual(answer.contextLength, 65_536);
+    strictEqual(answer.source, "agent");
+    strictEqual(answer.file, AGENT_FILE);
+    strictEqual(answer.selfCheck, answer.window);
     strictEqual(answer.hermesVersion, "0.0.0-standin");
+    strictEqual(answer.versionSource, "hermes_cli.__version__");
     strictEqual(answer.model, "qwen3-coder");
     strictEqual(answer.provider, "custom");
     strictEqual(answer.baseUrl, "http://127.0.0.1:8787/v1");
@@ -63,22 +93,53 @@ Deno.test("askHermes() reads W and the context length from the installed Hermes"
     });
   });
   await t.step(
-    "each named model with Hermes' per-model threshold",
+    "the agent's own wiring, not one re-derived around the compressor",
     async () => {
+      // The stand-in's agent takes the exact model_thresholds entry and caps
+      // with threshold_tokens. Wiring the compressor as Hermes 0.18 does
+      // gives standin(65,536, 0.5) = 31,534; as 0.19 does, the same (its
+      // substring match finds nothing the stand-in's compressor takes), and
+      // the auxiliary override would give standin-wide 0.9.
+      await dir.write({
+        ...LOCAL,
+        compression: {
+          threshold: 0.5,
+          model_thresholds: { "qwen3-coder": 0.8 },
+          threshold_tokens: 50_000,
+        },
+      });
       const answer = await askHermes({
         configPath: dir.config,
         env: ENV,
-        models: ["standin-wide", "other"],
+        models: ["standin-wide"],
       });
       deepStrictEqual(answer.models, {
-        "qwen3-coder": { window: standin(65_536, 0.5), contextLength: 65_536 },
-        "standin-wide": { window: standin(65_536, 0.9), contextLength: 65_536 },
-        other: { window: standin(65_536, 0.5), contextLength: 65_536 },
+        "qwen3-coder": fromAgent(50_000),
+        "standin-wide": fromAgent(standin(65_536, 0.5)),
       });
     },
   );
+  await t.step("each named model from an agent built for it", async () => {
+    await dir.write({
+      ...LOCAL,
+      compression: {
+        threshold: 0.5,
+        model_thresholds: { "standin-wide": 0.9 },
+      },
+    });
+    const answer = await askHermes({
+      configPath: dir.config,
+      env: ENV,
+      models: ["standin-wide", "other", "qwen3-coder"],
+    });
+    deepStrictEqual(answer.models, {
+      "qwen3-coder": fromAgent(standin(65_536, 0.5)),
+      "standin-wide": fromAgent(standin(65_536, 0.9)),
+      other: fromAgent(standin(65_536, 0.5)),
+    });
+  });
   await t.step(
-    "the output reservation: HERMES_MAX_TOKENS over model.max_tokens",
+    "the CLI's output reservation: HERMES_MAX_TOKENS, else model.max_tokens",
     async () => {
       await dir.write({
         ...LOCAL,
@@ -98,18 +159,43 @@ Deno.test("askHermes() reads W and the context length from the installed Hermes"
         env: { ...ENV, HERMES_MAX_TOKENS: "8192" },
       });
       strictEqual(fromEnv.window, standin(65_536, 0.5, 8192));
+      strictEqual(fromEnv.maxTokens, 8192);
+      // The CLI passes none for a value it cannot read; the agent then
+      // reads model.max_tokens itself.
+      const invalid = await askHermes({
+        configPath: dir.config,
+        env: { ...ENV, HERMES_MAX_TOKENS: "lots" },
+      });
+      strictEqual(invalid.window, standin(65_536, 0.5, 4096));
     },
   );
+  await t.step("HERMES_MAX_TOKENS of Hermes' .env wins", async () => {
+    const dotenv = join(dir.config, "..", ".env");
+    await writeFile(dotenv, "HERMES_MAX_TOKENS=2048\n");
+    try {
+      const answer = await askHermes({
+        configPath: dir.config,
+        env: { ...ENV, HERMES_MAX_TOKENS: "8192" },
+      });
+      strictEqual(answer.maxTokens, 2048);
+      strictEqual(answer.window, standin(65_536, 0.5, 2048));
+    } finally {
+      await python("import os, sys; os.remove(sys.argv[1])", dotenv);
+    }
+  });
   await t.step("compression disabled -> the context length", async () => {
     await dir.write({ ...LOCAL, compression: { enabled: false } });
     const answer = await askHermes({ configPath: dir.config, env: ENV });
     strictEqual(answer.window, 65_536);
     strictEqual(answer.compressionEnabled, false);
+    strictEqual(answer.source, "agent");
   });
   await t.step(
     "INCONTEXT_CONTEXT_LENGTH when the config names none",
     async () => {
-      await dir.write({ model: { default: "m" } });
+      await dir.write({
+        model: { default: "m", base_url: "http://127.0.0.1:8787/v1" },
+      });
       const answer = await askHermes({
         configPath: dir.config,
         env: ENV,
@@ -117,8 +203,128 @@ Deno.test("askHermes() reads W and the context length from the installed Hermes"
       });
       strictEqual(answer.contextLength, 131_072);
       strictEqual(answer.window, standin(131_072, 0.5));
+      strictEqual(answer.source, "agent");
     },
   );
+  await t.step(
+    "the version from the hermes-agent distribution's metadata",
+    async () => {
+      const answer = await askHermes({
+        configPath: dir.config,
+        env: { ...ENV, PYTHONPATH: `${STANDIN}:${DIST}` },
+        contextLength: 131_072,
+      });
+      strictEqual(answer.hermesVersion, "0.0.1+standin");
+      strictEqual(answer.versionSource, "hermes-agent distribution metadata");
+    },
+  );
+});
+
+Deno.test("askHermes() builds the compressor where the agent cannot be built offline", async (t) => {
+  await using dir = await home({
+    ...LOCAL,
+    compression: { threshold: 0.5, threshold_tokens: 50_000 },
+  });
+  await t.step("an agent that raises", async () => {
+    const answer = await askHermes({
+      configPath: dir.config,
+      env: { ...ENV, STANDIN_AGENT_FAIL: "1" },
+      models: ["standin-wide"],
+    });
+    // As Hermes 0.19's init_agent(): the auxiliary override and the cap.
+    deepStrictEqual(answer.models, {
+      "qwen3-coder": {
+        window: standin(65_536, 0.5),
+        contextLength: 65_536,
+        source: "compressor",
+        file: COMPRESSOR_FILE,
+        fallback: "RuntimeError",
+        wiring: "0.19",
+        selfCheck: standin(65_536, 0.5),
+      },
+      "standin-wide": {
+        window: 50_000,
+        contextLength: 65_536,
+        source: "compressor",
+        file: COMPRESSOR_FILE,
+        fallback: "RuntimeError",
+        wiring: "0.19",
+        selfCheck: 50_000,
+      },
+    });
+  });
+  await t.step("no base URL to build it with", async () => {
+    await dir.write({ model: { default: "m", context_length: 65_536 } });
+    const answer = await askHermes({ configPath: dir.config, env: ENV });
+    strictEqual(answer.source, "compressor");
+    strictEqual(answer.fallback, "base_url");
+    strictEqual(answer.window, standin(65_536, 0.5));
+  });
+  await t.step(
+    "an agent that tries the network before its compressor reaches nothing",
+    async () => {
+      await dir.write(LOCAL);
+      const { answer, connections } = await dialled("STANDIN_DIAL");
+      strictEqual(connections, 0);
+      strictEqual(answer.source, "compressor");
+      strictEqual(answer.fallback, "network");
+      strictEqual(answer.window, standin(65_536, 0.5));
+    },
+  );
+  await t.step(
+    "a connection refused after the compressor was built leaves the agent's W",
+    async () => {
+      const { answer, connections } = await dialled("STANDIN_DIAL_AFTER");
+      strictEqual(connections, 0);
+      strictEqual(answer.source, "agent");
+      strictEqual(answer.refused, 1);
+      strictEqual(answer.window, standin(65_536, 0.5));
+    },
+  );
+
+  /** Asks with the stand-in dialling a real listener; counts what reached it. */
+  async function dialled(variable: string) {
+    using listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    let connections = 0;
+    const accepting = (async () => {
+      for await (const connection of listener) {
+        connections += 1;
+        connection.close();
+      }
+    })();
+    const answer = await askHermes({
+      configPath: dir.config,
+      env: { ...ENV, [variable]: String(listener.addr.port) },
+    });
+    listener.close();
+    await accepting.catch(() => {});
+    return { answer, connections };
+  }
+});
+
+Deno.test("askHermes() leaves the Hermes home as it was", async () => {
+  await using dir = await home(LOCAL);
+  const folder = join(dir.config, "..");
+  const before = await python(LISTING, folder);
+  // The stand-in's agent writes logs under HERMES_HOME, as Hermes does.
+  const answer = await askHermes({
+    configPath: dir.config,
+    env: ENV,
+    contextLength: 131_072,
+  });
+  strictEqual(answer.source, "agent");
+  strictEqual(await python(LISTING, folder), before);
+  ok(before.includes("config.yaml"), before);
+});
+
+Deno.test("askHermes() reports where Hermes' own threshold function disagrees with its agent", async () => {
+  await using dir = await home(LOCAL);
+  const answer = await askHermes({
+    configPath: dir.config,
+    env: { ...ENV, STANDIN_SKEW: "7" },
+  });
+  strictEqual(answer.window, standin(65_536, 0.5) + 7);
+  strictEqual(answer.selfCheck, standin(65_536, 0.5));
 });
 
 Deno.test("askHermes() reports every failure clearly", async (t) => {
@@ -149,21 +355,29 @@ Deno.test("askHermes() reports every failure clearly", async (t) => {
     }));
     ok(text.includes("did not answer within 0.2 s"), text);
   });
-  await t.step("Hermes fails to build its compressor", async () => {
-    const text = await failure(askHermes({
-      configPath: dir.config,
-      env: { ...ENV, STANDIN_FAIL: "1" },
-    }));
-    strictEqual(
-      text,
-      "INCONTEXT_HERMES_CONFIG could not be read by Hermes: building its compressor failed (ValueError)",
-    );
-  });
-  await t.step("a context engine other than the compressor", async () => {
-    await dir.write({ ...LOCAL, context: { engine: "lcm" } });
+  await t.step(
+    "Hermes builds neither its agent nor its compressor",
+    async () => {
+      const text = await failure(askHermes({
+        configPath: dir.config,
+        env: { ...ENV, STANDIN_FAIL: "1" },
+      }));
+      strictEqual(
+        text,
+        "INCONTEXT_HERMES_CONFIG could not be read by Hermes: building its agent and its compressor failed (ValueError)",
+      );
+    },
+  );
+  await t.step("a context engine in place of the compressor", async () => {
+    await dir.write({ ...LOCAL, context: { engine: "standin-engine" } });
     const text = await failure(askHermes({ configPath: dir.config, env: ENV }));
     ok(text.startsWith("INCONTEXT_HERMES_CONFIG (context.engine) selects"));
     ok(text.includes("INCONTEXT_COMPRESSION_WINDOW_TOKENS"), text);
+  });
+  await t.step("an engine Hermes does not find: its compressor", async () => {
+    await dir.write({ ...LOCAL, context: { engine: "lcm" } });
+    const answer = await askHermes({ configPath: dir.config, env: ENV });
+    strictEqual(answer.window, standin(65_536, 0.5));
   });
   await t.step("no context length anywhere", async () => {
     await dir.write({ model: { default: "m" } });
@@ -189,15 +403,17 @@ Deno.test("askHermes() gives the script no request content", async () => {
     });
     const calls = (await Deno.readTextFile(record)).trim().split("\n")
       .map((line) => JSON.parse(line));
-    strictEqual(calls.length, 1);
-    const [call] = calls;
-    // The request: the config path, the models and the context length only.
-    deepStrictEqual(JSON.parse(call.argv.at(-1)), {
-      config: dir.config,
-      models: ["qwen3-coder"],
-      context_length: null,
-    });
-    strictEqual(call.stdin, "");
+    // Hermes reads its config once for the script and once for the agent.
+    ok(calls.length >= 1);
+    for (const call of calls) {
+      // The request: the config path, the models and the context length only.
+      deepStrictEqual(JSON.parse(call.argv.at(-1)), {
+        config: dir.config,
+        models: ["qwen3-coder"],
+        context_length: null,
+      });
+      strictEqual(call.stdin, "");
+    }
   }
 });
 
@@ -230,7 +446,7 @@ Deno.test("watchHermesWindow() follows config.yaml without a restart", async (t)
     strictEqual(changes.length, 1);
   });
   await t.step("a change Hermes cannot read keeps the old W", async () => {
-    await dir.write({ ...LOCAL, context: { engine: "lcm" } });
+    await dir.write({ ...LOCAL, context: { engine: "standin-engine" } });
     time = 2000;
     watch.current();
     await watch.settled();

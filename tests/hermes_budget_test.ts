@@ -2,8 +2,16 @@ import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { loadConfig } from "../src/config/mod.ts";
 import { ConfigError } from "../src/core/config_error.ts";
 import { budget } from "../src/core/budget.ts";
-import { parseHermesSettings } from "../src/bridges/hermes/mod.ts";
-import { hermesBudget, liveRoutes } from "../src/cli/hermes_window.ts";
+import {
+  type HermesAnswer,
+  parseHermesSettings,
+} from "../src/bridges/hermes/mod.ts";
+import {
+  answerSource,
+  answerWarnings,
+  hermesBudget,
+  liveRoutes,
+} from "../src/cli/hermes_window.ts";
 import { FakeBackend } from "../src/testing/mod.ts";
 import { ENV, home, standin } from "./_hermes_home.ts";
 
@@ -90,23 +98,81 @@ Deno.test("hermesBudget() refuses a window that leaves no room for F + R", async
   }
 });
 
+const FROM_AGENT = {
+  window: 40_000,
+  contextLength: 65_536,
+  source: "agent",
+  file: "/venv/site-packages/run_agent.py",
+} as const;
+
+const ANSWER: HermesAnswer = {
+  ...FROM_AGENT,
+  hermesVersion: "0.19.0",
+  versionSource: "hermes-agent distribution metadata",
+  model: "",
+  provider: "",
+  baseUrl: "",
+  compressionEnabled: true,
+  maxTokens: undefined,
+  models: { "": FROM_AGENT },
+  python: { command: "python3", source: "python3 on PATH" },
+};
+
 Deno.test("liveRoutes() follows Hermes' answer, and budgets everything without a model", () => {
-  const answer = {
-    window: 40_000,
-    contextLength: 65_536,
-    hermesVersion: "0.18.2",
-    model: "",
-    provider: "",
-    baseUrl: "",
-    compressionEnabled: true,
-    maxTokens: undefined,
-    models: { "": { window: 40_000, contextLength: 65_536 } },
-    python: { command: "python3", source: "python3 on PATH" },
-  };
-  strictEqual(liveRoutes(answer, {}), undefined);
-  deepStrictEqual(liveRoutes(answer, { model: "m" }), [
+  strictEqual(liveRoutes(ANSWER, {}), undefined);
+  deepStrictEqual(liveRoutes(ANSWER, { model: "m" }), [
     { model: "m", window: 40_000 },
   ]);
+});
+
+Deno.test("answerSource() and answerWarnings() say where each W came from", async (t) => {
+  await t.step("Hermes' agent: no warning", () => {
+    strictEqual(
+      answerSource(ANSWER),
+      "Hermes 0.19.0 agent: run_agent.AIAgent's context_compressor (/venv/site-packages/run_agent.py; version from hermes-agent distribution metadata; Python: python3 on PATH)",
+    );
+    deepStrictEqual(answerWarnings({ ...ANSWER, selfCheck: 40_000 }), []);
+  });
+  const fallback = {
+    ...FROM_AGENT,
+    source: "compressor",
+    file: "/venv/site-packages/agent/context_compressor.py",
+    fallback: "network",
+    wiring: "0.19",
+  } as const;
+  await t.step("the compressor instead, and why", () => {
+    strictEqual(
+      answerSource({ ...ANSWER, ...fallback, models: { "": fallback } }),
+      "Hermes 0.19.0 ContextCompressor built as 0.19's init_agent() does, not its agent: building it tried to reach the network, e.g. to look up a context length: name the model's context_length under custom_providers (/venv/site-packages/agent/context_compressor.py; version from hermes-agent distribution metadata; Python: python3 on PATH)",
+    );
+    const [warning, ...more] = answerWarnings({
+      ...ANSWER,
+      models: {
+        "": FROM_AGENT,
+        other: { ...fallback, fallback: "RuntimeError" },
+      },
+    });
+    deepStrictEqual(more, []);
+    deepStrictEqual(warning?.properties, {
+      model: '"other"',
+      reason: "building it raised RuntimeError",
+      window: 40_000,
+      wiring: "0.19",
+    });
+  });
+  await t.step("a self-check that disagrees names both numbers", () => {
+    const [warning] = answerWarnings({
+      ...ANSWER,
+      models: { m: { ...FROM_AGENT, selfCheck: 39_000 } },
+    });
+    ok(warning?.message.startsWith("hermes self-check"), warning?.message);
+    deepStrictEqual(warning?.properties, {
+      model: '"m"',
+      holder: "agent",
+      window: 40_000,
+      check: 39_000,
+    });
+  });
 });
 
 Deno.test("budget() matches provider and base URL only where the host names a target", async (t) => {

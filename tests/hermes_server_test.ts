@@ -1,7 +1,7 @@
 import { ok, strictEqual } from "node:assert/strict";
 import OpenAI from "openai";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
-import { ENV, home, standin } from "./_hermes_home.ts";
+import { ENV, home, STANDIN, standin } from "./_hermes_home.ts";
 import { freePort, readUntil } from "./_cli_process.ts";
 
 const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
@@ -15,7 +15,7 @@ const LOCAL = {
     base_url: "http://127.0.0.1:8787/v1",
     context_length: 65_536,
   },
-  compression: { threshold: 0.5 },
+  compression: { threshold: 0.5, model_thresholds: { "standin-wide": 0.9 } },
 };
 
 function serve(args: string[], env: Record<string, string>) {
@@ -60,8 +60,12 @@ Deno.test("incontext serve --hermes-config asks the installed Hermes and follows
       "the start-up log names Hermes' version, W, C and the source",
       () => {
         ok(
+          started.includes(`hermes window=${W} context_length=65536`),
+          started,
+        );
+        ok(
           started.includes(
-            `hermes window=${W} context_length=65536 from Hermes 0.0.0-standin ContextCompressor.threshold_tokens (Python: python3 on PATH)`,
+            `Hermes 0.0.0-standin agent: run_agent.AIAgent's context_compressor (${STANDIN}run_agent.py; version from hermes_cli.__version__; Python: python3 on PATH)`,
           ),
           started,
         );
@@ -136,7 +140,8 @@ Deno.test("incontext serve --hermes-config asks the installed Hermes and follows
     );
     await t.step("no request content ever reaches the script", async () => {
       const calls = await Deno.readTextFile(record);
-      strictEqual(calls.trim().split("\n").length, 2);
+      // Two questions: at start-up and after the change.
+      ok(calls.trim().split("\n").length >= 2);
       ok(!calls.includes(CANARY));
       ok(!calls.includes("Hello"));
     });
@@ -178,7 +183,7 @@ Deno.test("incontext serve --hermes-config fails at start-up naming what to fix"
     ok(text.includes("cannot import Hermes (ModuleNotFoundError)"), text);
   });
   await t.step("a context engine of its own", async () => {
-    await dir.write({ ...LOCAL, context: { engine: "lcm" } });
+    await dir.write({ ...LOCAL, context: { engine: "standin-engine" } });
     const text = await run({});
     ok(text.includes("INCONTEXT_HERMES_CONFIG (context.engine) selects"), text);
   });
@@ -222,4 +227,52 @@ Deno.test("incontext serve --hermes-config fails at start-up naming what to fix"
       ok(text.includes("from INCONTEXT_COMPRESSION_WINDOW_TOKENS;"), text);
     },
   );
+});
+
+Deno.test("incontext serve --hermes-config warns where W did not come from Hermes' agent as built", async (t) => {
+  await using dir = await home(LOCAL);
+  /** The start-up log: stdout up to "listening on", and stderr once stopped. */
+  const logs = async (env: Record<string, string>) => {
+    const child = serve([
+      "--upstream",
+      "http://127.0.0.1:9",
+      "--listen",
+      `127.0.0.1:${freePort()}`,
+      "--hermes-config",
+      dir.config,
+    ], { INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:9/tokenize", ...env })
+      .spawn();
+    const stdout = child.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    const stderr = new Response(child.stderr).text();
+    const started = await readUntil(stdout, /listening on/);
+    child.kill("SIGTERM");
+    await child.status;
+    await stdout.cancel();
+    return { started, warnings: await stderr };
+  };
+  await t.step("Hermes' own threshold function disagrees", async () => {
+    const { started, warnings } = await logs({ STANDIN_SKEW: "7" });
+    const W = standin(65_536, 0.5);
+    ok(started.includes(`hermes window=${W + 7}`), started);
+    ok(warnings.includes("hermes self-check"), warnings);
+    ok(warnings.includes(`W=${W + 7}`), warnings);
+    ok(warnings.includes(`gives ${W}`), warnings);
+  });
+  await t.step("the agent could not be built offline", async () => {
+    const { started, warnings } = await logs({ STANDIN_AGENT_FAIL: "1" });
+    ok(
+      started.includes(
+        "Hermes 0.0.0-standin ContextCompressor built as 0.19's init_agent() does, not its agent: building it raised RuntimeError",
+      ),
+      started,
+    );
+    ok(warnings.includes("the agent could not be built offline"), warnings);
+  });
+  await t.step("no warning for W read from the agent", async () => {
+    const { warnings } = await logs({});
+    // Only the unreachable upstream and tokenizer are warned about.
+    ok(!warnings.includes("incontext.hermes"), warnings);
+    ok(warnings.includes("upstream not reachable"), warnings);
+  });
 });

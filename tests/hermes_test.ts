@@ -164,8 +164,76 @@ Deno.test("hermesWindow() reproduces Hermes 2026-07's worked examples", async (t
       {
         name: "RangeError",
         message:
-          "Cannot compute the Hermes window as 'release' must be one of 2026-07, 2026-09: current value is 2026-08",
+          "Cannot compute the Hermes window as 'release' must be one of 2026-07, 0.19, 2026-09: current value is 2026-08",
       },
+    );
+  });
+});
+
+Deno.test("hermesWindow() reproduces Hermes 0.19.0's worked examples", async (t) => {
+  const w19 = (
+    model: HermesSettings["model"],
+    compression: Partial<HermesSettings["compression"]> = {},
+  ) => window(model, compression, { release: "0.19" });
+  const table: [number, number][] = [
+    [65_536, 64_000],
+    [131_072, 98_304],
+    [262_144, 196_608],
+    [1_000_000, 500_000],
+  ];
+  for (const [context, expected] of table) {
+    await t.step(`${context} -> ${expected}, as 2026-07`, () => {
+      strictEqual(w19({ contextLength: context }), expected);
+      strictEqual(window07({ contextLength: context }), expected);
+    });
+  }
+  await t.step("1,000,000 at threshold 0.75 -> 750,000", () => {
+    strictEqual(
+      w19({ contextLength: 1_000_000 }, { threshold: 0.75 }),
+      750_000,
+    );
+  });
+  await t.step("131,072 with model.max_tokens 65,536 -> 64,000", () => {
+    strictEqual(w19({ contextLength: 131_072, maxTokens: 65_536 }), 64_000);
+  });
+  const model = { default: "test-model", contextLength: 1_000_000 };
+  await t.step("model_thresholds: an exact key or a substring", () => {
+    strictEqual(
+      w19(model, { modelThresholds: { "test-model": 0.3 } }),
+      300_000,
+    );
+    strictEqual(w19(model, { modelThresholds: { test: 0.3 } }), 300_000);
+    strictEqual(
+      w19(model, { modelThresholds: { test: 0.3, "test-mo": 0.6 } }),
+      600_000,
+    );
+    // Below 512,000 tokens Hermes raises the override to 0.75 too.
+    strictEqual(
+      w19({ ...model, contextLength: 131_072 }, {
+        modelThresholds: { test: 0.3 },
+      }),
+      98_304,
+    );
+  });
+  await t.step("threshold_tokens caps W, after max_tokens", () => {
+    strictEqual(w19(model, { thresholdTokens: 200_000 }), 200_000);
+    strictEqual(
+      w19({ contextLength: 262_144, maxTokens: 65_536 }, {
+        thresholdTokens: 100_000,
+      }),
+      100_000,
+    );
+    // A cap above the window changes nothing.
+    strictEqual(w19(model, { thresholdTokens: 2_000_000 }), 500_000);
+  });
+  await t.step("2026-07 reads neither key: Hermes 0.18.2's numbers", () => {
+    strictEqual(window07(model, { modelThresholds: { test: 0.3 } }), 500_000);
+    strictEqual(window07(model, { thresholdTokens: 200_000 }), 500_000);
+    strictEqual(
+      window07({ contextLength: 262_144, maxTokens: 65_536 }, {
+        thresholdTokens: 100_000,
+      }),
+      147_456,
     );
   });
 });
@@ -708,7 +776,7 @@ compression:
       [
         issue(
           "INCONTEXT_HERMES_RELEASE",
-          "is unset: without Hermes installed, set it to the Hermes release whose threshold arithmetic to mirror (2026-07 or 2026-09), or set INCONTEXT_COMPRESSION_WINDOW_TOKENS",
+          "is unset: without Hermes installed, set it to the Hermes release whose threshold arithmetic to mirror (2026-07, 0.19 or 2026-09), or set INCONTEXT_COMPRESSION_WINDOW_TOKENS",
         ),
       ],
     );
@@ -718,7 +786,7 @@ compression:
       () => loadConfig({ ...URL_ENV, INCONTEXT_HERMES_RELEASE: "0.18.2" }),
       (error: unknown) => {
         deepStrictEqual(issuesOf(error), [
-          issue("INCONTEXT_HERMES_RELEASE", "must be 2026-07 or 2026-09"),
+          issue("INCONTEXT_HERMES_RELEASE", "must be 2026-07, 0.19 or 2026-09"),
         ]);
         return true;
       },

@@ -9,7 +9,12 @@
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../config/mod.ts";
 import type { ProxyOptions } from "../proxy/mod.ts";
-import { type HermesBudget, liveRoutes } from "./hermes_window.ts";
+import {
+  answerWarnings,
+  type HermesBudget,
+  type HermesWarning,
+  liveRoutes,
+} from "./hermes_window.ts";
 
 const logger = getLogger(["incontext", "hermes"]);
 
@@ -18,6 +23,12 @@ function describe(budget: HermesBudget): string {
   return routes.length === 0
     ? "every model (Hermes names no model.default)"
     : routes.map((name) => JSON.stringify(name.slice(0, 100))).join(", ");
+}
+
+function warn(warnings: readonly HermesWarning[]): void {
+  for (const { message, properties } of warnings) {
+    logger.warn(message, { ...properties });
+  }
 }
 
 /** The options to add to the proxy's for a Hermes config, logging the start-up window. */
@@ -35,6 +46,7 @@ export function hermesLive(
     },
   );
   const { watch } = budget;
+  if (watch !== undefined) warn(answerWarnings(watch.current()));
   const routes = budget.routes === undefined ? {} : { routes: budget.routes };
   if (watch === undefined) return routes;
   // The live answer alone decides the routes: a route dropped from the
@@ -56,6 +68,7 @@ export function hermesLive(
             version: answer.hermesVersion,
           },
         );
+        warn(answerWarnings(answer));
       }
       return live;
     },

@@ -211,9 +211,81 @@ export async function hermesBudget(
     contextLength: answer.contextLength,
     routes: liveRoutes(answer, config),
     watch,
-    source:
-      `Hermes ${answer.hermesVersion} ContextCompressor.threshold_tokens (Python: ${answer.python.source})`,
+    source: answerSource(answer),
   };
+}
+
+/** Why Hermes' agent was not asked, in words, from a script's reason code. */
+export function fallbackReason(code: string | undefined): string {
+  switch (code) {
+    case "base_url":
+      return "model.base_url is unset and Hermes names no base URL for model.provider";
+    case "network":
+      // Hermes 0.19 looks up the context length of a model other than
+      // model.default on its server; custom_providers can name it offline.
+      return "building it tried to reach the network, e.g. to look up a context length: name the model's context_length under custom_providers";
+    default:
+      return `building it raised ${code ?? "an error"}`;
+  }
+}
+
+/** Where W came from, for the start-up log: the agent, or the compressor instead. */
+export function answerSource(answer: HermesAnswer): string {
+  const where =
+    `${answer.file}; version from ${answer.versionSource}; Python: ${answer.python.source}`;
+  const hermes = `Hermes ${answer.hermesVersion}`;
+  if (answer.source === "agent") {
+    return `${hermes} agent: run_agent.AIAgent's context_compressor (${where})`;
+  }
+  return `${hermes} ContextCompressor built as ${
+    answer.wiring ?? "0.18"
+  }'s init_agent() does, not its agent: ${
+    fallbackReason(answer.fallback)
+  } (${where})`;
+}
+
+/** A warning for the log: a message template and its values. */
+export interface HermesWarning {
+  readonly message: string;
+  readonly properties: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * What the start-up log warns about in an answer: each model whose window
+ * did not come from Hermes' agent, and each window Hermes' own threshold
+ * function does not give.
+ */
+export function answerWarnings(answer: HermesAnswer): HermesWarning[] {
+  const warnings: HermesWarning[] = [];
+  for (const [name, model] of Object.entries(answer.models)) {
+    // Quoted, as in the start-up line: a name never breaks a log line.
+    const label = JSON.stringify(name.slice(0, 100));
+    if (model.source === "compressor") {
+      warnings.push({
+        message:
+          "hermes model {model}: the agent could not be built offline ({reason}); W={window} comes from ContextCompressor built as {wiring}'s init_agent() does",
+        properties: {
+          model: label,
+          reason: fallbackReason(model.fallback),
+          window: model.window,
+          wiring: model.wiring ?? "0.18",
+        },
+      });
+    }
+    if (model.selfCheck !== undefined && model.selfCheck !== model.window) {
+      warnings.push({
+        message:
+          "hermes self-check: model {model}: Hermes' {holder} holds W={window} but its _compute_threshold_tokens gives {check}; budgeting with W={window}",
+        properties: {
+          model: label,
+          holder: model.source === "agent" ? "agent" : "compressor",
+          window: model.window,
+          check: model.selfCheck,
+        },
+      });
+    }
+  }
+  return warnings;
 }
 
 /** The routes of an answer Hermes gave. */

@@ -41,7 +41,7 @@ Flags (each overrides its environment variable):
   --model NAME            INCONTEXT_BUDGET_MODEL   budget only this model's requests (alias INCONTEXT_MODEL)
   --hermes-config PATH    INCONTEXT_HERMES_CONFIG  Hermes' config.yaml: W from the installed Hermes, budgeting its model.default
   --hermes-python PATH    INCONTEXT_HERMES_PYTHON  the Python that runs Hermes (default: the hermes executable's, else python3)
-  --hermes-release R      INCONTEXT_HERMES_RELEASE without Hermes installed: mirror release 2026-07 or 2026-09
+  --hermes-release R      INCONTEXT_HERMES_RELEASE without Hermes installed: mirror release 2026-07 (0.18), 0.19 or 2026-09
   --hermes-models A,B     INCONTEXT_HERMES_MODELS  more models to budget, each with its own W from Hermes
   --on-exhausted POLICY   INCONTEXT_ON_EXHAUSTED   clamp (default), reject or unchanged
   --tokenizer-url URL     INCONTEXT_TOKENIZER_URL  vllm: the /tokenize URL; llamacpp, tgi, sglang (required),

@@ -91,7 +91,7 @@ export const VARIABLES: readonly VariableDoc[] = [
   {
     name: "INCONTEXT_HERMES_RELEASE",
     default: "none",
-    meaning: "without Hermes installed: mirror 2026-07 or 2026-09",
+    meaning: "without Hermes installed: mirror 2026-07 (0.18), 0.19 or 2026-09",
   },
   {
     name: "INCONTEXT_HERMES_MODELS",

@@ -223,8 +223,8 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   countModel: z.string(),
   hermesConfig: z.string(),
   hermesPython: z.string(),
-  hermesRelease: z.enum(["2026-07", "2026-09"], {
-    error: "must be 2026-07 or 2026-09",
+  hermesRelease: z.enum(["2026-07", "0.19", "2026-09"], {
+    error: "must be 2026-07, 0.19 or 2026-09",
   }),
   hermesModels: z.string()
     .transform((value) => value.split(",").map((item) => item.trim()))

@@ -123,11 +123,12 @@ export interface Config {
    */
   readonly hermesPython?: string;
   /**
-   * `INCONTEXT_HERMES_RELEASE`: `2026-07` or `2026-09`, the Hermes release
-   * whose threshold arithmetic to mirror instead of asking Hermes, for a
-   * proxy that runs where Hermes is not installed.
+   * `INCONTEXT_HERMES_RELEASE`: `2026-07` (Hermes 0.18.x), `0.19` (Hermes
+   * 0.19.x) or `2026-09`, the Hermes release whose threshold arithmetic to
+   * mirror instead of asking Hermes, for a proxy that runs where Hermes is
+   * not installed.
    */
-  readonly hermesRelease?: "2026-07" | "2026-09";
+  readonly hermesRelease?: "2026-07" | "0.19" | "2026-09";
   /**
    * `INCONTEXT_HERMES_MODELS`: comma-separated models budgeted besides
    * Hermes' `model.default`, each with its own window from Hermes.

@@ -14,18 +14,55 @@ import { HERMES_PROBE_SCRIPT } from "./probe_script.ts";
 import { findHermesPython, type HermesPython } from "./python.ts";
 import { at, HERMES_VARIABLE } from "./settings.ts";
 
+/** Where a window came from: the agent Hermes runs, or its compressor alone. */
+export type HermesWindowSource = "agent" | "compressor";
+
 /** One model's window, as Hermes computes it. */
 export interface HermesModelWindow {
-  /** `ContextCompressor.threshold_tokens`, or the context length with compression disabled. */
+  /** `threshold_tokens` of Hermes' compressor, or the context length with compression disabled. */
   readonly window: number;
-  /** `ContextCompressor.context_length`. */
+  /** The compressor's `context_length`. */
   readonly contextLength: number;
+  /**
+   * `agent`: read from `agent.context_compressor` of the `run_agent.AIAgent`
+   * built for this model; `compressor`: the agent could not be built offline,
+   * and Hermes' `ContextCompressor` was built the way `init_agent()` does.
+   */
+  readonly source: HermesWindowSource;
+  /** The Hermes source file whose object answered (`run_agent.py`, or `context_compressor.py`). */
+  readonly file: string;
+  /**
+   * Why the agent was not asked, when `source` is `compressor`: `base_url`
+   * (no base URL to build it with), `network` (building it tried to open a
+   * connection, which the script refuses), or the type of what it raised.
+   */
+  readonly fallback?: string;
+  /**
+   * With `source` `compressor`: whose `init_agent()` wiring built it, `0.18`,
+   * or `0.19` when the compressor takes `model_thresholds` or
+   * `threshold_tokens_cap`.
+   */
+  readonly wiring?: string;
+  /**
+   * With `source` `agent`: how many connections the agent tried after its
+   * compressor was built (the script refuses every one), e.g. Hermes'
+   * Ollama detection for a local base URL.
+   */
+  readonly refused?: number;
+  /**
+   * The window through Hermes' own threshold function
+   * (`ContextCompressor._compute_threshold_tokens`, then its
+   * `threshold_tokens` cap), when this Hermes has it.
+   */
+  readonly selfCheck?: number;
 }
 
 /** What the installed Hermes answered. */
 export interface HermesAnswer extends HermesModelWindow {
-  /** `hermes_cli.__version__`, e.g. `0.18.2`. */
+  /** Hermes' version, e.g. `0.19.0`. */
   readonly hermesVersion: string;
+  /** Where the version came from: the `hermes-agent` distribution metadata, or `hermes_cli.__version__`. */
+  readonly versionSource: string;
   /** The model Hermes uses (`model.default`). */
   readonly model: string;
   /** `model.provider`, or `""`. */
@@ -34,7 +71,7 @@ export interface HermesAnswer extends HermesModelWindow {
   readonly baseUrl: string;
   /** Whether Hermes compresses at all. */
   readonly compressionEnabled: boolean;
-  /** Hermes' output reservation (`HERMES_MAX_TOKENS`, `model.max_tokens`), when set. */
+  /** The output reservation Hermes' compressor subtracts (`HERMES_MAX_TOKENS`, `model.max_tokens`), when set. */
   readonly maxTokens: number | undefined;
   /** Every model asked about, `model` first. */
   readonly models: Readonly<Record<string, HermesModelWindow>>;
@@ -72,7 +109,7 @@ export interface AskHermesOptions {
 
 const PYTHON_VARIABLE = "INCONTEXT_HERMES_PYTHON";
 const WITHOUT_HERMES =
-  "where Hermes is not installed, set INCONTEXT_HERMES_RELEASE (2026-07 or 2026-09) or INCONTEXT_COMPRESSION_WINDOW_TOKENS instead";
+  "where Hermes is not installed, set INCONTEXT_HERMES_RELEASE (2026-07, 0.19 or 2026-09) or INCONTEXT_COMPRESSION_WINDOW_TOKENS instead";
 
 interface Run {
   readonly stdout: string;
@@ -110,10 +147,10 @@ function run(
       } else if (killed) {
         rule = `did not answer within ${
           timeoutMs / 1000
-        } s while building Hermes' compressor: check that this Python imports Hermes quickly`;
+        } s while building Hermes' agent: check that this Python imports Hermes quickly`;
       } else {
         rule =
-          `ended with an error (exit code ${code}) while building Hermes' compressor`;
+          `ended with an error (exit code ${code}) while building Hermes' agent`;
       }
       resolve({ stdout: "", failure: { variable, rule } });
     });
@@ -152,7 +189,7 @@ function failure(
       return {
         variable: HERMES_VARIABLE,
         rule:
-          `could not be read by Hermes: building its compressor failed (${type})`,
+          `could not be read by Hermes: building its agent and its compressor failed (${type})`,
       };
   }
 }
@@ -163,12 +200,29 @@ function positive(value: unknown): value is number {
 }
 
 function modelWindow(value: unknown): HermesModelWindow | undefined {
-  const { window, context_length: contextLength } = (value ?? {}) as Record<
-    string,
-    unknown
-  >;
+  const {
+    window,
+    context_length: contextLength,
+    source,
+    file,
+    fallback,
+    wiring,
+    refused,
+    check,
+  } = (value ?? {}) as Record<string, unknown>;
   if (!positive(window) || !positive(contextLength)) return undefined;
-  return { window, contextLength };
+  if (source !== "agent" && source !== "compressor") return undefined;
+  if (typeof file !== "string") return undefined;
+  return Object.freeze({
+    window,
+    contextLength,
+    source,
+    file,
+    ...(typeof fallback === "string" ? { fallback } : {}),
+    ...(typeof wiring === "string" ? { wiring } : {}),
+    ...(Number.isSafeInteger(refused) ? { refused: refused as number } : {}),
+    ...(Number.isSafeInteger(check) ? { selfCheck: check as number } : {}),
+  });
 }
 
 /** The answer checked, or undefined when it is not the script's shape. */
@@ -191,6 +245,7 @@ function readAnswer(
   return Object.freeze({
     ...own,
     hermesVersion: text(answer.hermes_version),
+    versionSource: text(answer.version_source),
     model: text(answer.model),
     provider: text(answer.provider),
     baseUrl: text(answer.base_url),
@@ -203,17 +258,21 @@ function readAnswer(
 
 /**
  * Asks the installed Hermes for its compression window: runs a small script
- * in the Python that runs Hermes, which builds Hermes' own
- * `ContextCompressor` for the config and prints its `threshold_tokens`, its
- * context length and Hermes' version. The script is given the config path,
- * the model names and the context length only.
+ * in the Python that runs Hermes, which builds, for each model, the
+ * `run_agent.AIAgent` Hermes' CLI builds for the config (offline, with a
+ * private `HERMES_HOME`) and prints `agent.context_compressor`'s
+ * `threshold_tokens` and `context_length`, and Hermes' version. Where the
+ * agent cannot be built offline, the answer says so and comes from Hermes'
+ * `ContextCompressor` built the way `init_agent()` does. The script is given
+ * the config path, the model names and the context length only.
  *
  * @param options The config, the interpreter and the models.
  * @returns Hermes' answer.
  * @throws {ConfigError} Naming what failed and how to fix it: the config is
  * not a `config.yaml`, no Python, Hermes not importable from it, the script
- * timed out, Hermes could not build its compressor, or a `context.engine`
- * other than the compressor.
+ * timed out, Hermes could build neither its agent nor its compressor, no
+ * context length, or a context engine of Hermes' plugins in place of its
+ * compressor.
  *
  * @example Asking the Hermes installed on this machine
  * ```ts ignore

@@ -3,11 +3,13 @@
  * compresses, so an output budget that stops below W never makes Hermes
  * compress early. Hermes' threshold arithmetic changes between releases, so
  * W comes from the installed Hermes itself: {@linkcode askHermes} runs a
- * small script in the Python that runs Hermes, which builds Hermes'
- * `ContextCompressor` for the config and prints its `threshold_tokens`;
+ * small script in the Python that runs Hermes, which builds the agent
+ * Hermes' CLI builds for the config (`run_agent.AIAgent`, offline) and prints
+ * its `context_compressor.threshold_tokens`;
  * {@linkcode watchHermesWindow} asks again whenever `config.yaml` changes.
  * Where Hermes is not installed, {@linkcode hermesWindow} mirrors the
- * arithmetic of a release the caller names (`2026-07` or `2026-09`).
+ * arithmetic of a release the caller names (`2026-07` for Hermes 0.18.x,
+ * `0.19` for Hermes 0.19.x, or `2026-09`).
  *
  * @example Mirroring a release where Hermes is not installed
  * ```ts
@@ -43,6 +45,8 @@ import {
   type HermesRelease,
   modelThreshold,
   raisedThreshold,
+  readsModelKeys,
+  releaseList,
   thresholdTokens,
 } from "./threshold.ts";
 import type { Config } from "../../config/mod.ts";
@@ -55,6 +59,7 @@ export {
   type AskHermesOptions,
   type HermesAnswer,
   type HermesModelWindow,
+  type HermesWindowSource,
 } from "./ask.ts";
 export type { HermesPython } from "./python.ts";
 export {
@@ -83,9 +88,10 @@ const logger = getLogger(["incontext", "hermes"]);
  */
 export interface HermesWindowOptions {
   /**
-   * The Hermes release whose arithmetic to mirror: `2026-07` (Hermes 0.18.x)
-   * or `2026-09`. `2026-07` reads neither `compression.threshold_tokens` nor
-   * `compression.model_thresholds`, as Hermes 0.18.2 does not.
+   * The Hermes release whose arithmetic to mirror: `2026-07` (Hermes
+   * 0.18.x), `0.19` (Hermes 0.19.x) or `2026-09`. `2026-07` reads neither
+   * `compression.threshold_tokens` nor `compression.model_thresholds`, as
+   * Hermes 0.18.2 does not; the others read both, as Hermes 0.19.0 does.
    */
   readonly release: HermesRelease;
   /**
@@ -218,7 +224,7 @@ function requirePositiveInteger(
  * compression threshold, for proxies that run where Hermes is not installed
  * (where it is, {@linkcode askHermes} asks Hermes itself):
  *
- * 1. pct = `threshold`; with release `2026-09`, the `model_thresholds` entry
+ * 1. pct = `threshold`; with `0.19` and `2026-09`, the `model_thresholds` entry
  *    whose key is the longest substring of the model name replaces it first,
  *    so the next step raises it too, as Hermes does.
  * 2. Below a 512,000-token context, pct is raised to at least 0.75.
@@ -226,11 +232,11 @@ function requirePositiveInteger(
  *    reservation (`model.max_tokens`), not the `max_tokens` of a request nor
  *    the budget incontext computes; unset means no reservation, and eff <= 0
  *    falls back to the context.
- * 4. value = floor(eff * pct), floored at 64,000. `2026-07`: a floor that
+ * 4. value = floor(eff * pct), floored at 64,000. `2026-07`, `0.19`: a floor that
  *    reaches eff becomes max(1, min(floor(eff * 0.85), eff - 1)).
  *    `2026-09`: when the floor binds and exceeds floor(eff * 0.85),
  *    max(value, floor(eff * 0.85)) instead.
- * 5. `2026-09`: capped by `threshold_tokens`. Always capped by the context
+ * 5. `0.19`, `2026-09`: capped by `threshold_tokens`. Always capped by the context
  *    length, and never below 1.
  *
  * With compression disabled, W is the context length.
@@ -251,12 +257,13 @@ function requirePositiveInteger(
  * import { strictEqual } from "node:assert/strict";
  *
  * const settings = parseHermesSettings("compression:\n  threshold: 0.5\n");
- * for (const release of ["2026-07", "2026-09"] as const) {
+ * for (const release of ["2026-07", "0.19", "2026-09"] as const) {
  *   strictEqual(hermesWindow(settings, { release, contextLength: 131072 }), 98304);
  *   strictEqual(hermesWindow(settings, { release, contextLength: 262144 }), 196608);
  *   strictEqual(hermesWindow(settings, { release, contextLength: 1000000 }), 500000);
  * }
  * strictEqual(hermesWindow(settings, { release: "2026-07", contextLength: 65536 }), 64000);
+ * strictEqual(hermesWindow(settings, { release: "0.19", contextLength: 65536 }), 64000);
  * strictEqual(hermesWindow(settings, { release: "2026-09", contextLength: 65536 }), 55705);
  * ```
  */
@@ -289,7 +296,7 @@ export function hermesWindow(
   const { compression } = settings;
   if (!compression.enabled) return context;
   // Hermes 0.18.x reads neither key.
-  const current = release !== "2026-07";
+  const current = readsModelKeys(release);
   const pct = raisedThreshold(
     context,
     current
@@ -364,9 +371,7 @@ export function resolveWindow(
     throw new ConfigError([{
       variable: "INCONTEXT_HERMES_RELEASE",
       rule:
-        `is unset: without Hermes installed, set it to the Hermes release whose threshold arithmetic to mirror (${
-          HERMES_RELEASES.join(" or ")
-        }), or set INCONTEXT_COMPRESSION_WINDOW_TOKENS`,
+        `is unset: without Hermes installed, set it to the Hermes release whose threshold arithmetic to mirror (${releaseList()}), or set INCONTEXT_COMPRESSION_WINDOW_TOKENS`,
     }]);
   }
   const options: Mutable<HermesWindowOptions> = {

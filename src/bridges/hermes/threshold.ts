@@ -10,12 +10,20 @@
  */
 
 /**
- * The Hermes releases whose arithmetic is mirrored: `2026-07` (Hermes
- * 0.18.x, e.g. 0.18.2 of 2026-08-22) and `2026-09`. They disagree wherever
- * Hermes' 64,000-token floor binds below 85% of the input budget (contexts
- * between about 64,000 and 75,300 tokens, 65,536 among them).
+ * The Hermes releases whose arithmetic is mirrored:
+ * - `2026-07`: Hermes 0.18.x (read from 0.18.2), which reads neither
+ *   `compression.model_thresholds` nor `compression.threshold_tokens`;
+ * - `0.19`: Hermes 0.19.x (read from 0.19.0), the same floor as 0.18, and
+ *   both keys: the longest `model_thresholds` key contained in the model
+ *   name replaces the threshold, `threshold_tokens` caps W;
+ * - `2026-09`: a later Hermes whose floor triggers at 85% of the input
+ *   budget wherever the 64,000-token floor binds above it, with both keys.
+ *
+ * `2026-09` disagrees with the others wherever the floor binds below 85% of
+ * the input budget (contexts between about 64,000 and 75,300 tokens, 65,536
+ * among them).
  */
-export const HERMES_RELEASES = ["2026-07", "2026-09"] as const;
+export const HERMES_RELEASES = ["2026-07", "0.19", "2026-09"] as const;
 
 /** A Hermes release whose threshold arithmetic is mirrored. */
 export type HermesRelease = typeof HERMES_RELEASES[number];
@@ -80,7 +88,7 @@ export function thresholdTokens(
   const value = Math.floor(effective * pct);
   const floored = Math.max(value, MINIMUM_THRESHOLD_TOKENS);
   const high = Math.floor(effective * FLOOR_FALLBACK_RATIO);
-  if (release === "2026-07") {
+  if (release !== "2026-09") {
     // Only a floor that reaches the input budget itself falls back to 85%
     // (kept below the budget): 64,000 of 65,536 stands.
     if (floored < effective) return floored;
@@ -90,4 +98,16 @@ export function thresholdTokens(
   // of the input budget free: Hermes then triggers at 85% instead.
   if (floored > value && floored > high) return Math.max(value, high);
   return floored;
+}
+
+/** Whether a release reads `compression.model_thresholds` and `compression.threshold_tokens`. */
+export function readsModelKeys(release: HermesRelease): boolean {
+  return release !== "2026-07";
+}
+
+/** The release names as a sentence: "2026-07, 0.19 or 2026-09". */
+export function releaseList(): string {
+  return `${HERMES_RELEASES.slice(0, -1).join(", ")} or ${
+    HERMES_RELEASES.at(-1)
+  }`;
 }
