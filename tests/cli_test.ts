@@ -120,6 +120,9 @@ Deno.test("incontext serve names the address when its port is in use", async () 
       `^ {2}--listen \\(INCONTEXT_LISTEN\\) cannot listen on 127\\.0\\.0\\.1:${port}: the address is in use$`,
     ),
   ]);
+  // The clear message is the only one: no log line of the failed listen.
+  ok(!/\[ERR\]|server error/.test(output.stderr), output.stderr);
+  ok(!/\[ERR\]|server error/.test(output.stdout), output.stdout);
 });
 
 Deno.test("incontext serve starts with a warning when the tokenizer and the upstream do not answer", async () => {
