@@ -56,7 +56,7 @@ Deno.test("incontext serve reports invalid and missing settings together, never 
   ok(!output.stderr.includes("sk-canary"));
 });
 
-Deno.test("incontext serve names an unknown backend in one line, with the known ones", async () => {
+Deno.test("incontext serve names an unknown backend in one line, with the nearest and the known ones", async () => {
   const output = await runCli([
     "serve",
     "--backend",
@@ -65,7 +65,7 @@ Deno.test("incontext serve names an unknown backend in one line, with the known 
     "http://127.0.0.1:1",
   ], { env: WORKING });
   assertConfigFailure(output, [
-    /^ {2}--backend \(INCONTEXT_BACKEND\) names no known backend; use one of: vllm, local, anchored/,
+    /^ {2}--backend \(INCONTEXT_BACKEND\) names no known backend \(did you mean 'vllm'\?\); use one of: vllm, local, anchored/,
   ]);
 });
 
@@ -198,11 +198,11 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
   });
 }
 
-Deno.test("incontext with an unknown command exits 2 naming the commands", async () => {
+Deno.test("incontext with an unknown command exits 2 naming the nearest and the commands", async () => {
   const output = await runCli(["serv"]);
   strictEqual(output.code, 2);
   ok(
-    /has an unknown command; use one of: serve, tokenize-server, check, count/
+    /has an unknown command \(did you mean 'serve'\?\); use one of: serve, tokenize-server, check, count, demo-upstream/
       .test(output.stderr),
     output.stderr,
   );

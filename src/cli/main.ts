@@ -5,6 +5,7 @@
  */
 import { VERSION } from "../core/version.ts";
 import { reportConfigIssues } from "./config_failure.ts";
+import { suggestion } from "./suggestion.ts";
 import { checkCommand } from "./check.ts";
 import { countCommand } from "./count.ts";
 import { serveCommand } from "./serve.ts";
@@ -67,9 +68,9 @@ export async function runCli(
   if (run === undefined) {
     return reportConfigIssues("incontext", [{
       variable: "command line",
-      rule: `has an unknown command; use one of: ${
-        Object.keys(COMMANDS).join(", ")
-      }`,
+      rule: `has an unknown command${
+        suggestion(command, Object.keys(COMMANDS))
+      }; use one of: ${Object.keys(COMMANDS).join(", ")}`,
     }]);
   }
   return await run(rest, env);
