@@ -187,7 +187,12 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
       started,
     );
     // The tokenizer's path is shown: a wrong one would be seen.
-    ok(started.includes(`tokenizer=${upstream.tokenizeUrl} `), started);
+    ok(
+      started.includes(
+        `upstream=${upstream.url} tokenizer=${upstream.tokenizeUrl} `,
+      ),
+      started,
+    );
     const response = await fetch(
       `http://127.0.0.1:${port}/v1/chat/completions`,
       {

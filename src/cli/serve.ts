@@ -18,7 +18,6 @@ import {
 } from "../proxy/mod.ts";
 import { configured } from "./config_failure.ts";
 import { configureConsoleLog, logSettings } from "./console_log.ts";
-import { redactedUrl } from "./redacted_url.ts";
 import { publicUrl } from "./endpoint_problem.ts";
 import { prepare, type Prepared } from "./prepare.ts";
 import {
@@ -272,7 +271,7 @@ function announce(
     "incontext proxy listening on {listen}: upstream={upstream} tokenizer={tokenizer} backend={backend} window={window} ({windowSource}) context_length={contextLength} ({contextLengthSource})",
     {
       listen: `http://${host}:${port}`,
-      upstream: redactedUrl(settings.upstream!),
+      upstream: publicUrl(settings.upstream!),
       // The path is kept: a wrong one (/v1/tokenize) must be seen.
       tokenizer: config.tokenizerUrl !== undefined
         ? publicUrl(config.tokenizerUrl)
