@@ -7,7 +7,8 @@
  * installs the tarball into a fresh Node project in a temporary folder, runs
  * `consumer.node.mjs` there with `node --test`, runs the README's Node
  * example (the ```js block that starts with `// Node 20 (ESM)`) with `node`
- * exactly as written, and type-checks `consumer.ts` with `tsc --noEmit`
+ * exactly as written, saved as `.mjs` as the README says, and checks that
+ * it prints what its last line shows, and type-checks `consumer.ts` with `tsc --noEmit`
  * (strict, module nodenext). The `openai` SDK is installed next to it, so
  * `budgetedFetch` is proven under the real client. It then measures the package
  * packed with `--no-source-maps`: the whole package, and per entry in
@@ -206,8 +207,14 @@ async function readmeExample(project: string): Promise<string> {
     cwd: project,
     timeoutMs: MINUTE,
   });
-  if (stdout.trim() !== "") console.log(stdout.trimEnd());
-  return `node readme_example.mjs (README.md lines ${example.firstLine}-${example.lastLine}) exited with 0`;
+  if (stdout.trim() !== example.output) {
+    throw new StepError(
+      `node readme_example.mjs printed ${
+        JSON.stringify(stdout.trim())
+      }, not what README.md shows: ${JSON.stringify(example.output)}`,
+    );
+  }
+  return `node readme_example.mjs (README.md lines ${example.firstLine}-${example.lastLine}) printed what the README shows: ${example.output}`;
 }
 
 async function typeCheck(project: string): Promise<string> {
