@@ -82,7 +82,7 @@ console.log(
   "\nset: max_tokens = W - P exactly. compress: less than R was left below W, so the cap is clamped to",
   "\nR (or C - P, when less is left), which keeps room for the compression request, and the host is",
   "\ntold to compress; when nothing is left below C, 400.",
-  "\n\nNext, the proxy as a process, in front of a stand-in for vLLM (README.md, \"Try the proxy\"):",
+  '\n\nNext, the proxy as a process, in front of a stand-in for vLLM (README.md, "Try the proxy"):',
   "\n  npx --yes deno@2.9.6 task demo-upstream   # a vLLM stand-in on 127.0.0.1:8000",
   "\n  then the proxy in front of it with `task serve`, and a request with curl.",
 );
