@@ -42,6 +42,7 @@ import {
 const ROOT = new URL("../../", import.meta.url);
 const HERE = new URL("./", import.meta.url);
 /** Pinned so that the proof does not drift; only the npm registry is needed. */
+// The version tests/deno.json pins too, for `deno check` of no_any.node.mjs.
 const TYPESCRIPT = "typescript@5.9.3";
 const NODE_TYPES = "@types/node@20.19.43";
 /**
