@@ -461,3 +461,54 @@ Deno.test("incontext tokenize-server reports a folder it cannot load and a port 
     ]);
   });
 });
+
+Deno.test("incontext serve refuses a tokenizer mode the local backend cannot mirror in one line", async (t) => {
+  const env = {
+    ...WORKING,
+    INCONTEXT_BACKEND: "local",
+    INCONTEXT_UPSTREAM_URL: "http://127.0.0.1:1",
+  };
+  await t.step("a mode vLLM does not have", async () => {
+    const output = await runCli(["serve"], {
+      env: {
+        ...env,
+        INCONTEXT_TOKENIZER_DIR: "/nonexistent/model",
+        INCONTEXT_VLLM_TOKENIZER_MODE: "deepseek",
+      },
+    });
+    assertConfigFailure(output, [
+      /^ {2}INCONTEXT_VLLM_TOKENIZER_MODE must be one of vLLM's tokenizer modes: auto, hf, /,
+    ]);
+  });
+  await t.step("a Mistral folder that auto resolves to mistral", async () => {
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.writeTextFile(`${dir}/consolidated.safetensors`, "");
+      await Deno.writeTextFile(`${dir}/tekken.json`, "{}");
+      const output = await runCli(["serve"], {
+        env: { ...env, INCONTEXT_TOKENIZER_DIR: dir },
+      });
+      assertConfigFailure(output, [
+        /^ {2}INCONTEXT_TOKENIZER_DIR cannot be loaded: Cannot count with vLLM's tokenizer mode mistral \(auto, .*\) locally: vLLM renders and tokenizes with mistral_common; count with the vllm backend instead$/,
+      ]);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+  await t.step("grok2 named for the tokenize server", async () => {
+    const output = await runCli([
+      "tokenize-server",
+      "--model-dir",
+      new URL("./fixtures/model_folder/", import.meta.url).pathname,
+      "--max-model-len",
+      "32768",
+      "--tokenizer-mode",
+      "grok2",
+      "--listen",
+      `127.0.0.1:${freePort()}`,
+    ]);
+    assertConfigFailure(output, [
+      /^ {2}--model-dir \(INCONTEXT_TOKENIZER_DIR\) cannot be loaded: Cannot count with vLLM's tokenizer mode grok2 locally: .*; count with the vllm backend instead$/,
+    ]);
+  });
+});

@@ -927,4 +927,33 @@ Deno.test("loadConfig() reads the local backend's variables", async (t) => {
       );
     }
   });
+  await t.step(
+    "INCONTEXT_VLLM_TOKENIZER_MODE names one of vLLM's tokenizer modes",
+    () => {
+      strictEqual(loadConfig(URL_ENV).vllmTokenizerMode, undefined);
+      strictEqual(
+        loadConfig({ ...URL_ENV, INCONTEXT_VLLM_TOKENIZER_MODE: "DeepSeek_V4" })
+          .vllmTokenizerMode,
+        "deepseek_v4",
+      );
+      strictEqual(
+        loadConfig({ ...URL_ENV, INCONTEXT_VLLM_TOKENIZER_MODE: "mistral" })
+          .vllmTokenizerMode,
+        "mistral",
+      );
+      throws(
+        () =>
+          loadConfig({ ...URL_ENV, INCONTEXT_VLLM_TOKENIZER_MODE: "deepseek" }),
+        (error) => {
+          ok(error instanceof ConfigError);
+          deepStrictEqual(error.issues, [{
+            variable: "INCONTEXT_VLLM_TOKENIZER_MODE",
+            rule:
+              "must be one of vLLM's tokenizer modes: auto, hf, slow, mistral, deepseek_v32, deepseek_v4, fastokens, grok2, kimi_audio, qwen_vl",
+          }]);
+          return true;
+        },
+      );
+    },
+  );
 });

@@ -1,4 +1,10 @@
-import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
+import {
+  deepStrictEqual,
+  ok,
+  rejects,
+  strictEqual,
+  throws,
+} from "node:assert/strict";
 import { dirname } from "node:path";
 import type { JsonObject } from "../src/core/backend.ts";
 import { CountError, LocalBackend } from "../src/backends/local/mod.ts";
@@ -289,6 +295,7 @@ Deno.test("resolveTokenizeServerSettings() reads flags and the environment", asy
         maxModelLen: 4096,
         hostname: "127.0.0.1",
         port: 8001,
+        tokenizerMode: "auto",
         trustRequestChatTemplate: false,
         limits: DEFAULT_LIMITS,
       },
@@ -317,6 +324,27 @@ Deno.test("resolveTokenizeServerSettings() reads flags and the environment", asy
       maxConnections: 16,
     });
   });
+  await t.step("the tokenizer mode: the flag, else the environment", () => {
+    const env = {
+      INCONTEXT_TOKENIZER_DIR: "/m",
+      INCONTEXT_VLLM_TOKENIZER_MODE: "deepseek_v4",
+    };
+    const read = (args: string[]) => {
+      const settings = resolveTokenizeServerSettings(
+        ["--max-model-len=8", ...args],
+        env,
+      );
+      return settings === "help" ? settings : settings.tokenizerMode;
+    };
+    strictEqual(read([]), "deepseek_v4");
+    strictEqual(read(["--tokenizer-mode=DeepSeek_V32"]), "deepseek_v32");
+    throws(
+      () => read(["--tokenizer-mode=deepseek"]),
+      (error: unknown) =>
+        (error as { issues: { variable: string }[] }).issues[0]!.variable ===
+          "--tokenizer-mode (INCONTEXT_VLLM_TOKENIZER_MODE)",
+    );
+  });
   await t.step("flags", () => {
     const settings = resolveTokenizeServerSettings([
       "--model-dir=/m",
@@ -331,6 +359,7 @@ Deno.test("resolveTokenizeServerSettings() reads flags and the environment", asy
       hostname: "::1",
       port: 9000,
       chatTemplate: "/t.jinja",
+      tokenizerMode: "auto",
       trustRequestChatTemplate: true,
       limits: DEFAULT_LIMITS,
     });

@@ -54,6 +54,7 @@ export async function tokenizeServerCommand(
   const backend = new LocalBackend({
     dir: settings.modelDir,
     cache,
+    tokenizerMode: settings.tokenizerMode,
     ...(settings.chatTemplate === undefined
       ? {}
       : { chatTemplate: settings.chatTemplate }),

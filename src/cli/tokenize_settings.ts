@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
 import { DEFAULT_CONFIG } from "../core/config.ts";
 import { loadConfig } from "../config/mod.ts";
+import { TOKENIZER_MODES, tokenizerMode } from "../local/tokenizer_mode.ts";
 
 export const TOKENIZE_HELP =
   `incontext tokenize server: vLLM's /tokenize and /detokenize from a model folder
@@ -19,6 +20,8 @@ Flags:
   --max-model-len N               the served context length every answer reports (required)
   --listen HOST:PORT              default 127.0.0.1:8001
   --chat-template PATH            a chat template overriding the folder's, as vLLM's --chat-template
+  --tokenizer-mode MODE           vLLM's --tokenizer-mode: auto (default), hf, deepseek_v32 or
+                                  deepseek_v4 (the others are refused); default INCONTEXT_VLLM_TOKENIZER_MODE
   --trust-request-chat-template   use a request's own chat_template (refused with HTTP 400 otherwise)
   --help                          print this help
 
@@ -87,6 +90,8 @@ export interface TokenizeServerSettings {
   readonly hostname: string;
   readonly port: number;
   readonly chatTemplate?: string;
+  /** vLLM's tokenizer mode, lower-cased. */
+  readonly tokenizerMode: string;
   readonly trustRequestChatTemplate: boolean;
   readonly limits: ServerLimits;
 }
@@ -109,6 +114,7 @@ export function resolveTokenizeServerSettings(
         "max-model-len": { type: "string" },
         listen: { type: "string", default: "127.0.0.1:8001" },
         "chat-template": { type: "string" },
+        "tokenizer-mode": { type: "string" },
         "trust-request-chat-template": { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
@@ -143,6 +149,18 @@ export function resolveTokenizeServerSettings(
     issues.push({ variable: "--listen", rule: "must be HOST:PORT" });
   }
   const limits = serverLimits(env, issues);
+  const mode = values["tokenizer-mode"] ??
+    env.INCONTEXT_VLLM_TOKENIZER_MODE ?? "auto";
+  try {
+    tokenizerMode(mode);
+  } catch {
+    issues.push({
+      variable: "--tokenizer-mode (INCONTEXT_VLLM_TOKENIZER_MODE)",
+      rule: `must be one of vLLM's tokenizer modes: ${
+        TOKENIZER_MODES.join(", ")
+      }`,
+    });
+  }
   if (issues.length > 0) throw new ConfigError(issues);
   const chatTemplate = values["chat-template"];
   return {
@@ -151,6 +169,7 @@ export function resolveTokenizeServerSettings(
     hostname: listen![1]!.replace(/^\[(.*)\]$/, "$1"),
     port,
     ...(chatTemplate === undefined ? {} : { chatTemplate }),
+    tokenizerMode: tokenizerMode(mode),
     trustRequestChatTemplate: values["trust-request-chat-template"],
     limits,
   };

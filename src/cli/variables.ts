@@ -139,6 +139,11 @@ export const VARIABLES: readonly VariableDoc[] = [
     meaning: "the vLLM release local mirrors; unset, vllm asks GET /version",
   },
   {
+    name: "INCONTEXT_VLLM_TOKENIZER_MODE",
+    default: "auto",
+    meaning: "local's vLLM --tokenizer-mode (hf, deepseek_v32, deepseek_v4)",
+  },
+  {
     name: "INCONTEXT_BACKEND_MODULES",
     default: "none",
     meaning: "jsr:, npm: or file: modules that register backends",

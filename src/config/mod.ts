@@ -36,6 +36,7 @@ import {
   parseVllmVersion,
   vllmRules,
 } from "../core/vllm_release.ts";
+import { TOKENIZER_MODES } from "../local/tokenizer_mode.ts";
 
 export { type Config, ConfigError, type ConfigIssue };
 
@@ -208,6 +209,12 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
       });
     }
   }),
+  vllmTokenizerMode: z.string()
+    .transform((value) => value.toLowerCase())
+    .refine(
+      (value) => (TOKENIZER_MODES as readonly string[]).includes(value),
+      `must be one of vLLM's tokenizer modes: ${TOKENIZER_MODES.join(", ")}`,
+    ),
   fallbackMarginTokens: integer(0),
   compressionWindowTokens: integer(1),
   minOutputTokens: integer(1),

@@ -71,6 +71,12 @@ export interface Config {
    */
   readonly vllmVersion?: string;
   /**
+   * `INCONTEXT_VLLM_TOKENIZER_MODE`: the `local` backend's tokenizer mode, as
+   * vLLM's `--tokenizer-mode` (lower-cased); unset, `auto`, resolved from
+   * the model folder as vLLM resolves it.
+   */
+  readonly vllmTokenizerMode?: string;
+  /**
    * `INCONTEXT_FALLBACK_MARGIN_TOKENS` (legacy `HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS`):
    * subtracted when only an estimate is available.
    *
@@ -334,6 +340,7 @@ export const CONFIG_VARIABLES: {
   chatTemplate: { name: "INCONTEXT_CHAT_TEMPLATE" },
   tokenizerSha256: { name: "INCONTEXT_TOKENIZER_SHA256" },
   vllmVersion: { name: "INCONTEXT_VLLM_VERSION" },
+  vllmTokenizerMode: { name: "INCONTEXT_VLLM_TOKENIZER_MODE" },
   fallbackMarginTokens: {
     name: "INCONTEXT_FALLBACK_MARGIN_TOKENS",
     alias: "HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS",

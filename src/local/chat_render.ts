@@ -14,6 +14,12 @@ import type { ChatTemplate } from "../template/chat_template.ts";
 import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
 import type { ContentFormat, Reuse } from "./preprocess.ts";
 import { type VllmRules, vllmRules } from "../core/vllm_release.ts";
+import type { RenderedChat } from "./deepseek_render.ts";
+import {
+  type RenderMode,
+  resolveTokenizerMode,
+  tokenizerMode,
+} from "./tokenizer_mode.ts";
 
 /** Where a model folder's files come from. */
 export interface ChatFolderOptions {
@@ -27,17 +33,25 @@ export interface ChatFolderOptions {
   readonly now?: () => Date;
   /** The vLLM release whose preprocessing is mirrored (the newest known by default). */
   readonly vllmVersion?: string;
+  /**
+   * vLLM's tokenizer mode (`--tokenizer-mode`, one of `TOKENIZER_MODES`);
+   * `undefined` renders the Jinja template, as a server without tokenizer
+   * modes does.
+   */
+  readonly tokenizerMode?: string;
 }
 
 /** Only the folder fields of a backend's options: what crosses to the count worker. */
 export function folderSpec(options: ChatFolderOptions): ChatFolderOptions {
   const { dir, chatTemplate, expectedSha256, now, vllmVersion } = options;
+  const mode = options.tokenizerMode;
   return {
     dir,
     ...(chatTemplate === undefined ? {} : { chatTemplate }),
     ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
     ...(now === undefined ? {} : { now }),
     ...(vllmVersion === undefined ? {} : { vllmVersion }),
+    ...(mode === undefined ? {} : { tokenizerMode: tokenizerMode(mode) }),
   };
 }
 
@@ -75,6 +89,8 @@ export interface Loaded {
   readonly identity: string;
   /** The preprocessing rules of the vLLM release mirrored. */
   readonly rules: VllmRules;
+  /** How chats render: the Jinja template, or vLLM's DeepSeek encoders. */
+  readonly mode: RenderMode;
   /** The clock of `strftime_now`. */
   readonly now: () => Date;
   /** The template and preprocessing code, imported with the files. */
@@ -90,16 +106,18 @@ export type RenderModules =
   & typeof import("../tokenizer/tokenizer.ts")
   & typeof import("../tokenizer/rebuilt.ts")
   & typeof import("./preprocess.ts")
+  & typeof import("./deepseek_render.ts")
   & typeof import("./segments.ts")
   & typeof import("./line_chunks.ts");
 
 async function importRenderModules(): Promise<RenderModules> {
-  const [template, tokenizer, rebuilt, preprocess, segments, lines] =
+  const [template, tokenizer, rebuilt, preprocess, deepseek, segments, lines] =
     await Promise.all([
       import("../template/chat_template.ts"),
       import("../tokenizer/tokenizer.ts"),
       import("../tokenizer/rebuilt.ts"),
       import("./preprocess.ts"),
+      import("./deepseek_render.ts"),
       import("./segments.ts"),
       import("./line_chunks.ts"),
     ]);
@@ -108,6 +126,7 @@ async function importRenderModules(): Promise<RenderModules> {
     ...tokenizer,
     ...rebuilt,
     ...preprocess,
+    ...deepseek,
     ...segments,
     ...lines,
   };
@@ -216,6 +235,57 @@ export function renderChatParts(
     : parts;
 }
 
+/** Options for {@linkcode renderPayload}. */
+export interface RenderPayloadOptions {
+  /**
+   * Whether message and tool objects keep their converted values (see
+   * {@linkcode RenderChatOptions.reuse}).
+   *
+   * @default {false}
+   */
+  readonly reuse?: boolean;
+  /**
+   * Whether the prompt comes in parts; `false` gives it in one part.
+   *
+   * @default {true}
+   */
+  readonly split?: boolean;
+  /**
+   * A chat template of the request's own (a `/tokenize` body's
+   * `chat_template`), rendered instead of the folder's; the DeepSeek
+   * encoders read no template.
+   *
+   * @default {undefined} the folder's
+   */
+  readonly ownTemplate?: string;
+}
+
+/**
+ * Renders a chat payload as the served renderer does: the chat template
+ * after vLLM's preprocessing, or vLLM's DeepSeek encoder in those tokenizer
+ * modes; with whether the tokenizer adds special tokens to the prompt.
+ */
+export function renderPayload(
+  loaded: Loaded,
+  payload: Record<string, unknown>,
+  options: RenderPayloadOptions = {},
+): RenderedChat {
+  const { reuse = false, split = true, ownTemplate } = options;
+  if (loaded.mode !== "hf") {
+    return loaded.engine.renderDeepseek(loaded.mode, payload, {
+      rules: loaded.rules,
+      split,
+    });
+  }
+  const template = ownTemplate === undefined
+    ? templateFor(loaded, payload.tools)
+    : compileTemplate(loaded, ownTemplate);
+  return {
+    parts: renderChatParts(loaded, payload, { template, reuse, split }),
+    addSpecialTokens: payload.add_special_tokens === true,
+  };
+}
+
 /** Picks the template as transformers does: `tool_use` with tools, else `default`. */
 export function templateFor(
   loaded: Loaded,
@@ -257,7 +327,8 @@ export function compileTemplate(
 
 /**
  * Throws a TypeError naming `what` when a model folder's options are
- * invalid, a RangeError when its `vllmVersion` is not a release mirrored.
+ * invalid, a RangeError when its `vllmVersion` is not a release mirrored or
+ * its `tokenizerMode` not one of vLLM's.
  */
 export function checkFolderOptions(
   what: string,
@@ -275,6 +346,7 @@ export function checkFolderOptions(
     );
   }
   if (options.vllmVersion !== undefined) vllmRules(options.vllmVersion);
+  if (options.tokenizerMode !== undefined) tokenizerMode(options.tokenizerMode);
 }
 
 /** A model folder loaded on first use and freed on dispose. */
@@ -322,6 +394,13 @@ export async function loadFolder(
   logger: Logger,
 ): Promise<Loaded> {
   const rules = vllmRules(options.vllmVersion);
+  // First: a refused mode's folder may lack tokenizer.json.
+  const mode = options.tokenizerMode === undefined
+    ? "hf"
+    : await resolveTokenizerMode(
+      tokenizerMode(options.tokenizerMode),
+      options.dir,
+    );
   const engine = await importRenderModules();
   const folder = await engine.readModelFolder(options.dir);
   const expected = options.expectedSha256?.toLowerCase();
@@ -332,11 +411,15 @@ export async function loadFolder(
   }
   // Parsed once: the checks read it before the tokenizer takes it.
   const parsed: unknown = JSON.parse(folder.tokenizerJson);
-  engine.checkTransformersRebuild({
-    tokenizerJson: parsed,
-    tokenizerConfig: folder.tokenizerConfig,
-    modelConfig: folder.modelConfig,
-  });
+  // The DeepSeek modes load PreTrainedTokenizerFast itself, which keeps
+  // tokenizer.json as written whatever class the folder names.
+  if (mode === "hf") {
+    engine.checkTransformersRebuild({
+      tokenizerJson: parsed,
+      tokenizerConfig: folder.tokenizerConfig,
+      modelConfig: folder.modelConfig,
+    });
+  }
   const incremental = engine.isSegmentationSafe(parsed);
   const lineChunks = incremental && engine.isLineChunkSafe(parsed);
   const tokenizer = engine.loadTokenizer({
@@ -354,8 +437,9 @@ export async function loadFolder(
     template: sha256([...sources].flat().join("\0")),
   };
   logger.info(
-    "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, tokenizer_config.json sha256={tokenizerConfigSha256}, chat template sha256={templateSha256}; incremental counting: {incremental}, line chunks: {lineChunks}",
+    "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, tokenizer_config.json sha256={tokenizerConfigSha256}, chat template sha256={templateSha256}; renderer: {mode}; incremental counting: {incremental}, line chunks: {lineChunks}",
     {
+      mode,
       tokenizerSha256: files.tokenizer,
       tokenizerConfigSha256: files.tokenizerConfig,
       templateSha256: files.template,
@@ -370,8 +454,11 @@ export async function loadFolder(
     files,
     sources,
     compiled: new Map(),
-    identity: `${filesIdentity(files)} vllm-${rules.release}`,
+    identity: `${filesIdentity(files)} vllm-${rules.release}${
+      mode === "hf" ? "" : ` ${mode}`
+    }`,
     rules,
+    mode,
     now: options.now ?? (() => new Date()),
     engine,
   };

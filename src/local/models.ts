@@ -16,9 +16,7 @@ import {
   type FilesSha256,
   type Loaded,
   loadFolder,
-  renderChat,
-  renderChatParts,
-  templateFor,
+  renderPayload,
 } from "./chat_render.ts";
 import { type PieceStore, PrefixCounter } from "./prefix.ts";
 import { type DecodeForm, decodeIds, payloadIds } from "./tokenize.ts";
@@ -34,6 +32,8 @@ export interface ModelSpec {
   readonly now?: () => Date;
   /** The vLLM release whose preprocessing is mirrored. */
   readonly vllmVersion?: string;
+  /** vLLM's tokenizer mode; `undefined` renders the chat template. */
+  readonly tokenizerMode?: string;
 }
 
 /** One count: the model, the request kind and vLLM's `/tokenize` payload. */
@@ -70,6 +70,7 @@ function specKey(spec: ModelSpec): string {
     spec.chatTemplate ?? null,
     spec.expectedSha256?.toLowerCase() ?? null,
     spec.vllmVersion ?? null,
+    spec.tokenizerMode ?? null,
   ]);
 }
 
@@ -106,6 +107,16 @@ export class LocalModels {
    */
   async load(spec: ModelSpec): Promise<FilesSha256> {
     return (await this.#model(spec)).loaded.files;
+  }
+
+  /**
+   * What a count of the folder depends on, as one string: the files'
+   * SHA-256, the vLLM release mirrored and the renderer.
+   *
+   * @throws {CountError} If the files fail to load.
+   */
+  async identity(spec: ModelSpec): Promise<string> {
+    return (await this.#model(spec)).loaded.identity;
   }
 
   /**
@@ -156,11 +167,10 @@ export class LocalModels {
   async render(job: LocalCountJob): Promise<string> {
     try {
       const { loaded } = await this.#model(job.spec);
-      const { payload } = job;
-      return renderChat(loaded, payload, {
-        template: templateFor(loaded, payload.tools),
+      return renderPayload(loaded, job.payload, {
         reuse: this.#ownsPayloads,
-      });
+        split: false,
+      }).parts[0]!;
     } catch (error) {
       throw asCountError(error, "The local render failed");
     }
@@ -239,17 +249,15 @@ function countPayload(
       addSpecialTokens: payload.add_special_tokens !== false,
     });
   }
-  const addSpecialTokens = payload.add_special_tokens === true;
-  const pieces = addSpecialTokens ? null : model.pieces;
   // In parts for the pieces: a reused loop item's part is compared with the
   // previous render's as the same string, and the whole text is never joined.
-  const parts = renderChatParts(loaded, payload, {
-    template: templateFor(loaded, payload.tools),
+  const { parts, addSpecialTokens } = renderPayload(loaded, payload, {
     reuse,
-    split: pieces !== null,
+    split: model.pieces !== null && payload.add_special_tokens !== true,
   });
+  const pieces = addSpecialTokens ? null : model.pieces;
   // A grown conversation re-tokenizes only its new pieces.
   return pieces !== null
     ? pieces.count(parts)
-    : loaded.tokenizer.count(parts[0]!, { addSpecialTokens });
+    : loaded.tokenizer.count(parts.join(""), { addSpecialTokens });
 }

@@ -9,12 +9,7 @@
 import type { JsonObject } from "../core/backend.ts";
 import { CountError } from "../core/errors.ts";
 import { isJsonObject } from "../core/request.ts";
-import {
-  compileTemplate,
-  type Loaded,
-  renderChat,
-  templateFor,
-} from "./chat_render.ts";
+import { type Loaded, renderPayload } from "./chat_render.ts";
 import { SegmentIds } from "./segment_ids.ts";
 
 /** How ids are decoded: `/detokenize`'s text, or `/tokenize`'s `token_strs`. */
@@ -39,11 +34,11 @@ export function payloadIds(loaded: Loaded, payload: JsonObject): number[] {
     add_generation_prompt: payload.add_generation_prompt ?? true,
   };
   const own = payload.chat_template;
-  const entry = typeof own === "string"
-    ? compileTemplate(loaded, own)
-    : templateFor(loaded, payload.tools);
-  const text = renderChat(loaded, chat, { template: entry });
-  const addSpecialTokens = payload.add_special_tokens === true;
+  const { parts, addSpecialTokens } = renderPayload(loaded, chat, {
+    split: false,
+    ...(typeof own === "string" ? { ownTemplate: own } : {}),
+  });
+  const text = parts[0]!;
   // Segment by segment where that is the same encoding: a grown
   // conversation's earlier segments keep their ids.
   if (loaded.incremental && !addSpecialTokens) {

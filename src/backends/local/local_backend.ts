@@ -25,7 +25,6 @@ import {
 import type { DecodeForm } from "../../local/tokenize.ts";
 import {
   checkFolderOptions,
-  filesIdentity,
   type FilesSha256,
   folderSpec,
 } from "../../local/chat_render.ts";
@@ -75,6 +74,20 @@ export interface LocalBackendOptions {
    * @default {undefined} the newest release whose rules are known
    */
   readonly vllmVersion?: string;
+  /**
+   * vLLM's tokenizer mode, as its `--tokenizer-mode` (case-insensitive):
+   * `auto` resolves as vLLM resolves it (the DeepSeek V3.2 and V4
+   * architectures in `config.json` pick their own modes; a folder with
+   * Mistral's `consolidated*.safetensors` and `tekken.json` or
+   * `tokenizer.model.v*` picks `mistral`; anything else `hf`). `hf` renders
+   * the chat template; `deepseek_v32` and `deepseek_v4` render as vLLM's
+   * DeepSeek encoders do. The modes vLLM tokenizes with other libraries
+   * (`mistral`, `grok2`, `slow`, `fastokens`, `kimi_audio`, `qwen_vl`) fail
+   * the load, naming the mode: count those with the `vllm` backend.
+   *
+   * @default {"auto"}
+   */
+  readonly tokenizerMode?: string;
   /**
    * The clock the template's `strftime_now` reads. A function cannot reach
    * the count worker: with a clock, counts run on the calling thread.
@@ -135,13 +148,17 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * @param options The model folder and the optional settings.
    * @throws {TypeError} If `dir` is not a non-empty string, or
    * `expectedSha256` is not 64 hex characters.
-   * @throws {RangeError} If `vllmVersion` is not a vLLM release mirrored.
+   * @throws {RangeError} If `vllmVersion` is not a vLLM release mirrored,
+   * or `tokenizerMode` is not one of vLLM's tokenizer modes.
    */
   constructor(options: LocalBackendOptions) {
     super();
     checkFolderOptions(WHAT, options);
     this.#cache = options.cache;
-    this.#spec = folderSpec(options);
+    this.#spec = folderSpec({
+      ...options,
+      tokenizerMode: options.tokenizerMode ?? "auto",
+    });
     this.#rules = vllmRules(options.vllmVersion);
   }
 
@@ -152,8 +169,9 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * log which files are served.
    *
    * @returns The SHA-256 of `tokenizer.json`, `tokenizer_config.json` and the chat template.
-   * @throws {CountError} If the files cannot be read or built, or
-   * `tokenizer.json` does not match `expectedSha256`.
+   * @throws {CountError} If the files cannot be read or built,
+   * `tokenizer.json` does not match `expectedSha256`, or the tokenizer mode
+   * is one the local backend cannot mirror.
    *
    * @example Checking the files at start-up
    * ```ts
@@ -424,14 +442,13 @@ export class LocalBackend extends Backend implements AsyncDisposable {
       signal?.throwIfAborted();
       return await host.count(job);
     }
-    // A cache of another make (or a clock): whole counts through it, keyed by the files.
-    const files = await host.load(this.#spec);
+    // A cache of another make (or a clock): whole counts through it, keyed
+    // by the files, the release and the renderer.
+    const identity = await host.identity(this.#spec);
     signal?.throwIfAborted();
     return await cachedCount({
       cache,
-      endpoint: `${this.source} ${
-        filesIdentity(files)
-      } vllm-${this.#rules.release}`,
+      endpoint: `${this.source} ${identity}`,
       contextLength,
       payload: payloadJson(payload),
       signal,
@@ -457,6 +474,9 @@ function localFromConfig(config: Config): Backend {
     ...(config.vllmVersion === undefined
       ? {}
       : { vllmVersion: config.vllmVersion }),
+    ...(config.vllmTokenizerMode === undefined
+      ? {}
+      : { tokenizerMode: config.vllmTokenizerMode }),
     cache: sharedCountCache({ maxEntries: config.cacheEntries }),
   });
 }
