@@ -21,7 +21,7 @@
  * graph (`deno info --json` on the packed `.js`) plus any packed `.js` file
  * that a reached module names in a relative string literal (the count
  * worker, which is loaded by URL). It fails when the root entry reaches more
- * than 400 KB or the package holds more than 1,500 KB (1 KB = 1000 bytes).
+ * than 400 KB or the package holds more than 1,550 KB (1 KB = 1000 bytes).
  * Every failure is reported; the exit code is 1 if there was any.
  *
  * @module
