@@ -11,9 +11,9 @@ import { createProxyHandler } from "../src/proxy/mod.ts";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
 
 const CONTEXT = 65536; // vLLM --max-model-len
-const WINDOW = 55705; // Hermes' compression window for a 65,536-token model
+const WINDOW = 64000; // what Hermes 0.18.2 and 0.19.0 compute for a 65,536-token model
 const TURNS = 12;
-const TOOL_OUTPUT = "lorem ipsum dolor sit amet ".repeat(880); // ~6,000 tokens a turn
+const TOOL_OUTPUT = "lorem ipsum dolor sit amet ".repeat(900); // ~6,100 tokens a turn
 
 await using upstream = await serveFakeUpstream({
   maxModelLen: CONTEXT,
@@ -82,5 +82,7 @@ console.log(
   "\nset: max_tokens = W - P exactly. compress: less than R was left below W, so the cap is clamped to",
   "\nR (or C - P, when less is left), which keeps room for the compression request, and the host is",
   "\ntold to compress; when nothing is left below C, 400.",
-  "\nRun the real proxy: npx --yes deno@2.9.6 task serve (see README).",
+  '\n\nNext, the proxy as a process, in front of a stand-in for vLLM (README.md, "Try the proxy"):',
+  "\n  npx --yes deno@2.9.6 task demo-upstream   # a vLLM stand-in on 127.0.0.1:8000",
+  "\n  then the proxy in front of it with `task serve`, and a request with curl.",
 );

@@ -98,6 +98,7 @@ function tree(files: Record<string, readonly string[]>) {
 const LAYERS: Layering = {
   layers: ["_internal", "core", "cache", "backends", "proxy", "testing"],
 };
+const LAYERS_WITH_CLI: Layering = { layers: [...LAYERS.layers, "cli"] };
 
 Deno.test("checkArchitecture() reports each broken rule", async (t) => {
   const clean = {
@@ -173,6 +174,17 @@ Deno.test("checkArchitecture() reports each broken rule", async (t) => {
     });
     deepStrictEqual(checkArchitecture(graph, LAYERS), [
       "mod.ts imports src/testing/fake.ts: product code may not import src/testing/",
+    ]);
+  });
+
+  await t.step("only the demo upstream command may import src/testing/", () => {
+    const graph = tree({
+      ...clean,
+      "src/cli/demo_upstream.ts": ["src/testing/fake.ts"],
+      "src/cli/serve.ts": ["src/testing/fake.ts"],
+    });
+    deepStrictEqual(checkArchitecture(graph, LAYERS_WITH_CLI), [
+      "src/cli/serve.ts imports src/testing/fake.ts: product code may not import src/testing/",
     ]);
   });
 

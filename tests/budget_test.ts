@@ -410,7 +410,14 @@ Deno.test("budget() fails open when a backend hook throws", async (t) => {
       return this.broken === "bad-limit" ? 1.5 : undefined;
     }
   }
-  for (const broken of ["coerce", "field", "limit", "bad-limit"]) {
+  // Hooks that run before the count name no source: nothing was counted.
+  const counted = { coerce: "none", field: "none", limit: "fake" };
+  for (
+    const [broken, source] of Object.entries({
+      ...counted,
+      "bad-limit": "fake",
+    })
+  ) {
     await t.step(broken, async () => {
       const request = chat({ max_tokens: 10 });
       const result = await budget(
@@ -419,7 +426,8 @@ Deno.test("budget() fails open when a backend hook throws", async (t) => {
       );
       strictEqual(result.action, "unchanged");
       strictEqual(result.request, request);
-      strictEqual(result.source, "fake");
+      strictEqual(result.source, source);
+      ok(result.reason.startsWith(`${source}: backend hook failed`));
     });
   }
   await t.step("a throwing source is replaced by unknown-backend", async () => {
@@ -532,4 +540,50 @@ Deno.test("budget() leaves a request the chat template rejects unchanged", async
   strictEqual(result.request, request);
   strictEqual(estimated, false);
   ok(result.reason.includes("rejects this request"));
+});
+
+Deno.test("budget() names no source when it counted nothing", async () => {
+  const backend = new FakeBackend({ count: 1705 });
+  const outside = await budget(
+    chat({ model: "other" }),
+    options({ backend, route: { model: "m" } }),
+  );
+  strictEqual(outside.action, "unchanged");
+  strictEqual(outside.source, "none");
+  strictEqual(outside.reason, "none: outside the budgeted route (model)");
+  const unsupported = await budget({ model: "m" }, options({ backend }));
+  strictEqual(unsupported.source, "none");
+  ok(unsupported.reason.startsWith("none: unsupported request"));
+  const invalidCap = await budget(
+    chat({ max_tokens: 0 }),
+    options({ backend }),
+  );
+  strictEqual(invalidCap.source, "none");
+  strictEqual(backend.calls.length, 0);
+});
+
+Deno.test("budget()'s compress reasons never print a negative budget", async () => {
+  const near = await budget(
+    chat(),
+    options({ backend: new FakeBackend({ count: W - 4095 }) }),
+  );
+  strictEqual(near.action, "compress");
+  strictEqual(
+    near.reason,
+    `fake: compression_window=${W}, prompt_tokens=${
+      W - 4095
+    }, max_tokens=4095 is below the required 4096: compress first`,
+  );
+  const past = await budget(
+    chat(),
+    options({ backend: new FakeBackend({ count: W + 3903 }) }),
+  );
+  strictEqual(past.action, "compress");
+  strictEqual(
+    past.reason,
+    `fake: compression_window=${W}, prompt_tokens=${
+      W + 3903
+    }: no room is left for output (at least 4096 required): compress first`,
+  );
+  ok(!/-\d/.test(past.reason), past.reason);
 });

@@ -42,7 +42,8 @@ Deno.test("incontext serve logs JSON lines: the start-up record names upstream a
   deepStrictEqual(started.properties, {
     listen: `http://127.0.0.1:${port}`,
     upstream: `http://${root.host}`,
-    tokenizer: `http://${tokenizer.host}`,
+    // The path is shown (a wrong one must be seen); the query never.
+    tokenizer: `http://${tokenizer.host}/tokenize`,
     backend: "vllm-tokenize",
     window: 55705,
     windowSource: "INCONTEXT_COMPRESSION_WINDOW_TOKENS",

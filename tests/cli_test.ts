@@ -56,7 +56,7 @@ Deno.test("incontext serve reports invalid and missing settings together, never 
   ok(!output.stderr.includes("sk-canary"));
 });
 
-Deno.test("incontext serve names an unknown backend in one line, with the known ones", async () => {
+Deno.test("incontext serve names an unknown backend in one line, with the nearest and the known ones", async () => {
   const output = await runCli([
     "serve",
     "--backend",
@@ -65,7 +65,7 @@ Deno.test("incontext serve names an unknown backend in one line, with the known 
     "http://127.0.0.1:1",
   ], { env: WORKING });
   assertConfigFailure(output, [
-    /^ {2}--backend \(INCONTEXT_BACKEND\) names no known backend; use one of: vllm, local, anchored/,
+    /^ {2}--backend \(INCONTEXT_BACKEND\) names no known backend \(did you mean 'vllm'\?\); use one of: vllm, local, anchored/,
   ]);
 });
 
@@ -120,28 +120,38 @@ Deno.test("incontext serve names the address when its port is in use", async () 
       `^ {2}--listen \\(INCONTEXT_LISTEN\\) cannot listen on 127\\.0\\.0\\.1:${port}: the address is in use$`,
     ),
   ]);
+  // The clear message is the only one: no log line of the failed listen.
+  ok(!/\[ERR\]|server error/.test(output.stderr), output.stderr);
+  ok(!/\[ERR\]|server error/.test(output.stdout), output.stdout);
 });
 
-Deno.test("incontext serve starts with a warning when the tokenizer and the upstream do not answer", async () => {
+Deno.test("incontext serve starts with a warning naming each URL when the tokenizer and the upstream do not answer", async () => {
   const port = freePort();
+  const upstreamUrl = `http://127.0.0.1:${freePort()}`;
+  const tokenizerUrl = `http://127.0.0.1:${freePort()}/tokenize`;
   await using server = spawnCli([
     "serve",
     "--upstream",
-    `http://127.0.0.1:${freePort()}`,
+    upstreamUrl,
     "--listen",
     `127.0.0.1:${port}`,
-  ], {
-    env: {
-      ...WORKING,
-      INCONTEXT_TOKENIZER_URL: `http://127.0.0.1:${freePort()}/tokenize`,
-    },
-  });
+  ], { env: { ...WORKING, INCONTEXT_TOKENIZER_URL: tokenizerUrl } });
   const started = await server.stdout.waitFor(/listening on/);
   ok(started.includes(`listening on http://127.0.0.1:${port}`), started);
   // Warnings go to standard error, which may arrive after standard output.
   const log = await server.stderr.waitFor(/upstream not reachable at start-up/);
-  ok(/tokenizer not reachable at start-up/.test(log), log);
-  ok(/upstream not reachable at start-up/.test(log), log);
+  ok(
+    log.includes(
+      `tokenizer not counting at start-up: ${tokenizerUrl}: connection refused (nothing listens on that port)`,
+    ),
+    log,
+  );
+  ok(
+    log.includes(
+      `upstream not reachable at start-up: ${upstreamUrl}/v1/models: connection refused (nothing listens on that port)`,
+    ),
+    log,
+  );
   // The start-up probe is what readiness reports; the process is alive.
   const live = await fetch(`http://127.0.0.1:${port}/incontext/livez`);
   strictEqual(live.status, 200);
@@ -176,6 +186,13 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
       ),
       started,
     );
+    // The tokenizer's path is shown: a wrong one would be seen.
+    ok(
+      started.includes(
+        `upstream=${upstream.url} tokenizer=${upstream.tokenizeUrl} `,
+      ),
+      started,
+    );
     const response = await fetch(
       `http://127.0.0.1:${port}/v1/chat/completions`,
       {
@@ -195,11 +212,11 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
   });
 }
 
-Deno.test("incontext with an unknown command exits 2 naming the commands", async () => {
+Deno.test("incontext with an unknown command exits 2 naming the nearest and the commands", async () => {
   const output = await runCli(["serv"]);
   strictEqual(output.code, 2);
   ok(
-    /has an unknown command; use one of: serve, tokenize-server, check, count/
+    /has an unknown command \(did you mean 'serve'\?\); use one of: serve, tokenize-server, check, count, demo-upstream/
       .test(output.stderr),
     output.stderr,
   );
@@ -236,7 +253,7 @@ Deno.test("incontext check says what it found and exits 0 only when budgeting is
     );
     strictEqual(
       lines[4],
-      "upstream:       reachable: GET /v1/models answered 200",
+      `upstream:       reachable: GET ${upstream.url}/v1/models answered 200; max_model_len 65536 (fake-model) agrees`,
     );
     ok(lines[5]!.startsWith("Budgeting is exact"));
   });
@@ -273,7 +290,8 @@ Deno.test("incontext check says what it found and exits 0 only when budgeting is
     });
     strictEqual(output.code, 1);
     ok(
-      /tokenizer: +not reachable or not counting/.test(output.stdout),
+      /tokenizer: +http:\/\/127\.0\.0\.1:\d+\/tokenize: connection refused \(nothing listens on that port\): requests would get the rough estimate$/m
+        .test(output.stdout),
       output.stdout,
     );
     ok(output.stdout.includes("Budgeting would not be exact"));
@@ -288,7 +306,8 @@ Deno.test("incontext check says what it found and exits 0 only when budgeting is
     });
     strictEqual(output.code, 1);
     ok(
-      /upstream: +not reachable \(TypeError\)/.test(output.stdout),
+      /upstream: +http:\/\/127\.0\.0\.1:\d+\/v1\/models: connection refused \(nothing listens on that port\): requests would get 502$/m
+        .test(output.stdout),
       output.stdout,
     );
   });

@@ -3,17 +3,13 @@ import { CONFIG_VARIABLES, DEFAULT_CONFIG } from "../src/core/config.ts";
 import { VARIABLES } from "../src/cli/variables.ts";
 import { HELP } from "../src/cli/serve_settings.ts";
 
-/** name -> default of every variable row in the README's configuration tables. */
-async function readmeDefaults(): Promise<Map<string, string>> {
-  const readme = await Deno.readTextFile(
-    new URL("../README.md", import.meta.url),
-  );
-  const section = readme.slice(
-    readme.indexOf("## Configuration"),
-    readme.indexOf("\n## ", readme.indexOf("## Configuration") + 1),
+/** name -> default of every variable row in the tables of docs/configuration.md. */
+async function documentedDefaults(): Promise<Map<string, string>> {
+  const page = await Deno.readTextFile(
+    new URL("../docs/configuration.md", import.meta.url),
   );
   const rows = new Map<string, string>();
-  for (const line of section.split("\n")) {
+  for (const line of page.split("\n")) {
     const cells = line.split("|").slice(1, -1).map((cell) => cell.trim());
     if (!/^INCONTEXT_[A-Z0-9_]+$/.test(cells[0] ?? "")) continue;
     // The first table has a legacy-alias column before the default.
@@ -23,9 +19,9 @@ async function readmeDefaults(): Promise<Map<string, string>> {
   return rows;
 }
 
-Deno.test("the README's configuration tables and --help list the same variables with the same defaults", async () => {
+Deno.test("the tables of docs/configuration.md and --help list the same variables with the same defaults", async () => {
   const documented = new Map(VARIABLES.map((v) => [v.name, v.default]));
-  deepStrictEqual(await readmeDefaults(), documented);
+  deepStrictEqual(await documentedDefaults(), documented);
   for (const variable of VARIABLES) {
     const line = HELP.split("\n").find((l) =>
       l.startsWith(`  ${variable.name} `)

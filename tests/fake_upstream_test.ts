@@ -425,6 +425,63 @@ Deno.test("createFakeUpstreamHandler() routes and records like vLLM", async (t) 
     strictEqual(models?.body, undefined);
     strictEqual(fake.requests.length, 2);
   });
+
+  await t.step("GET /version answers the release, as vLLM does", async () => {
+    const response = await fake.fetch("http://fake.test/version");
+    deepStrictEqual(await response.json(), { version: "0.20.0" });
+    const older = createFakeUpstreamHandler({ version: "0.12.0" });
+    deepStrictEqual(
+      await (await older.fetch("http://fake.test/version")).json(),
+      { version: "0.12.0" },
+    );
+    const none = createFakeUpstreamHandler({ version: null });
+    const missing = await none.fetch("http://fake.test/version");
+    strictEqual(missing.status, 404);
+    await missing.body?.cancel();
+  });
+
+  await t.step(
+    "POST /detokenize answers vLLM's shape, and 400 for what vLLM refuses",
+    async () => {
+      const response = await post(fake, "/detokenize", {
+        model: "m",
+        tokens: [1, 7920, 0],
+      });
+      strictEqual(response.status, 200);
+      deepStrictEqual(await response.json(), { prompt: "<1><7920><0>" });
+      for (
+        const body of [
+          {},
+          { tokens: "1 2" },
+          { tokens: [-1] },
+          { tokens: [1.5] },
+          { tokens: [2 ** 64] },
+          [1, 2],
+        ]
+      ) {
+        const refused = await post(fake, "/detokenize", body);
+        strictEqual(refused.status, 400, JSON.stringify(body));
+        strictEqual((await refused.json()).error.type, "BadRequestError");
+      }
+      const wrong = await fake.fetch("http://fake.test/detokenize");
+      strictEqual(wrong.status, 405);
+      await wrong.body?.cancel();
+    },
+  );
+});
+
+Deno.test("createFakeUpstreamHandler() keeps no request with recordRequests: false", async () => {
+  const fake = createFakeUpstreamHandler({ recordRequests: false });
+  for (let i = 0; i < 3; i++) {
+    const response = await post(fake, "/v1/chat/completions", CHAT);
+    strictEqual(response.status, 200);
+    await response.body?.cancel();
+    await (await post(fake, "/tokenize", CHAT)).body?.cancel();
+  }
+  strictEqual(fake.requests.length, 0);
+  const recording = createFakeUpstreamHandler();
+  await (await post(recording, "/tokenize", CHAT)).body?.cancel();
+  strictEqual(recording.requests.length, 1);
 });
 
 Deno.test("createFakeUpstreamHandler() fails on demand", async (t) => {

@@ -57,15 +57,17 @@ Deno.test("the proxy budgets Hermes' routes only, each against its own window", 
     strictEqual(response.headers.get("x-incontext-action"), "unchanged");
     strictEqual(
       response.headers.get("x-incontext-reason"),
-      "fake: outside the budgeted route (model)",
+      "none: outside the budgeted route (model)",
     );
+    // Nothing was counted: no header names a counting source.
+    strictEqual(response.headers.get("x-incontext-source"), "none");
     strictEqual(response.headers.get("x-incontext-max-tokens"), null);
     strictEqual(sentCap(proxy.upstream), 60_000);
     const view = await (await fetch(`${proxy.url}/incontext/context`)).json();
     const last = view.decisions.at(-1);
     strictEqual(last.model, "llama-3.3-70b");
     strictEqual(last.action, "unchanged");
-    strictEqual(last.reason, "fake: outside the budgeted route (model)");
+    strictEqual(last.reason, "none: outside the budgeted route (model)");
   });
 });
 

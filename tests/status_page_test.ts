@@ -29,7 +29,11 @@ Deno.test("GET /incontext/ serves one self-contained page with the configuration
   ok(html.includes("W = <b>55,705</b>"), "W in words");
   ok(html.includes("<b>65,536</b> tokens"), "context length in words");
   ok(html.includes("<b>http://user-upstream.test:8000</b>"), "upstream");
-  ok(html.includes("largest cap the server accepts"), "the clamp policy");
+  ok(
+    html.includes("the cap min(its own cap, R, C − its prompt tokens)"),
+    "the clamp policy, as the bridge clamps",
+  );
+  ok(!html.includes("the context length less the prompt"));
   ok(!html.includes("<!--CONFIG-->"));
   ok(html.includes('fetch("context"'), "reads the decisions");
 });

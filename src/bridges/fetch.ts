@@ -55,7 +55,9 @@ export interface BudgetedFetchOptions extends BridgeOptions {
  * the server accepts); `"reject"`: a 400 `context_length_exceeded` answer without a call,
  * so the host compresses; `"unchanged"`). Every other request, and every body
  * that is not a JSON object, is passed to `fetch` untouched, byte for byte.
- * It never throws because of a request's content.
+ * It never throws because of a request's content. The responses are the
+ * server's own, without `x-incontext-*` headers (but the 400 that
+ * `"reject"` answers itself): `onDecision` sees each decision.
  *
  * @param fetch The fetch to wrap, such as `globalThis.fetch`.
  * @param options The window, context length, backend, policy and anchor store.

@@ -2,7 +2,8 @@
  * `incontext check`: loads the configuration as `serve` would, probes the
  * tokenizer and the upstream once, and says in plain words what it found.
  * Exit code 0 only when budgeting would be exact (and the upstream, when
- * given, answers); 1 when it would not; 2 for a bad setting.
+ * given, answers with the configured context length); 1 when it would
+ * not; 2 for a bad setting.
  *
  * @module
  */
@@ -18,6 +19,7 @@ import {
 import { HELP } from "./serve_settings.ts";
 import type { ServerSettings } from "./serve_settings.ts";
 import type { Backend } from "../core/backend.ts";
+import { publicUrl } from "./endpoint_problem.ts";
 
 /**
  * Runs the check and prints its report on standard output.
@@ -54,13 +56,22 @@ export async function checkCommand(
 async function report(ready: Prepared): Promise<number> {
   const { settings, backend } = ready;
   const [tokenizer, upstream] = await Promise.all([
-    probeTokenizer(backend, settings.contextLength),
+    probeTokenizer(backend, settings.contextLength, {
+      backend: settings.config.backend,
+      url: settings.config.tokenizerUrl,
+    }),
     settings.upstream === undefined
       ? undefined
-      : probeUpstream(settings.upstream),
+      : probeUpstream(settings.upstream, {
+        contextLength: settings.contextLength,
+        contextLengthSource: settings.contextLengthSource,
+        model: settings.config.model,
+        modelSource: settings.nameOf("INCONTEXT_BUDGET_MODEL"),
+      }),
   ]);
   const exact = tokenizer.status === "exact" &&
-    (upstream === undefined || upstream.reachable);
+    (upstream === undefined ||
+      (upstream.reachable && upstream.problem === undefined));
   const lines = [
     `backend:        ${backendLine(settings, backend)}`,
     `window:         ${settings.window} tokens, from ${settings.windowSource}`,
@@ -110,19 +121,21 @@ function tokenizerLine(tokenizer: TokenizerProbe): string {
     case "mismatch":
       return "reachable, but its context length differs (see above)";
     case "failed":
-      return `not reachable or not counting (error ${tokenizer.error}): requests would get the rough estimate`;
+      return `${tokenizer.problem}: requests would get the rough estimate`;
   }
 }
 
 function upstreamLine(upstream: UpstreamProbe | undefined): string {
   if (upstream === undefined) return "not given (--upstream): not checked";
-  return upstream.reachable
-    ? `reachable: GET /v1/models answered ${upstream.status}`
-    : `not reachable (${upstream.error}): requests would get 502`;
-}
-
-/** Scheme, host, port and path: never credentials or a query string. */
-function publicUrl(url: string): string {
-  const parsed = new URL(url);
-  return `${parsed.origin}${parsed.pathname}`;
+  if (!upstream.reachable) {
+    return `${upstream.problem}: requests would get 502`;
+  }
+  if (upstream.problem !== undefined) return upstream.problem;
+  const { served, note } = upstream;
+  const agrees = served === undefined
+    ? ""
+    : `; max_model_len ${served.maxModelLen} (${served.model}) agrees`;
+  return `reachable: GET ${upstream.url} answered ${upstream.status}${agrees}${
+    note === undefined ? "" : `; ${note}`
+  }`;
 }

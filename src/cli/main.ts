@@ -5,6 +5,7 @@
  */
 import { VERSION } from "../core/version.ts";
 import { reportConfigIssues } from "./config_failure.ts";
+import { suggestion } from "./suggestion.ts";
 import { checkCommand } from "./check.ts";
 import { countCommand } from "./count.ts";
 import { serveCommand } from "./serve.ts";
@@ -22,6 +23,9 @@ const COMMANDS: Record<
   "tokenize-server": tokenizeServerCommand,
   check: checkCommand,
   count: countCommand,
+  // Loaded only when it runs: it serves a fake from src/testing/.
+  "demo-upstream": async (args, env) =>
+    (await import("./demo_upstream.ts")).demoUpstreamCommand(args, env),
 };
 
 /** The top-level help. */
@@ -33,6 +37,7 @@ Usage:
   incontext tokenize-server [flags]  vLLM's /tokenize and /detokenize from a model folder
   incontext check [flags]            probe the tokenizer and the upstream; exit 0 when budgeting is exact
   incontext count [--file PATH]      count one request (JSON from PATH or stdin) and print the decision
+  incontext demo-upstream [flags]    a stand-in for vLLM on 127.0.0.1:8000, to try the proxy without one
   incontext help | --help            this help
   incontext version | --version      the version
 
@@ -63,9 +68,9 @@ export async function runCli(
   if (run === undefined) {
     return reportConfigIssues("incontext", [{
       variable: "command line",
-      rule: `has an unknown command; use one of: ${
-        Object.keys(COMMANDS).join(", ")
-      }`,
+      rule: `has an unknown command${
+        suggestion(command, Object.keys(COMMANDS))
+      }; use one of: ${Object.keys(COMMANDS).join(", ")}`,
     }]);
   }
   return await run(rest, env);

@@ -1,6 +1,7 @@
 /**
- * The `incontext` command line (Deno only): the budgeting proxy, the
- * vLLM-compatible tokenize server, and their configuration.
+ * The `incontext` command line (Deno only): the budgeting proxy, its
+ * `check` and `count`, the vLLM-compatible tokenize server, and
+ * `demo-upstream`, a stand-in for vLLM to try the proxy against.
  *
  * Run it straight from the package:
  *

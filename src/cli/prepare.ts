@@ -15,6 +15,7 @@ import { loadBackendModules } from "../config/plugins.ts";
 import type { Backend } from "../core/backend.ts";
 import { ConfigError } from "../core/config_error.ts";
 import { UnknownBackendError } from "../core/registry.ts";
+import { suggestion } from "./suggestion.ts";
 import {
   type ResolveServerOptions,
   resolveServerSettings,
@@ -86,9 +87,9 @@ function selectBackend(settings: ServerSettings): Backend {
     if (!(error instanceof UnknownBackendError)) throw error;
     throw new ConfigError([{
       variable: settings.nameOf("INCONTEXT_BACKEND"),
-      rule: `names no registered backend; registered: ${
-        error.registered.join(", ")
-      }`,
+      rule: `names no registered backend${
+        suggestion(settings.config.backend, error.registered)
+      }; registered: ${error.registered.join(", ")}`,
     }]);
   }
 }

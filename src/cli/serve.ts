@@ -18,7 +18,7 @@ import {
 } from "../proxy/mod.ts";
 import { configured } from "./config_failure.ts";
 import { configureConsoleLog, logSettings } from "./console_log.ts";
-import { redactedUrl } from "./redacted_url.ts";
+import { publicUrl } from "./endpoint_problem.ts";
 import { prepare, type Prepared } from "./prepare.ts";
 import {
   probeTokenizer,
@@ -108,8 +108,16 @@ async function probe(
   { settings, backend }: Prepared,
 ): Promise<Omit<ReadinessProbe, "checkedAt">> {
   const [tokenizer, upstream] = await Promise.all([
-    probeTokenizer(backend, settings.contextLength),
-    probeUpstream(settings.upstream!),
+    probeTokenizer(backend, settings.contextLength, {
+      backend: settings.config.backend,
+      url: settings.config.tokenizerUrl,
+    }),
+    probeUpstream(settings.upstream!, {
+      contextLength: settings.contextLength,
+      contextLengthSource: settings.contextLengthSource,
+      model: settings.config.model,
+      modelSource: settings.nameOf("INCONTEXT_BUDGET_MODEL"),
+    }),
   ]);
   switch (tokenizer.status) {
     case "mismatch":
@@ -120,8 +128,8 @@ async function probe(
       }]);
     case "failed":
       logger.warn(
-        "tokenizer not reachable at start-up: error={error}; requests get the rough estimate until it answers",
-        { error: tokenizer.error },
+        "tokenizer not counting at start-up: {problem}; requests get the rough estimate until it counts",
+        { problem: tokenizer.problem },
       );
       break;
     case "estimated":
@@ -133,9 +141,13 @@ async function probe(
   }
   if (!upstream.reachable) {
     logger.warn(
-      "upstream not reachable at start-up: error={error}; requests get 502 until it answers",
-      { error: upstream.error },
+      "upstream not reachable at start-up: {problem}; requests get 502 until it answers",
+      { problem: upstream.problem },
     );
+  } else if (upstream.problem !== undefined) {
+    logger.warn("upstream at start-up: {problem}", {
+      problem: upstream.problem,
+    });
   }
   return {
     tokenizer: TOKENIZER_READINESS[tokenizer.status],
@@ -259,9 +271,10 @@ function announce(
     "incontext proxy listening on {listen}: upstream={upstream} tokenizer={tokenizer} backend={backend} window={window} ({windowSource}) context_length={contextLength} ({contextLengthSource})",
     {
       listen: `http://${host}:${port}`,
-      upstream: redactedUrl(settings.upstream!),
+      upstream: publicUrl(settings.upstream!),
+      // The path is kept: a wrong one (/v1/tokenize) must be seen.
       tokenizer: config.tokenizerUrl !== undefined
-        ? redactedUrl(config.tokenizerUrl)
+        ? publicUrl(config.tokenizerUrl)
         : config.tokenizerDir ?? "none",
       backend: backend.source,
       window: settings.window,

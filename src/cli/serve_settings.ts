@@ -9,6 +9,7 @@ import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
 import { loadHermesSettings, resolveWindow } from "../bridges/hermes/mod.ts";
 import { variablesHelp } from "./variables.ts";
 import { type HermesBudget, hermesBudget } from "./hermes_window.ts";
+import { suggestion } from "./suggestion.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {
@@ -151,9 +152,9 @@ export async function resolveServerSettings(
   ) {
     issues.push({
       variable: readFrom("INCONTEXT_BACKEND", "HERMES_DYNAMIC_BUDGET_BACKEND"),
-      rule: `names no known backend; use one of: ${
-        options.knownBackends.join(", ")
-      }`,
+      rule: `names no known backend${
+        suggestion(backend, options.knownBackends)
+      }; use one of: ${options.knownBackends.join(", ")}`,
     });
   }
   const hermesPath = config?.hermesConfig ?? merged[HERMES]?.trim();

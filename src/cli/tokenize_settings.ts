@@ -57,7 +57,7 @@ const LIMIT_VARIABLES = [
  * Reads the server's bounds from the environment as `serve` does (the same
  * rules and defaults), adding each bad one to `issues`.
  */
-function serverLimits(
+export function serverLimits(
   env: Record<string, string | undefined>,
   issues: ConfigIssue[],
 ): ServerLimits {

@@ -1,7 +1,7 @@
 /**
- * Every variable the proxy server reads, with its default as the README's
- * configuration table states it: `--help` prints this list, and a test holds
- * the README's tables and the configuration's own list to it.
+ * Every variable the proxy server reads, with its default as the tables of
+ * docs/configuration.md state it: `--help` prints this list, and a test
+ * holds those tables and the configuration's own list to it.
  *
  * @module
  */
@@ -9,7 +9,7 @@
 /** One documented variable. */
 export interface VariableDoc {
   readonly name: string;
-  /** The default in words, as the README's table has it (`none` when unset). */
+  /** The default in words, as docs/configuration.md has it (`none` when unset). */
   readonly default: string;
   /** What it means, in a few words. */
   readonly meaning: string;
@@ -17,7 +17,7 @@ export interface VariableDoc {
   readonly alias?: string;
 }
 
-/** The variables, in the README's order. */
+/** The variables, in the order of docs/configuration.md. */
 export const VARIABLES: readonly VariableDoc[] = [
   {
     name: "INCONTEXT_COMPRESSION_WINDOW_TOKENS",

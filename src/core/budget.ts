@@ -65,7 +65,7 @@ export async function budget(
     return await decide(request, { options, settings, source });
   } catch (error) {
     if (error instanceof HookFailure) {
-      return hookFailed(request, source, error.cause);
+      return hookFailed(request, source, error);
     }
     throw error;
   }
@@ -89,14 +89,15 @@ async function decide(
   const shape = hook(() =>
     requestShape(request, options.kind, (body) => backend.requestKind(body))
   );
+  // Nothing is counted before the count: such answers name no source.
   if ("problem" in shape) {
-    return unchanged(request, source, `unsupported request: ${shape.problem}`);
+    return unchanged(request, NONE, `unsupported request: ${shape.problem}`);
   }
   const { kind } = shape;
   const routes = options.routes ?? (options.route && [options.route]);
   const route = routes && pickRoute(request, routes, options.target);
   if (typeof route === "string") {
-    return unchanged(request, source, `outside the budgeted route (${route})`);
+    return unchanged(request, NONE, `outside the budgeted route (${route})`);
   }
   const settings = routeSettings(budgeting, route);
   const defaultField = options.defaultField ??
@@ -107,7 +108,7 @@ async function decide(
     // request it answers 400 into one it serves.
     return unchanged(
       request,
-      source,
+      NONE,
       `'${cap.invalid}' is not a positive integer as the server reads it, so the server answers the request as sent`,
     );
   }
@@ -122,7 +123,7 @@ async function decide(
   if (counted === undefined) {
     return unchanged(
       request,
-      "none",
+      NONE,
       "exact count and rough estimate both failed",
     );
   }
@@ -133,8 +134,7 @@ async function decide(
       contextLength: settings.contextLength,
       kind,
       promptTokens: counted.tokens,
-    })
-  );
+    }), counted.source);
   const outcome: Outcome = {
     request,
     settings,
@@ -149,7 +149,7 @@ async function decide(
       throw new TypeError("writeCap returned a non-object");
     }
     return copy;
-  });
+  }, counted.source);
   return set(outcome, written);
 }
 
@@ -164,20 +164,29 @@ function routeSettings(
   return validateBudgetOptions({ ...options, window: route.window });
 }
 
+/** The source of an answer for which nothing was counted. */
+const NONE = "none";
+
 /** A backend hook threw or answered nonsense: the request goes on unchanged. */
 class HookFailure extends Error {
-  constructor(cause: unknown) {
+  /** The source of the count made before the hook failed, or `"none"`. */
+  readonly counted: string;
+  constructor(cause: unknown, counted: string) {
     super("A backend hook failed", { cause });
     this.name = "HookFailure";
+    this.counted = counted;
   }
 }
 
-/** Runs a backend hook; whatever it throws ends the budget as a hook failure. */
-function hook<T>(run: () => T): T {
+/**
+ * Runs a backend hook; whatever it throws ends the budget as a hook
+ * failure, after the count of `counted` (none, before the count).
+ */
+function hook<T>(run: () => T, counted: string = NONE): T {
   try {
     return run();
   } catch (error) {
-    throw new HookFailure(error);
+    throw new HookFailure(error, counted);
   }
 }
 
@@ -239,6 +248,18 @@ function detail({ settings, counted, room }: Outcome): string {
   return `compression_window=${settings.window}, prompt_tokens=${counted.tokens}, max_tokens=${room.maxTokens}`;
 }
 
+/**
+ * Why a request must compress, in counts a reader can check: the room left
+ * is never printed below 0 (a prompt past the window leaves none).
+ */
+function shortfall({ settings, counted, room }: Outcome): string {
+  const counts =
+    `compression_window=${settings.window}, prompt_tokens=${counted.tokens}`;
+  return room.maxTokens > 0
+    ? `${counts}, max_tokens=${room.maxTokens} is below the required ${room.required}`
+    : `${counts}: no room is left for output (at least ${room.required} required)`;
+}
+
 /** Less than the minimum is left: the host must compress. */
 function compress(outcome: Outcome): BudgetResult {
   const { request, settings, counted, cap, room } = outcome;
@@ -263,9 +284,7 @@ function compress(outcome: Outcome): BudgetResult {
     action: "compress",
     request,
     source: counted.source,
-    reason: `${counted.source}: ${
-      detail(outcome)
-    } is below the required ${room.required}: compress first`,
+    reason: `${counted.source}: ${shortfall(outcome)}: compress first`,
     promptTokens: counted.tokens,
     maxTokens: room.maxTokens,
     field: cap.field,
@@ -339,21 +358,14 @@ function readSource(backend: Backend): string {
 function hookFailed(
   request: JsonObject,
   source: string,
-  error: unknown,
+  failure: HookFailure,
 ): BudgetResult {
+  const error = errorType(failure.cause);
   logger.error(
     "backend hook failed, request left unchanged: model={model} source={source} error={error}",
-    {
-      model: modelLabel(request),
-      source,
-      error: errorType(error),
-    },
+    { model: modelLabel(request), source, error },
   );
-  return unchanged(
-    request,
-    source,
-    `backend hook failed (${errorType(error)})`,
-  );
+  return unchanged(request, failure.counted, `backend hook failed (${error})`);
 }
 
 function unchanged(

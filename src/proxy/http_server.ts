@@ -169,9 +169,6 @@ export function startHttpServer(
   // not answered 417 as node:http would.
   server.on("checkExpectation", serve(false));
   server.maxConnections = options.maxConnections;
-  server.on("error", (error) => {
-    logger.error("server error: error={error}", { error: errorType(error) });
-  });
   server.on("drop", () => {
     logger.debug("connection refused: {max} connections open", {
       max: options.maxConnections,
@@ -188,6 +185,12 @@ export function startHttpServer(
       backlog: options.backlog,
     }, () => {
       server.off("error", reject);
+      // Only once listening: a failure to listen is the caller's to report.
+      server.on("error", (error) => {
+        logger.error("server error: error={error}", {
+          error: errorType(error),
+        });
+      });
       resolve(running(server, connections, options.backlog));
     });
   });

@@ -37,7 +37,7 @@ function configuration(context: ProxyContext): string {
   const upstream = settings.upstream;
   const onExhausted = {
     clamp:
-      `it sends the largest cap the server accepts (the context length less the prompt) and marks the request "compress"`,
+      `it sends the cap min(its own cap, R, C − its prompt tokens), so that the reply leaves room for the compression request, and marks the request "compress"; when fewer than 2 tokens are left below C, it answers 400 context_length_exceeded`,
     reject:
       `it answers 400 context_length_exceeded itself, so that the host compresses and retries`,
     unchanged: `it forwards the request unchanged`,
@@ -48,7 +48,7 @@ function configuration(context: ProxyContext): string {
     }</b>; prompts are counted by <b>${escapeHtml(backend.source)}</b>.`,
     `Each request gets the output cap min(its own cap, W − its prompt tokens), with W = <b>${
       n(w)
-    }</b> tokens, the window at which the host compresses, in a context of <b>${
+    }</b> tokens, the window at which the host compresses, in a context of C = <b>${
       n(c)
     }</b> tokens.`,
     `When less than R = ${n(r)} tokens would be left, ${onExhausted}.`,

@@ -1,8 +1,10 @@
 /**
  * A fake OpenAI-compatible vLLM upstream for tests, benchmarks and demos:
  * chat completions, completions and Responses (plain or streamed, with
- * `usage`), `/tokenize`, `/v1/models` and `/health`, with vLLM's length
- * checks and the failures a real server or network shows.
+ * `usage`), `/tokenize`, `/detokenize`, `/v1/models`, `/version` and
+ * `/health`, with vLLM's length checks and the failures a real server or
+ * network shows. It counts by a rule, not with a tokenizer: its counts are
+ * the fake's own, the same at `/tokenize` and in `usage`.
  *
  * @module
  */
@@ -156,6 +158,21 @@ export interface FakeUpstreamOptions {
    * @default {undefined} `handler` holds `"stall"`ed requests for good
    */
   readonly signal?: AbortSignal;
+  /**
+   * Whether `requests` keeps every request received. A fake that runs for
+   * long (the `incontext demo-upstream` command) turns it off, so that its
+   * memory does not grow with each request; `requests` then stays empty.
+   *
+   * @default {true}
+   */
+  readonly recordRequests?: boolean;
+  /**
+   * The release `GET /version` reports; `null` answers that route 404, as a
+   * server without it would.
+   *
+   * @default {"0.20.0"} the newest release whose rules incontext knows
+   */
+  readonly version?: string | null;
 }
 
 /** A fake upstream as a runtime-neutral request handler. */
@@ -201,7 +218,9 @@ const GENERATION: ReadonlyMap<string, GenerationKind> = new Map([
 const PATHS: ReadonlySet<string> = new Set([
   ...GENERATION.keys(),
   "/tokenize",
+  "/detokenize",
   "/v1/models",
+  "/version",
   "/health",
 ]);
 
@@ -233,11 +252,14 @@ export function createFakeUpstreamHandler(
   options: FakeUpstreamOptions = {},
 ): FakeUpstreamHandler {
   const settings = readSettings(options);
-  const tokenizer = createFakeVllmTokenizerHandler(
-    options.countTokens === undefined
-      ? { maxModelLen: settings.maxModelLen }
-      : { maxModelLen: settings.maxModelLen, countTokens: options.countTokens },
-  );
+  const tokenizer = createFakeVllmTokenizerHandler({
+    maxModelLen: settings.maxModelLen,
+    ...(options.countTokens === undefined
+      ? {}
+      : { countTokens: options.countTokens }),
+    ...(options.version === undefined ? {} : { version: options.version }),
+  });
+  const record = options.recordRequests ?? true;
   let fault = checkFault(options.fault ?? "none");
   let random = mulberry32(typeof fault === "string" ? 0 : fault.seed);
   const requests: FakeUpstreamRequest[] = [];
@@ -262,7 +284,7 @@ export function createFakeUpstreamHandler(
     const { path, body } = received;
     const kind = request.method === "POST" ? GENERATION.get(path) : undefined;
     const applied = kind === undefined ? NONE : nextFault();
-    requests.push({ ...received, fault: applied.fault });
+    if (record) requests.push({ ...received, fault: applied.fault });
     if (kind !== undefined) {
       const early = await faulted(applied, hold, settings.sleep);
       if (early !== undefined) return early;
@@ -519,9 +541,9 @@ function closedResponse(): Response {
   });
 }
 
-/** The non-generation routes: /tokenize, /v1/models, /health, and 404/405. */
+/** The non-generation routes: /tokenize, /detokenize, /v1/models, /version, /health, and 404/405. */
 async function serveOther(
-  { method, path, text }: FakeServerRequest,
+  { method, path, text, body }: FakeServerRequest,
   { settings, tokenizer }: {
     readonly settings: Settings;
     /** Answers `/tokenize`, and counts what the generation routes count. */
@@ -530,6 +552,12 @@ async function serveOther(
 ): Promise<Response> {
   if (method === "POST" && path === "/tokenize") {
     return await tokenize(tokenizer, text);
+  }
+  if (method === "POST" && path === "/detokenize") return detokenize(body);
+  if (method === "GET" && path === "/version") {
+    return await tokenizer.handler(
+      new Request("http://fake-upstream.invalid/version"),
+    ).finally(() => tokenizer.requests.length = 0);
   }
   if (method === "GET" && path === "/health") return new Response(null);
   if (method === "GET" && path === "/v1/models") {
@@ -552,6 +580,34 @@ async function serveOther(
   return PATHS.has(path)
     ? Response.json({ detail: "Method Not Allowed" }, { status: 405 })
     : Response.json({ detail: "Not Found" }, { status: 404 });
+}
+
+/** The largest token id vLLM's `DetokenizeRequest` accepts (`le=2**63 - 1`). */
+const MAX_TOKEN_ID = 2n ** 63n - 1n;
+
+/**
+ * vLLM's `POST /detokenize` in shape: `{"tokens": [ids]}` answers
+ * `{"prompt": text}`. The fake has no vocabulary, so each id reads `<id>`;
+ * a body vLLM's validation refuses answers 400.
+ */
+function detokenize(body: unknown): Response {
+  const tokens = typeof body === "object" && body !== null &&
+      !Array.isArray(body)
+    ? (body as JsonBody).tokens
+    : undefined;
+  const valid = Array.isArray(tokens) &&
+    tokens.every((id) =>
+      Number.isInteger(id) && id >= 0 && BigInt(id) <= MAX_TOKEN_ID
+    );
+  if (!valid) {
+    return upstreamError(400, {
+      type: "BadRequestError",
+      message: "'tokens' must be a list of token ids (integers >= 0)",
+    });
+  }
+  return Response.json({
+    prompt: (tokens as number[]).map((id) => `<${id}>`).join(""),
+  });
 }
 
 /** Counts a `/tokenize` body with the tokenizer that also answers `/tokenize`. */

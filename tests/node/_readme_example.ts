@@ -12,6 +12,11 @@ export const NODE_EXAMPLE_MARKER = "// Node 20 (ESM)";
 /** A code block taken from a Markdown file, with where it was. */
 export interface ReadmeExample {
   readonly code: string;
+  /**
+   * What it prints: its last line is a comment that shows the output, such
+   * as `// set 8 63992`.
+   */
+  readonly output: string;
   /** The 1-based lines of the block's code, fences excluded. */
   readonly firstLine: number;
   readonly lastLine: number;
@@ -31,8 +36,17 @@ export function findNodeExample(markdown: string): ReadmeExample {
     if (end === -1) {
       throw new StepError(`The block at line ${i + 1} never ends`);
     }
+    const last = lines[end - 1] ?? "";
+    if (!last.startsWith("// ")) {
+      throw new StepError(
+        `The block at line ${
+          i + 1
+        } must end with a comment showing what it prints`,
+      );
+    }
     found.push({
       code: `${lines.slice(i + 1, end).join("\n")}\n`,
+      output: last.slice(3),
       firstLine: i + 2,
       lastLine: end,
     });

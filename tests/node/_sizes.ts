@@ -20,8 +20,8 @@ const MAX_ROOT_REACHABLE_BYTES = 625_000;
 // and docs/) that ships in the package too. The package holds the library,
 // nine backends, the local counting engine (vLLM's DeepSeek encoders
 // included), the proxy with its status page, the shared store, and the
-// `incontext` command line; what a user's import loads is held by the two
-// graph budgets above.
+// `incontext` command line with its demo upstream and start-up diagnostics;
+// what a user's import loads is held by the two graph budgets above.
 const MAX_PACKAGE_BYTES = 1_550_000;
 
 /** The regular files of a `.tgz`, by path inside the package, with their bytes. */

@@ -7,26 +7,34 @@
  * installs the tarball into a fresh Node project in a temporary folder, runs
  * `consumer.node.mjs` there with `node --test`, runs the README's Node
  * example (the ```js block that starts with `// Node 20 (ESM)`) with `node`
- * exactly as written, and type-checks `consumer.ts` with `tsc --noEmit`
- * (strict, module nodenext). The `openai` SDK is installed next to it, so
+ * exactly as written, saved as `.mjs` as the README says, and checks that
+ * it prints what its last line shows, and type-checks `consumer.ts` and
+ * `every_entry.ts` (one import of each entry in `exports`) with
+ * `tsc --noEmit` (strict, module nodenext). `no_any.node.mjs` then walks
+ * every declaration the entries export and fails on any `any` among the
+ * package's types. What `deno pack` says about types is checked too: it may
+ * only name private modules that no published `.d.ts` imports
+ * (`_declarations.ts`). The `openai` SDK is installed next to it, so
  * `budgetedFetch` is proven under the real client. It then measures the package
  * packed with `--no-source-maps`: the whole package, and per entry in
  * `exports` the `.js` modules that entry reaches, found by Deno's own module
  * graph (`deno info --json` on the packed `.js`) plus any packed `.js` file
  * that a reached module names in a relative string literal (the count
  * worker, which is loaded by URL). It fails when the root entry reaches more
- * than 400 KB or the package holds more than 1,450 KB (1 KB = 1000 bytes).
+ * than 400 KB or the package holds more than 1,550 KB (1 KB = 1000 bytes).
  * Every failure is reported; the exit code is 1 if there was any.
  *
  * @module
  */
 
 import { findNodeExample } from "./_readme_example.ts";
+import { checkDeclarations } from "./_declarations.ts";
 import { killGroup, MINUTE, mustRun, running, StepError } from "./_run.ts";
 import {
   directoryBytes,
   formatBytes,
   measure,
+  type PackageJson,
   readPackageJson,
   readTarball,
 } from "./_sizes.ts";
@@ -34,6 +42,7 @@ import {
 const ROOT = new URL("../../", import.meta.url);
 const HERE = new URL("./", import.meta.url);
 /** Pinned so that the proof does not drift; only the npm registry is needed. */
+// The version tests/deno.json pins too, for `deno check` of no_any.node.mjs.
 const TYPESCRIPT = "typescript@5.9.3";
 const NODE_TYPES = "@types/node@20.19.43";
 /**
@@ -74,15 +83,30 @@ async function step(
   return ok;
 }
 
-/** Packs the package as JSR's npm layer would; `extra` adds `deno pack` flags. */
-async function pack(output: string, extra: string[] = []): Promise<void> {
-  await mustRun(
+/**
+ * Packs the package as JSR's npm layer would; `extra` adds `deno pack`
+ * flags. Returns what pack printed.
+ */
+async function pack(output: string, extra: string[] = []): Promise<string> {
+  const { stdout, stderr } = await mustRun(
     Deno.execPath(),
     ["pack", "--allow-dirty", ...extra, "-o", output],
     { cwd: ROOT, timeoutMs: 2 * MINUTE },
   );
   const { size } = await Deno.stat(output);
   if (size === 0) throw new StepError(`deno pack wrote an empty ${output}`);
+  return `${stdout}${stderr}`;
+}
+
+/** What pack said about types, checked against the published declarations. */
+async function declarations(tarball: string, output: string): Promise<string> {
+  const files = await readTarball(tarball);
+  const { untyped, declarations } = checkDeclarations(
+    output,
+    files,
+    ROOT.href,
+  );
+  return `${declarations} .d.ts files; the ${untyped.length} modules pack wrote none for are private: no published declaration imports one`;
 }
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
@@ -164,13 +188,46 @@ const TSCONFIG = {
     // The package's own .d.ts files are checked too.
     skipLibCheck: false,
   },
-  files: ["consumer.ts"],
+  files: ["consumer.ts", "every_entry.ts"],
 };
 
-async function copyConsumers(project: string): Promise<void> {
-  for (const name of ["consumer.node.mjs", "consumer.ts"]) {
+/**
+ * A TypeScript file that imports every entry of the package's `exports` by
+ * name, as `tsc` and `no_any.node.mjs` read them: a namespace import of each
+ * entry whose declaration exports something, a bare import of the others
+ * (the count worker's entry, which only runs).
+ */
+function everyEntry(
+  manifest: PackageJson,
+  files: ReadonlyMap<string, Uint8Array>,
+): string {
+  const decoder = new TextDecoder();
+  const lines = Object.entries(manifest.exports).map(([entry, target], i) => {
+    const name = `@incontext/incontext${entry === "." ? "" : entry.slice(1)}`;
+    const declaration = files.get(
+      target.import.replace(/^\.\//, "").replace(
+        /\.js$/,
+        ".d.ts",
+      ),
+    );
+    const exports = declaration !== undefined &&
+      /^export\b/m.test(decoder.decode(declaration));
+    return exports
+      ? `import * as entry${i} from "${name}";\nexport { entry${i} };`
+      : `import "${name}";`;
+  });
+  return `${lines.join("\n")}\n`;
+}
+
+async function copyConsumers(project: string, tarball: string): Promise<void> {
+  for (const name of ["consumer.node.mjs", "consumer.ts", "no_any.node.mjs"]) {
     await Deno.copyFile(new URL(name, HERE), `${project}/${name}`);
   }
+  const files = await readTarball(tarball);
+  await Deno.writeTextFile(
+    `${project}/every_entry.ts`,
+    everyEntry(readPackageJson(files), files),
+  );
   await Deno.writeTextFile(
     `${project}/tsconfig.json`,
     JSON.stringify(TSCONFIG, null, 2),
@@ -206,8 +263,14 @@ async function readmeExample(project: string): Promise<string> {
     cwd: project,
     timeoutMs: MINUTE,
   });
-  if (stdout.trim() !== "") console.log(stdout.trimEnd());
-  return `node readme_example.mjs (README.md lines ${example.firstLine}-${example.lastLine}) exited with 0`;
+  if (stdout.trim() !== example.output) {
+    throw new StepError(
+      `node readme_example.mjs printed ${
+        JSON.stringify(stdout.trim())
+      }, not what README.md shows: ${JSON.stringify(example.output)}`,
+    );
+  }
+  return `node readme_example.mjs (README.md lines ${example.firstLine}-${example.lastLine}) printed what the README shows: ${example.output}`;
 }
 
 async function typeCheck(project: string): Promise<string> {
@@ -217,6 +280,14 @@ async function typeCheck(project: string): Promise<string> {
     { cwd: project, timeoutMs: 2 * MINUTE, echo: true },
   );
   return `tsc --noEmit (${TYPESCRIPT}, ${NODE_TYPES}, strict, nodenext) passed`;
+}
+
+async function noAny(project: string): Promise<string> {
+  const { stdout } = await mustRun("node", ["no_any.node.mjs"], {
+    cwd: project,
+    timeoutMs: 2 * MINUTE,
+  });
+  return stdout.trim();
 }
 
 function summarize(results: StepResult[], report: string[], seconds: number) {
@@ -242,12 +313,18 @@ async function prove(tmp: string): Promise<number> {
   const report: string[] = [];
   const tarball = `${tmp}/pkg.tgz`;
   const project = `${tmp}/project`;
+  let packed = "";
   if (
     await step(results, "deno pack", async () => {
-      await pack(tarball);
+      packed = await pack(tarball);
       return `packed ${tarball}`;
     })
   ) {
+    await step(
+      results,
+      "declarations",
+      () => declarations(tarball, packed),
+    );
     await step(results, "size budget", async () => {
       const sized = `${tmp}/size.tgz`;
       await pack(sized, ["--no-source-maps"]);
@@ -260,10 +337,11 @@ async function prove(tmp: string): Promise<number> {
         "dependencies",
         () => dependencies(project, tarball, report),
       );
-      await copyConsumers(project);
+      await copyConsumers(project, tarball);
       await step(results, "node --test", () => nodeTest(project));
       await step(results, "README example", () => readmeExample(project));
       await step(results, "tsc --noEmit", () => typeCheck(project));
+      await step(results, "no any", () => noAny(project));
     }
   }
   return summarize(results, report, (performance.now() - start) / 1000);
