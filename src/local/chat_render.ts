@@ -27,13 +27,28 @@ export interface ChatFolderOptions {
   readonly now?: () => Date;
   /** The vLLM release whose preprocessing is mirrored (the newest known by default). */
   readonly vllmVersion?: string;
+  /** How templates read `message.content`, as vLLM's `--chat-template-content-format` (`auto` by default). */
+  readonly chatTemplateContentFormat?: ContentFormatOption;
 }
+
+/** vLLM's `--chat-template-content-format`: detected (`auto`), or given. */
+export type ContentFormatOption = "auto" | ContentFormat;
+
+const CONTENT_FORMATS: readonly ContentFormatOption[] = [
+  "auto",
+  "string",
+  "openai",
+];
 
 /** Only the folder fields of a backend's options: what crosses to the count worker. */
 export function folderSpec(options: ChatFolderOptions): ChatFolderOptions {
   const { dir, chatTemplate, expectedSha256, now, vllmVersion } = options;
+  const format = options.chatTemplateContentFormat;
   return {
     dir,
+    ...(format === undefined || format === "auto"
+      ? {}
+      : { chatTemplateContentFormat: format }),
     ...(chatTemplate === undefined ? {} : { chatTemplate }),
     ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
     ...(now === undefined ? {} : { now }),
@@ -77,6 +92,8 @@ export interface Loaded {
   readonly rules: VllmRules;
   /** The clock of `strftime_now`. */
   readonly now: () => Date;
+  /** The content format given, or `auto` to detect each template's. */
+  readonly contentFormat: ContentFormatOption;
   /** The template and preprocessing code, imported with the files. */
   readonly engine: RenderModules;
 }
@@ -246,7 +263,9 @@ export function compileTemplate(
   try {
     return [
       loaded.engine.compileChatTemplate(source, { now: loaded.now }),
-      loaded.engine.detectContentFormat(source),
+      loaded.contentFormat === "auto"
+        ? loaded.engine.detectContentFormat(source)
+        : loaded.contentFormat,
     ];
   } catch (error) {
     throw new CountError(
@@ -275,6 +294,14 @@ export function checkFolderOptions(
     );
   }
   if (options.vllmVersion !== undefined) vllmRules(options.vllmVersion);
+  const format = options.chatTemplateContentFormat;
+  if (format !== undefined && !CONTENT_FORMATS.includes(format)) {
+    throw new TypeError(
+      `Cannot create ${what} as 'chatTemplateContentFormat' must be auto, string or openai: current value is ${
+        JSON.stringify(format)
+      }`,
+    );
+  }
 }
 
 /** A model folder loaded on first use and freed on dispose. */
@@ -363,6 +390,7 @@ export async function loadFolder(
       lineChunks,
     },
   );
+  const contentFormat = options.chatTemplateContentFormat ?? "auto";
   return {
     tokenizer,
     incremental,
@@ -370,9 +398,12 @@ export async function loadFolder(
     files,
     sources,
     compiled: new Map(),
-    identity: `${filesIdentity(files)} vllm-${rules.release}`,
+    identity: `${filesIdentity(files)} vllm-${rules.release}${
+      contentFormat === "auto" ? "" : ` content-${contentFormat}`
+    }`,
     rules,
     now: options.now ?? (() => new Date()),
+    contentFormat,
     engine,
   };
 }

@@ -13,6 +13,7 @@ import type { JsonObject, RequestKind } from "../core/backend.ts";
 import { CountError } from "../core/errors.ts";
 import { asCountError } from "../core/error_type.ts";
 import {
+  type ContentFormatOption,
   type FilesSha256,
   type Loaded,
   loadFolder,
@@ -34,6 +35,8 @@ export interface ModelSpec {
   readonly now?: () => Date;
   /** The vLLM release whose preprocessing is mirrored. */
   readonly vllmVersion?: string;
+  /** How templates read `message.content` (`auto`: detected as vLLM detects it). */
+  readonly chatTemplateContentFormat?: ContentFormatOption;
 }
 
 /** One count: the model, the request kind and vLLM's `/tokenize` payload. */
@@ -70,6 +73,7 @@ function specKey(spec: ModelSpec): string {
     spec.chatTemplate ?? null,
     spec.expectedSha256?.toLowerCase() ?? null,
     spec.vllmVersion ?? null,
+    spec.chatTemplateContentFormat ?? "auto",
   ]);
 }
 

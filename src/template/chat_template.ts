@@ -4,8 +4,9 @@
  *
  * @module
  */
-import { Environment, parse, tokenize } from "@huggingface/jinja";
+import { Environment } from "@huggingface/jinja";
 import { rewrite } from "./ast.ts";
+import { parseTemplate } from "./parse.ts";
 import { globalsFor } from "./globals.ts";
 import { runProgram, runProgramParts } from "./interpreter.ts";
 import { PyRaisedError, UndefinedUseError } from "./objects.ts";
@@ -16,6 +17,11 @@ export { toValue };
 
 export { PyFloat } from "./values.ts";
 export { parseJsonLossless } from "./json.ts";
+export {
+  type ContentFormat,
+  contentFormatOf,
+  detectContentFormat,
+} from "./content_format.ts";
 
 /** Options of {@linkcode compileChatTemplate}. */
 export interface RenderOptions {
@@ -119,15 +125,9 @@ export function compileChatTemplate(
   source: string,
   options?: RenderOptions,
 ): ChatTemplate {
-  const normalised = source.replace(/\r\n?/g, "\n")
-    // transformers' {% generation %} renders its body; as a real block tag
-    // (unlike @huggingface/jinja's textual removal) it keeps jinja2's
-    // whitespace control around it.
-    .replace(/\{%([-+]?)\s*generation\s*([-+]?)%\}/g, "{%$1 if true $2%}")
-    .replace(/\{%([-+]?)\s*endgeneration\s*([-+]?)%\}/g, "{%$1 endif $2%}");
-  const program = rewrite(
-    parse(tokenize(normalised, { lstrip_blocks: true, trim_blocks: true })),
-  ) as ReturnType<typeof parse>;
+  const program = rewrite(parseTemplate(source)) as ReturnType<
+    typeof parseTemplate
+  >;
   const now = options?.now ?? (() => new Date());
   const globals = globalsFor({
     now,

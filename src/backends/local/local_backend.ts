@@ -76,6 +76,15 @@ export interface LocalBackendOptions {
    */
   readonly vllmVersion?: string;
   /**
+   * How the chat template reads `message.content`, as vLLM's
+   * `--chat-template-content-format`: `"string"`, `"openai"` (a list of
+   * text parts), or `"auto"`, detected from the template's syntax tree as
+   * vLLM detects it.
+   *
+   * @default {"auto"}
+   */
+  readonly chatTemplateContentFormat?: "auto" | "string" | "openai";
+  /**
    * The clock the template's `strftime_now` reads. A function cannot reach
    * the count worker: with a clock, counts run on the calling thread.
    *
@@ -134,7 +143,8 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    *
    * @param options The model folder and the optional settings.
    * @throws {TypeError} If `dir` is not a non-empty string, or
-   * `expectedSha256` is not 64 hex characters.
+   * `expectedSha256` is not 64 hex characters, or
+   * `chatTemplateContentFormat` is not auto, string or openai.
    * @throws {RangeError} If `vllmVersion` is not a vLLM release mirrored.
    */
   constructor(options: LocalBackendOptions) {
@@ -431,7 +441,9 @@ export class LocalBackend extends Backend implements AsyncDisposable {
       cache,
       endpoint: `${this.source} ${
         filesIdentity(files)
-      } vllm-${this.#rules.release}`,
+      } vllm-${this.#rules.release} content-${
+        this.#spec.chatTemplateContentFormat ?? "auto"
+      }`,
       contextLength,
       payload: payloadJson(payload),
       signal,
@@ -457,6 +469,9 @@ function localFromConfig(config: Config): Backend {
     ...(config.vllmVersion === undefined
       ? {}
       : { vllmVersion: config.vllmVersion }),
+    ...(config.chatTemplateContentFormat === undefined
+      ? {}
+      : { chatTemplateContentFormat: config.chatTemplateContentFormat }),
     cache: sharedCountCache({ maxEntries: config.cacheEntries }),
   });
 }
