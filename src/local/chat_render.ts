@@ -7,7 +7,11 @@
 import type { Logger } from "@logtape/logtape";
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { CountError, TemplateRejectedError } from "../core/errors.ts";
+import {
+  CountError,
+  TemplateRejectedError,
+  UnsupportedTemplateError,
+} from "../core/errors.ts";
 import { isJsonObject } from "../core/request.ts";
 import { errorType, safeCause } from "../core/error_type.ts";
 import type { ChatTemplate } from "../template/chat_template.ts";
@@ -221,8 +225,12 @@ export function renderChatParts(
       ? template.renderParts(input.context, memo)
       : [template.render(input.context, memo)];
   } catch (error) {
+    // What jinja2 raises, vLLM answers with a 400: so does the proxy.
     if (error instanceof engine.TemplateRaisedError) {
       throw new TemplateRejectedError({ cause: safeCause(error) });
+    }
+    if (error instanceof engine.TemplateUnsupportedError) {
+      throw new UnsupportedTemplateError(error.construct);
     }
     throw new CountError(`The chat template failed: ${errorType(error)}`, {
       cause: safeCause(error),

@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { compileRefusal } from "./compile_check.ts";
 import { parseTemplate } from "./parse.ts";
 import type { Node } from "./scope.ts";
 
@@ -147,7 +148,8 @@ function detect(program: Node): ContentFormat {
  * @example A loop over a message's parts
  * ```ts
  * import { contentFormatOf } from "./content_format.ts";
- * import { parseTemplate } from "./parse.ts";
+ * import { compileRefusal } from "./compile_check.ts";
+import { parseTemplate } from "./parse.ts";
  * import { strictEqual } from "node:assert/strict";
  *
  * const source = "{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endfor %}";
@@ -168,17 +170,19 @@ export function contentFormatOf(program: unknown): ContentFormat {
 
 /**
  * {@linkcode contentFormatOf} from a template's text; one that does not
- * parse gets vLLM's default, `"string"`.
+ * parse, or that jinja2 would not compile, gets vLLM's default, `"string"`.
  *
  * @param source The template text.
  * @returns The content format.
  */
 export function detectContentFormat(source: string): ContentFormat {
-  let program;
+  let parsed;
   try {
-    program = parseTemplate(source);
+    parsed = parseTemplate(source);
   } catch {
     return "string";
   }
-  return contentFormatOf(program);
+  return compileRefusal(parsed) === null
+    ? contentFormatOf(parsed.program)
+    : "string";
 }
