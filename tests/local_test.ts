@@ -430,3 +430,51 @@ Deno.test("PyFloat arguments survive the lossless reader", () => {
     messages[0]!.tool_calls[0]!.function.arguments.get("x") instanceof PyFloat,
   );
 });
+
+Deno.test("LocalBackend refuses what jinja2 raises and names what it cannot render, in the worker as on the thread", async (t) => {
+  const dir = fileURLToPath(new URL("./fixtures/byte_level/", import.meta.url));
+  const request = { messages: [{ role: "user", content: "hi" }] };
+  await using cache = createCountCache();
+  for (const mode of ["thread", "worker"] as const) {
+    await t.step(
+      `${mode}: a Python TypeError is a TemplateRejectedError`,
+      async () => {
+        await using backend = new LocalBackend({
+          dir,
+          chatTemplate:
+            "{% for m in messages %}{{ m.content + none }}{% endfor %}",
+          cache: mode === "worker" ? cache : null,
+        });
+        await rejects(backend.count(request, C), TemplateRejectedError);
+      },
+    );
+    // Warned once per construct and process: each mode uses its own filter.
+    const filter = mode === "thread" ? "wordwrap" : "urlize";
+    await t.step(
+      `${mode}: an unsupported construct fails the count, logged once by name`,
+      async () => {
+        await using logs = await captureLogs();
+        await using backend = new LocalBackend({
+          dir,
+          chatTemplate:
+            `{% for m in messages %}{{ m.content | ${filter} }}{% endfor %}`,
+          cache: mode === "worker" ? cache : null,
+        });
+        for (let i = 0; i < 2; i++) {
+          await rejects(backend.count(request, C), (error) => {
+            ok(error instanceof CountError);
+            ok(!(error instanceof TemplateRejectedError));
+            ok(error.message.includes(`the filter '${filter}'`), error.message);
+            return true;
+          });
+        }
+        const warnings = logs.records.filter((r) =>
+          r.level === "warning" &&
+          r.properties.construct === `the filter '${filter}'`
+        );
+        strictEqual(warnings.length, 1);
+        ok(!logs.lines.some((line) => line.includes('"hi"')));
+      },
+    );
+  }
+});

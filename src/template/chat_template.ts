@@ -204,6 +204,11 @@ export function compileChatTemplate(
         throw new TemplateRaisedError(error.message);
       }
       if (error instanceof TemplateRaisedError) throw error;
+      // Endless recursion: Python's limit (1000 frames, a few per macro
+      // call) comes before the JavaScript stack's.
+      if (error instanceof RangeError && /call stack/i.test(error.message)) {
+        throw new TemplateRaisedError("maximum recursion depth exceeded");
+      }
       throw new TemplateUnsupportedError(construct(error), { cause: error });
     }
   }

@@ -92,14 +92,34 @@ function modulo(a: Value, b: Value): Value {
   return make("FloatValue", r !== 0 && (r < 0) !== (d < 0) ? r + d : r);
 }
 
-/** `text % args`: a tuple spreads, a mapping names, anything else is one argument. */
+/**
+ * `text % args`: a tuple spreads, a mapping names, anything else is one
+ * argument, which Python lets go unused when it could be a mapping (it
+ * has items: a dict, a list, an Undefined).
+ */
 function percent(text: string, args: Value): Value {
-  const given = args.type === "TupleValue"
-    ? args.value as Value[]
-    : args.type === "ObjectValue" && /%\(/.test(text)
-    ? args.value as Map<string, Value>
-    : [args];
-  return make("StringValue", pyFormatPercent(text, given));
+  if (args.type === "TupleValue") {
+    return make("StringValue", pyFormatPercent(text, args.value as Value[]));
+  }
+  if (args.type === "ObjectValue" && /%\(/.test(text)) {
+    return make(
+      "StringValue",
+      pyFormatPercent(text, args.value as Map<string, Value>),
+    );
+  }
+  const mappingLike = args.value instanceof Map ||
+    args.type === "ArrayValue" || args.type === "UndefinedValue";
+  try {
+    return make("StringValue", pyFormatPercent(text, [args]));
+  } catch (error) {
+    if (
+      mappingLike &&
+      /^not all arguments converted/.test(String((error as Error).message))
+    ) {
+      return make("StringValue", pyFormatPercent(text, []));
+    }
+    throw error;
+  }
 }
 
 function power(a: Value, b: Value): Value {
@@ -238,6 +258,10 @@ export function pyContains(haystack: Value, needle: Value): boolean {
 export function pyBinary(op: string, left: Value, right: Value): Value {
   if (op === "in" || op === "not in") {
     return make("BooleanValue", pyContains(right, left) === (op === "in"));
+  }
+  // `text % x` formats the Undefined (printed as ""); any other use raises.
+  if (op === "%" && left.type === "StringValue") {
+    return percent(left.value as string, right);
   }
   if (left.type === "UndefinedValue" || right.type === "UndefinedValue") {
     throw new UndefinedUseError(`${op} on an undefined value`);
