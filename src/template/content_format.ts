@@ -148,12 +148,11 @@ function detect(program: Node): ContentFormat {
  * @example A loop over a message's parts
  * ```ts
  * import { contentFormatOf } from "./content_format.ts";
- * import { compileRefusal } from "./compile_check.ts";
-import { parseTemplate } from "./parse.ts";
+ * import { parseTemplate } from "./parse.ts";
  * import { strictEqual } from "node:assert/strict";
  *
  * const source = "{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endfor %}";
- * strictEqual(contentFormatOf(parseTemplate(source)), "openai");
+ * strictEqual(contentFormatOf(parseTemplate(source).program), "openai");
  * ```
  *
  * @param program The template's tree from `parseTemplate`, before it is rewritten.
