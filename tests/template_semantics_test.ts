@@ -212,6 +212,15 @@ Deno.test("compileChatTemplate() looks attributes and items up as jinja2's sandb
   throws(() => render("{{ i() }}"), TemplateRaisedError);
   throws(() => render("{{ n[1:] }}"), TemplateRaisedError);
   throws(() => render("{{ 'abc'.casefold() }}"), TemplateUnsupportedError);
+  // jinja2's loop has changed(); a namespace has no such attribute.
+  throws(
+    () => render("{% for x in l %}{{ loop.changed(x) }}{% endfor %}"),
+    TemplateUnsupportedError,
+  );
+  strictEqual(
+    render("{% set ns = namespace(a=1) %}{{ ns.changed is defined }}"),
+    "False",
+  );
 });
 
 Deno.test("compileChatTemplate() parses {% with %} and {% block %} and scopes them as jinja2", () => {

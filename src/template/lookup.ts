@@ -4,7 +4,7 @@
 // attribute. A Python method found this way is a value of its own; the
 // sandbox hides the methods that modify (`dict.update`, `list.append`),
 // which then act as an Undefined (calling one raises).
-import { isMutable } from "./memo.ts";
+import { isMutable, isNamespace } from "./memo.ts";
 import { isNumber, raised, tuple, UNDEFINED, unsupported } from "./objects.ts";
 import { fn, make, type Value } from "./values.ts";
 
@@ -171,7 +171,14 @@ export function pyGetAttr(object: Value, name: string): Value {
   const held = object.value;
   if (held instanceof Map) {
     // A namespace's attributes and `loop`'s fields are their entries.
-    if (isMutable(object)) return (held as Entries).get(name) ?? UNDEFINED();
+    if (isMutable(object)) {
+      const entry = (held as Entries).get(name);
+      if (entry !== undefined) return entry;
+      if (name === "changed" && !isNamespace(object)) {
+        throw unsupported("loop.changed()");
+      }
+      return UNDEFINED();
+    }
     if (object.type.startsWith("dict_")) return UNDEFINED();
     const method = dictMethod(object, name);
     if (method !== undefined) return method;
