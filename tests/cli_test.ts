@@ -56,6 +56,21 @@ Deno.test("incontext serve reports invalid and missing settings together, never 
   ok(!output.stderr.includes("sk-canary"));
 });
 
+Deno.test("incontext serve refuses a content format that is not auto, string or openai in one line", async () => {
+  const output = await runCli(["serve"], {
+    env: {
+      ...WORKING,
+      INCONTEXT_UPSTREAM_URL: "http://127.0.0.1:1",
+      INCONTEXT_BACKEND: "local",
+      INCONTEXT_TOKENIZER_DIR: "/nonexistent",
+      INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT: "parts",
+    },
+  });
+  assertConfigFailure(output, [
+    /^ {2}INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT must be auto, string or openai$/,
+  ]);
+});
+
 Deno.test("incontext serve names an unknown backend in one line, with the nearest and the known ones", async () => {
   const output = await runCli([
     "serve",

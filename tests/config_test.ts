@@ -903,6 +903,36 @@ Deno.test("loadConfig() reads the local backend's variables", async (t) => {
       );
     }
   });
+  await t.step(
+    "INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT is auto, string or openai",
+    () => {
+      strictEqual(loadConfig(URL_ENV).chatTemplateContentFormat, undefined);
+      for (const format of ["auto", "string", "openai"]) {
+        strictEqual(
+          loadConfig({
+            ...URL_ENV,
+            INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT: format,
+          }).chatTemplateContentFormat,
+          format,
+        );
+      }
+      throws(
+        () =>
+          loadConfig({
+            ...URL_ENV,
+            INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT: "OpenAI",
+          }),
+        (error) => {
+          ok(error instanceof ConfigError);
+          deepStrictEqual(error.issues, [{
+            variable: "INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT",
+            rule: "must be auto, string or openai",
+          }]);
+          return true;
+        },
+      );
+    },
+  );
   await t.step("INCONTEXT_VLLM_VERSION names a vLLM release mirrored", () => {
     strictEqual(loadConfig(URL_ENV).vllmVersion, undefined);
     strictEqual(

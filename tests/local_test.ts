@@ -36,22 +36,65 @@ function render(source: string, request: Record<string, unknown>): string {
   return compileChatTemplate(source).render(context);
 }
 
-Deno.test("detectContentFormat() finds loops over message content", () => {
+Deno.test("detectContentFormat() finds loops over message content as vLLM's syntax-tree rule does", () => {
   for (
     const source of [
       "{% for m in messages %}{% for p in m['content'] %}{% endfor %}{% endfor %}",
-      '{%- for part in message["content"] -%}{% endfor %}',
-      "{% for x in message.content %}{% endfor %}",
-      "{% set c = message['content'] %}{% for p in c %}{% endfor %}",
+      "{% for m in messages if m.role %}{% for p in m.content | selectattr('type', 'eq', 'text') %}{% endfor %}{% endfor %}",
+      "{% set rest = messages[1:] %}{% set l = rest | list %}{% for m in l %}{% for p in m.content[1:] %}{% endfor %}{% endfor %}",
+      "{% macro render(content) %}{% for p in content %}{% endfor %}{% endmacro %}",
     ]
   ) strictEqual(detectContentFormat(source), "openai", source);
   for (
     const source of [
       "{% for m in messages %}{{ m['content'] }}{% endfor %}",
-      "{% if message.content is string %}{{ message.content }}{% endif %}",
-      "{% set c = message['content'] %}{% for p in c.split('x') %}{% endfor %}",
+      // Not a message of a loop over messages.
+      '{%- for part in message["content"] -%}{% endfor %}',
+      // A variable set from the content is not followed (vLLM's rule).
+      "{% for m in messages %}{% set calls = m.content %}{% for c in calls %}{% endfor %}{% endfor %}",
+      "{% for m in messages %}{% for p in m.content is not string %}{% endfor %}{% endfor %}",
+      // vLLM asserts loop targets are names and falls back.
+      "{% for m in messages %}{% for a, b in m.content %}{% endfor %}{% for p in m.content %}{% endfor %}{% endfor %}",
+      "{% set ns.l = messages %}{% for m in messages %}{% for p in m.content %}{% endfor %}{% endfor %}",
+      // A template that does not parse gets the default.
+      "{% for m in messages %}{% for p in m.content %}{% endfor %}",
     ]
   ) strictEqual(detectContentFormat(source), "string", source);
+});
+
+Deno.test("LocalBackend's chatTemplateContentFormat overrides the detected format", async (t) => {
+  const chatTemplate =
+    "{% for m in messages %}{{ m.content is string }}{% endfor %}";
+  const request = { messages: [HI] };
+  // One token per byte: the render comes back as it was.
+  const dir = fileURLToPath(new URL("./fixtures/byte_level/", import.meta.url));
+  const render = async (format?: "auto" | "string" | "openai") => {
+    await using backend = new LocalBackend({
+      dir,
+      chatTemplate,
+      cache: null,
+      ...(format === undefined ? {} : { chatTemplateContentFormat: format }),
+    });
+    return await backend.tokenize({ ...request, add_generation_prompt: false })
+      .then((ids) => backend.detokenize(ids));
+  };
+  await t.step("auto detects string content", async () => {
+    strictEqual(await render(), "True");
+    strictEqual(await render("auto"), "True");
+  });
+  await t.step("openai gives parts", async () => {
+    strictEqual(await render("openai"), "False");
+  });
+  await t.step("a bad value fails at construction", () => {
+    throws(
+      () =>
+        new LocalBackend({
+          dir: DIR,
+          chatTemplateContentFormat: "parts" as "auto",
+        }),
+      TypeError,
+    );
+  });
 });
 
 Deno.test("templateContext() preprocesses messages as vLLM does", async (t) => {
@@ -386,4 +429,52 @@ Deno.test("PyFloat arguments survive the lossless reader", () => {
   ok(
     messages[0]!.tool_calls[0]!.function.arguments.get("x") instanceof PyFloat,
   );
+});
+
+Deno.test("LocalBackend refuses what jinja2 raises and names what it cannot render, in the worker as on the thread", async (t) => {
+  const dir = fileURLToPath(new URL("./fixtures/byte_level/", import.meta.url));
+  const request = { messages: [{ role: "user", content: "hi" }] };
+  await using cache = createCountCache();
+  for (const mode of ["thread", "worker"] as const) {
+    await t.step(
+      `${mode}: a Python TypeError is a TemplateRejectedError`,
+      async () => {
+        await using backend = new LocalBackend({
+          dir,
+          chatTemplate:
+            "{% for m in messages %}{{ m.content + none }}{% endfor %}",
+          cache: mode === "worker" ? cache : null,
+        });
+        await rejects(backend.count(request, C), TemplateRejectedError);
+      },
+    );
+    // Warned once per construct and process: each mode uses its own filter.
+    const filter = mode === "thread" ? "wordwrap" : "urlize";
+    await t.step(
+      `${mode}: an unsupported construct fails the count, logged once by name`,
+      async () => {
+        await using logs = await captureLogs();
+        await using backend = new LocalBackend({
+          dir,
+          chatTemplate:
+            `{% for m in messages %}{{ m.content | ${filter} }}{% endfor %}`,
+          cache: mode === "worker" ? cache : null,
+        });
+        for (let i = 0; i < 2; i++) {
+          await rejects(backend.count(request, C), (error) => {
+            ok(error instanceof CountError);
+            ok(!(error instanceof TemplateRejectedError));
+            ok(error.message.includes(`the filter '${filter}'`), error.message);
+            return true;
+          });
+        }
+        const warnings = logs.records.filter((r) =>
+          r.level === "warning" &&
+          r.properties.construct === `the filter '${filter}'`
+        );
+        strictEqual(warnings.length, 1);
+        ok(!logs.lines.some((line) => line.includes('"hi"')));
+      },
+    );
+  }
 });

@@ -5,6 +5,7 @@ import {
   PyFloat,
   TemplateRaisedError,
   TemplateUndefinedError,
+  TemplateUnsupportedError,
 } from "../src/template/chat_template.ts";
 
 // Expected strings are jinja2 3.1 outputs (transformers' environment); the
@@ -150,7 +151,7 @@ Deno.test("compileChatTemplate() prints Python tuples and refuses iterators", ()
     "[('a', 1), ('b', 2)]('a', 1)dict_items([('b', 2), ('a', 1)])",
   );
   // jinja2 prints `<generator object ... at 0x...>`: no stable text to match.
-  throws(() => render("{{ [1] | select }}"), TypeError);
+  throws(() => render("{{ [1] | select }}"), TemplateUnsupportedError);
   strictEqual(render("{{ 'y' if [] | select else 'n' }}"), "y");
 });
 

@@ -11,7 +11,11 @@
  * @module
  */
 
-import { CountError, TemplateRejectedError } from "../core/errors.ts";
+import {
+  CountError,
+  TemplateRejectedError,
+  UnsupportedTemplateError,
+} from "../core/errors.ts";
 import type { EngineCall } from "./engine.ts";
 import type { CountCacheStats } from "./types.ts";
 import type { DeltaBase } from "./message_delta.ts";
@@ -102,6 +106,8 @@ export function fromErrorData(data: ErrorData): Error {
       return new CountError(data.message);
     case "TemplateRejectedError":
       return new TemplateRejectedError();
+    case "UnsupportedTemplateError":
+      return UnsupportedTemplateError.fromMessage(data.message);
     case "AbortError":
     case "TimeoutError":
       return new DOMException(data.message, data.name);

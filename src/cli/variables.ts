@@ -129,6 +129,11 @@ export const VARIABLES: readonly VariableDoc[] = [
     meaning: "a template file, or the template itself",
   },
   {
+    name: "INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT",
+    default: "auto",
+    meaning: "auto, string or openai, as vLLM's --chat-template-content-format",
+  },
+  {
     name: "INCONTEXT_TOKENIZER_SHA256",
     default: "none",
     meaning: "the expected SHA-256 of tokenizer.json",

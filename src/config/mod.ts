@@ -194,6 +194,9 @@ const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
   openaiApiKey: headerValue,
   tokenizerDir: z.string(),
   chatTemplate: z.string(),
+  chatTemplateContentFormat: z.enum(["auto", "string", "openai"], {
+    error: "must be auto, string or openai",
+  }),
   tokenizerSha256: z.string()
     .regex(/^[0-9a-fA-F]{64}$/, "must be 64 hexadecimal characters")
     .transform((value) => value.toLowerCase()),

@@ -62,6 +62,15 @@ export interface Config {
    * it contains `{%` or `{{`.
    */
   readonly chatTemplate?: string;
+  /**
+   * `INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT`: how the chat template reads
+   * `message.content`, as vLLM's `--chat-template-content-format`: `auto`
+   * (detected from the template, as vLLM detects it), `string` or `openai`
+   * (a list of parts).
+   *
+   * @default "auto"
+   */
+  readonly chatTemplateContentFormat?: "auto" | "string" | "openai";
   /** `INCONTEXT_TOKENIZER_SHA256`: the expected SHA-256 of `tokenizer.json`, 64 hex characters. */
   readonly tokenizerSha256?: string;
   /**
@@ -339,6 +348,7 @@ export const CONFIG_VARIABLES: {
   openaiApiKey: { name: "INCONTEXT_OPENAI_API_KEY" },
   tokenizerDir: { name: "INCONTEXT_TOKENIZER_DIR" },
   chatTemplate: { name: "INCONTEXT_CHAT_TEMPLATE" },
+  chatTemplateContentFormat: { name: "INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT" },
   tokenizerSha256: { name: "INCONTEXT_TOKENIZER_SHA256" },
   vllmVersion: { name: "INCONTEXT_VLLM_VERSION" },
   vllmTokenizerMode: { name: "INCONTEXT_VLLM_TOKENIZER_MODE" },

@@ -58,6 +58,56 @@ export class TemplateRejectedError extends CountError {
 }
 
 /**
+ * The chat template uses a construct the local renderer cannot render as
+ * jinja2 would, so the count fails (and budget() falls back to an
+ * estimate) rather than count another text. The construct is named in
+ * template terms (syntax and value types, never request content), so the
+ * message is safe to log; counting backends log it once per construct.
+ *
+ * @example The construct is part of the message
+ * ```ts
+ * import { UnsupportedTemplateError } from "./errors.ts";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * const error = new UnsupportedTemplateError("the filter 'wordwrap'");
+ * strictEqual(error.construct, "the filter 'wordwrap'");
+ * ```
+ */
+export class UnsupportedTemplateError extends CountError {
+  /** The construct. */
+  readonly construct: string;
+  /**
+   * Creates the error.
+   *
+   * @param construct What the template uses that is not supported.
+   * @param options The underlying cause, if any.
+   */
+  constructor(construct: string, options?: ErrorOptions) {
+    super(
+      `The chat template uses ${construct}, which the local renderer does not support`,
+      options,
+    );
+    this.name = "UnsupportedTemplateError";
+    this.construct = construct;
+  }
+
+  /**
+   * Rebuilds the error from its message (as it crossed a worker's port).
+   *
+   * @param message The message of an `UnsupportedTemplateError`.
+   * @returns The error, or a plain CountError for another message.
+   */
+  static fromMessage(message: string): CountError {
+    const match =
+      /^The chat template uses (.*), which the local renderer does not support$/s
+        .exec(message);
+    return match === null
+      ? new CountError(message)
+      : new UnsupportedTemplateError(match[1]!);
+  }
+}
+
+/**
  * The server reports another context length than the configured one (vLLM's
  * `max_model_len`, TGI's `max_total_tokens`, llama.cpp's `n_ctx`): every
  * budget computed against the configured one would be wrong, so the count

@@ -7,7 +7,11 @@
 import type { Logger } from "@logtape/logtape";
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { CountError, TemplateRejectedError } from "../core/errors.ts";
+import {
+  CountError,
+  TemplateRejectedError,
+  UnsupportedTemplateError,
+} from "../core/errors.ts";
 import { isJsonObject } from "../core/request.ts";
 import { errorType, safeCause } from "../core/error_type.ts";
 import type { ChatTemplate } from "../template/chat_template.ts";
@@ -39,14 +43,29 @@ export interface ChatFolderOptions {
    * modes does.
    */
   readonly tokenizerMode?: string;
+  /** How templates read `message.content`, as vLLM's `--chat-template-content-format` (`auto` by default). */
+  readonly chatTemplateContentFormat?: ContentFormatOption;
 }
+
+/** vLLM's `--chat-template-content-format`: detected (`auto`), or given. */
+export type ContentFormatOption = "auto" | ContentFormat;
+
+const CONTENT_FORMATS: readonly ContentFormatOption[] = [
+  "auto",
+  "string",
+  "openai",
+];
 
 /** Only the folder fields of a backend's options: what crosses to the count worker. */
 export function folderSpec(options: ChatFolderOptions): ChatFolderOptions {
   const { dir, chatTemplate, expectedSha256, now, vllmVersion } = options;
   const mode = options.tokenizerMode;
+  const format = options.chatTemplateContentFormat;
   return {
     dir,
+    ...(format === undefined || format === "auto"
+      ? {}
+      : { chatTemplateContentFormat: format }),
     ...(chatTemplate === undefined ? {} : { chatTemplate }),
     ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
     ...(now === undefined ? {} : { now }),
@@ -93,6 +112,8 @@ export interface Loaded {
   readonly mode: RenderMode;
   /** The clock of `strftime_now`. */
   readonly now: () => Date;
+  /** The content format given, or `auto` to detect each template's. */
+  readonly contentFormat: ContentFormatOption;
   /** The template and preprocessing code, imported with the files. */
   readonly engine: RenderModules;
 }
@@ -223,8 +244,12 @@ export function renderChatParts(
       ? template.renderParts(input.context, memo)
       : [template.render(input.context, memo)];
   } catch (error) {
+    // What jinja2 raises, vLLM answers with a 400: so does the proxy.
     if (error instanceof engine.TemplateRaisedError) {
       throw new TemplateRejectedError({ cause: safeCause(error) });
+    }
+    if (error instanceof engine.TemplateUnsupportedError) {
+      throw new UnsupportedTemplateError(error.construct);
     }
     throw new CountError(`The chat template failed: ${errorType(error)}`, {
       cause: safeCause(error),
@@ -316,7 +341,9 @@ export function compileTemplate(
   try {
     return [
       loaded.engine.compileChatTemplate(source, { now: loaded.now }),
-      loaded.engine.detectContentFormat(source),
+      loaded.contentFormat === "auto"
+        ? loaded.engine.detectContentFormat(source)
+        : loaded.contentFormat,
     ];
   } catch (error) {
     throw new CountError(
@@ -347,6 +374,14 @@ export function checkFolderOptions(
   }
   if (options.vllmVersion !== undefined) vllmRules(options.vllmVersion);
   if (options.tokenizerMode !== undefined) tokenizerMode(options.tokenizerMode);
+  const format = options.chatTemplateContentFormat;
+  if (format !== undefined && !CONTENT_FORMATS.includes(format)) {
+    throw new TypeError(
+      `Cannot create ${what} as 'chatTemplateContentFormat' must be auto, string or openai: current value is ${
+        JSON.stringify(format)
+      }`,
+    );
+  }
 }
 
 /** A model folder loaded on first use and freed on dispose. */
@@ -447,6 +482,7 @@ export async function loadFolder(
       lineChunks,
     },
   );
+  const contentFormat = options.chatTemplateContentFormat ?? "auto";
   return {
     tokenizer,
     incremental,
@@ -456,10 +492,11 @@ export async function loadFolder(
     compiled: new Map(),
     identity: `${filesIdentity(files)} vllm-${rules.release}${
       mode === "hf" ? "" : ` ${mode}`
-    }`,
+    }${contentFormat === "auto" ? "" : ` content-${contentFormat}`}`,
     rules,
     mode,
     now: options.now ?? (() => new Date()),
+    contentFormat,
     engine,
   };
 }

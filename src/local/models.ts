@@ -13,6 +13,7 @@ import type { JsonObject, RequestKind } from "../core/backend.ts";
 import { CountError } from "../core/errors.ts";
 import { asCountError } from "../core/error_type.ts";
 import {
+  type ContentFormatOption,
   type FilesSha256,
   type Loaded,
   loadFolder,
@@ -34,6 +35,8 @@ export interface ModelSpec {
   readonly vllmVersion?: string;
   /** vLLM's tokenizer mode; `undefined` renders the chat template. */
   readonly tokenizerMode?: string;
+  /** How templates read `message.content` (`auto`: detected as vLLM detects it). */
+  readonly chatTemplateContentFormat?: ContentFormatOption;
 }
 
 /** One count: the model, the request kind and vLLM's `/tokenize` payload. */
@@ -71,6 +74,7 @@ function specKey(spec: ModelSpec): string {
     spec.expectedSha256?.toLowerCase() ?? null,
     spec.vllmVersion ?? null,
     spec.tokenizerMode ?? null,
+    spec.chatTemplateContentFormat ?? "auto",
   ]);
 }
 

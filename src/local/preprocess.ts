@@ -12,11 +12,16 @@
 import { CountError, TemplateRejectedError } from "../core/errors.ts";
 import { type VllmRules, vllmRules } from "../core/vllm_release.ts";
 import { isJsonObject } from "../core/request.ts";
-import { parseJsonLossless } from "../template/chat_template.ts";
+import {
+  type ContentFormat,
+  parseJsonLossless,
+} from "../template/chat_template.ts";
 import { isPySpace } from "../template/py.ts";
 
-/** How a template reads `message.content`: a string, or a list of parts. */
-export type ContentFormat = "string" | "openai";
+export {
+  type ContentFormat,
+  detectContentFormat,
+} from "../template/chat_template.ts";
 
 /** Content part types that carry media: never counted as text. */
 const MEDIA_PARTS = new Set([
@@ -30,33 +35,6 @@ const MEDIA_PARTS = new Set([
   "video_url",
   "file",
 ]);
-
-/**
- * Detects the content format as vLLM's heuristic does: a template that loops
- * over a message's content (`for part in message['content']`, or over a
- * variable set from it) wants OpenAI-style part lists.
- *
- * @param source The template text.
- * @returns `"openai"` when the template iterates over message content, else `"string"`.
- */
-export function detectContentFormat(source: string): ContentFormat {
-  const content = String.raw`\w+\s*(?:\[\s*['"]content['"]\s*\]|\.content)`;
-  const loop = new RegExp(String.raw`\{%-?\s*for\s+[\w,\s]+\s+in\s+`);
-  if (new RegExp(loop.source + content).test(source)) return "openai";
-  const assigned = new RegExp(
-    String.raw`\{%-?\s*set\s+(\w+)\s*=\s*` + content + String.raw`\s*-?%\}`,
-    "g",
-  );
-  for (const match of source.matchAll(assigned)) {
-    const name = match[1]!;
-    if (
-      new RegExp(loop.source + name + String.raw`\b(?!\s*[.[])`).test(source)
-    ) {
-      return "openai";
-    }
-  }
-  return "string";
-}
 
 /** Options of {@linkcode templateContext}. */
 export interface ContextOptions {

@@ -83,6 +83,15 @@ export const FILTERS: readonly string[] = [
   "map",
 ];
 
+/**
+ * jinja2's filters that neither this layer rewrites nor it replaces:
+ * @huggingface/jinja's own are right for these.
+ */
+const NATIVE_FILTERS: ReadonlySet<string> = new Set(["default", "d", "safe"]);
+
+/** The global a filter the renderer does not have calls: jinja2's, or none. */
+export const MISSING_FILTER = "__ic_missing_filter";
+
 /** The global that checks a called name is defined. */
 export const CALLABLE = "__ic_callable";
 /** The global that makes an undefined loop iterable empty. */
@@ -156,6 +165,11 @@ function transform(node: Node): Node {
     const [name, args] = filterName(node["filter"] as Node);
     if (FILTERS.includes(name)) {
       return call(`__ic_filter_${name}`, [node["operand"], ...args]);
+    }
+    if (!NATIVE_FILTERS.has(name)) {
+      // jinja2 raises where it runs (or does not compile the template), or
+      // has a filter the renderer lacks.
+      return call(MISSING_FILTER, [node["operand"], stringLiteral(name)]);
     }
   }
   if (node.type === "For") {

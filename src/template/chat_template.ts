@@ -4,11 +4,17 @@
  *
  * @module
  */
-import { Environment, parse, tokenize } from "@huggingface/jinja";
+import { Environment } from "@huggingface/jinja";
 import { rewrite } from "./ast.ts";
+import { parseTemplate } from "./parse.ts";
 import { globalsFor } from "./globals.ts";
 import { runProgram, runProgramParts } from "./interpreter.ts";
-import { PyRaisedError, UndefinedUseError } from "./objects.ts";
+import {
+  PyRaisedError,
+  UndefinedUseError,
+  UnsupportedError,
+} from "./objects.ts";
+import { compileRefusal } from "./compile_check.ts";
 import { toValue } from "./values.ts";
 
 /** Converts a JavaScript value to a template value (a converted one stays as it is). */
@@ -16,6 +22,11 @@ export { toValue };
 
 export { PyFloat } from "./values.ts";
 export { parseJsonLossless } from "./json.ts";
+export {
+  type ContentFormat,
+  contentFormatOf,
+  detectContentFormat,
+} from "./content_format.ts";
 
 /** Options of {@linkcode compileChatTemplate}. */
 export interface RenderOptions {
@@ -39,9 +50,11 @@ export interface ChatTemplate {
    * only for contexts whose item values (already converted with
    * {@linkcode toValue}) are kept from render to render and never changed.
    * @returns The rendered text.
-   * @throws {TemplateRaisedError} If the template calls `raise_exception`,
-   * or (as {@linkcode TemplateUndefinedError}) uses an undefined value where
-   * jinja2 raises.
+   * @throws {TemplateRaisedError} Where jinja2 raises: `raise_exception`,
+   * a Python error (`"a" + None`, `len(None)`, an unknown filter, the
+   * sandbox), a template jinja2 would not compile, or (as
+   * {@linkcode TemplateUndefinedError}) an undefined value used.
+   * @throws {TemplateUnsupportedError} Where the renderer cannot follow jinja2.
    */
   render(
     context: Record<string, unknown>,
@@ -57,6 +70,7 @@ export interface ChatTemplate {
    * @param options As for `render`.
    * @returns The parts of the rendered text.
    * @throws {TemplateRaisedError} As `render` does.
+   * @throws {TemplateUnsupportedError} As `render` does.
    */
   renderParts(
     context: Record<string, unknown>,
@@ -91,6 +105,25 @@ export class TemplateUndefinedError extends TemplateRaisedError {
   }
 }
 
+/**
+ * The template uses something the renderer cannot render as jinja2 would:
+ * the count fails, naming the construct, instead of counting a different
+ * text or refusing a request the server would take.
+ */
+export class TemplateUnsupportedError extends Error {
+  /** The construct, in template terms (syntax and value types, never values). */
+  readonly construct: string;
+  /**
+   * @param construct The construct.
+   * @param options Error options.
+   */
+  constructor(construct: string, options?: ErrorOptions) {
+    super(`the template uses ${construct}, which is not supported`, options);
+    this.name = "TemplateUnsupportedError";
+    this.construct = construct;
+  }
+}
+
 // @huggingface/jinja's own errors for an undefined value used where jinja2
 // raises UndefinedError (arithmetic or ordering on it).
 function undefinedUse(error: unknown): boolean {
@@ -98,6 +131,23 @@ function undefinedUse(error: unknown): boolean {
     /^Cannot perform operation (?!in )\S+ on undefined values$/.test(
       error.message,
     );
+}
+
+/**
+ * Names what failed: the layer's own construct, or @huggingface/jinja's
+ * message (built from the template's syntax and value type names); any
+ * other error only by its type.
+ */
+function construct(error: unknown): string {
+  if (error instanceof UnsupportedError) return error.construct;
+  if (
+    error instanceof Error &&
+    (error.constructor === Error || error.constructor === SyntaxError) &&
+    /^[\w .,:;'"`()*=!<>~+\-/%[\]{}|]{1,160}$/.test(error.message)
+  ) return `a construct the renderer rejects (${error.message})`;
+  return `a construct the renderer fails on (${
+    error instanceof Error ? error.name : typeof error
+  })`;
 }
 
 /**
@@ -119,15 +169,10 @@ export function compileChatTemplate(
   source: string,
   options?: RenderOptions,
 ): ChatTemplate {
-  const normalised = source.replace(/\r\n?/g, "\n")
-    // transformers' {% generation %} renders its body; as a real block tag
-    // (unlike @huggingface/jinja's textual removal) it keeps jinja2's
-    // whitespace control around it.
-    .replace(/\{%([-+]?)\s*generation\s*([-+]?)%\}/g, "{%$1 if true $2%}")
-    .replace(/\{%([-+]?)\s*endgeneration\s*([-+]?)%\}/g, "{%$1 endif $2%}");
-  const program = rewrite(
-    parse(tokenize(normalised, { lstrip_blocks: true, trim_blocks: true })),
-  ) as ReturnType<typeof parse>;
+  const parsed = parseTemplate(source);
+  // jinja2 would not compile it: transformers refuses every request.
+  const refusal = compileRefusal(parsed);
+  const program = rewrite(parsed.program);
   const now = options?.now ?? (() => new Date());
   const globals = globalsFor({
     now,
@@ -140,6 +185,7 @@ export function compileChatTemplate(
     context: Record<string, unknown>,
     evaluate: (program: unknown, scope: unknown) => T,
   ): T {
+    if (refusal !== null) throw new TemplateRaisedError(refusal);
     const root = new Environment();
     for (const [name, value] of globals) {
       root.setVariable(name as never, value as never);
@@ -157,7 +203,13 @@ export function compileChatTemplate(
       if (error instanceof PyRaisedError) {
         throw new TemplateRaisedError(error.message);
       }
-      throw error;
+      if (error instanceof TemplateRaisedError) throw error;
+      // Endless recursion: Python's limit (1000 frames, a few per macro
+      // call) comes before the JavaScript stack's.
+      if (error instanceof RangeError && /call stack/i.test(error.message)) {
+        throw new TemplateRaisedError("maximum recursion depth exceeded");
+      }
+      throw new TemplateUnsupportedError(construct(error), { cause: error });
     }
   }
   return {

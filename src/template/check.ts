@@ -5,6 +5,7 @@
 // to closures that give the value the interpreter would give, and gives
 // up (undefined) wherever they could differ: the interpreter then runs.
 import { make, type Value } from "./values.ts";
+import { DICT_ATTRIBUTES } from "./names.ts";
 import { type Node, resolve, type Scope } from "./scope.ts";
 
 /** A compiled check: the expression's value, or undefined to let the interpreter evaluate it. */
@@ -87,6 +88,8 @@ function member(node: Node): Check | null {
       !(held instanceof Map) || value!.type === "IteratorValue" ||
       value!.type.startsWith("dict_")
     ) return undefined;
+    // A dict's method, not its item (a namespace's entry: the interpreter tells).
+    if (DICT_ATTRIBUTES.has(name)) return undefined;
     return held.get(name) as Value | undefined;
   };
 }
@@ -110,12 +113,19 @@ function binary(node: Node): Check | null {
     if (a?.type !== "IntegerValue") return undefined;
     const b = right(scope);
     if (b?.type !== "IntegerValue") return undefined;
-    return [a.value as number, b.value as number];
+    if (typeof a.value !== "number" || typeof b.value !== "number") {
+      return undefined;
+    }
+    return [a.value, b.value];
   };
   const arithmetic =
     (f: (a: number, b: number) => number): Check => (scope) => {
       const pair = integers(scope);
-      return pair && make("IntegerValue", f(pair[0], pair[1]));
+      if (pair === undefined) return undefined;
+      const n = f(pair[0], pair[1]);
+      // Python's ints: no -0, and no bound (beyond 2^53 the interpreter decides).
+      if (!Number.isSafeInteger(n)) return undefined;
+      return make("IntegerValue", n === 0 ? 0 : n);
     };
   const comparison =
     (f: (a: number, b: number) => boolean): Check => (scope) => {

@@ -17,12 +17,15 @@ import {
   pyCompare,
   pyEq,
   PyRaisedError,
+  raised,
   splitArgs,
   str,
   tuple,
   UNDEFINED,
   UndefinedUseError,
+  unsupported,
 } from "./objects.ts";
+import { JINJA2_FILTERS } from "./names.ts";
 import { selectOrReject } from "./tests.ts";
 import { htmlEscape, stripTags } from "./markup.ts";
 
@@ -33,14 +36,14 @@ function dictsort(all: Value[]): Value {
     "reverse",
   ]);
   if (!(d.value instanceof Map)) {
-    throw new TypeError("dictsort expects a mapping");
+    throw raised("dictsort expects a mapping");
   }
   const pos = by === undefined || by.value === "key"
     ? 0
     : by.value === "value"
     ? 1
     : (() => {
-      throw new Error("You can only sort by either 'key' or 'value'");
+      throw raised("You can only sort by either 'key' or 'value'");
     })();
   const entries = Array.from(
     d.value as Map<string, Value>,
@@ -114,9 +117,7 @@ function add(a: Value, b: Value): Value {
       ...b.value as Value[],
     ]);
   }
-  throw new TypeError(
-    `unsupported operand types for +: ${a.type} and ${b.type}`,
-  );
+  throw raised(`unsupported operand types for +: ${a.type} and ${b.type}`);
 }
 
 function minMax(sign: number) {
@@ -139,7 +140,7 @@ function minMax(sign: number) {
 function batch(all: Value[]): Value {
   const [seq, [count, fill]] = params(all, ["linecount", "fill_with"]);
   const n = num(count!);
-  if (!(n > 0)) throw new RangeError("batch size must be positive");
+  if (!(n > 0)) throw unsupported("batch() of a size below 1");
   const out: Value[] = [];
   let tmp: Value[] = [];
   for (const item of itemsOf(seq)) {
@@ -193,7 +194,7 @@ function unique(all: Value[]): Value {
       : k.type === "NullValue"
       ? "None"
       : (k.type === "TupleValue" ? `t${pyRepr(k)}` : (() => {
-        throw new TypeError(`unhashable type: '${k.type}'`);
+        throw raised(`unhashable type: '${k.type}'`);
       })());
     if (!seen.has(h)) {
       seen.add(h);
@@ -265,9 +266,9 @@ function truncate(all: Value[]): Value {
     : num(leewayV);
   const endLen = Array.from(end).length;
   if (length < endLen) {
-    throw new RangeError(`expected length >= ${endLen}, got ${length}`);
+    throw raised(`expected length >= ${endLen}, got ${length}`);
   }
-  if (leeway < 0) throw new RangeError(`expected leeway >= 0, got ${leeway}`);
+  if (leeway < 0) throw raised(`expected leeway >= 0, got ${leeway}`);
   if (s.type !== "StringValue") {
     // jinja2 measures the operand itself: an Undefined has length 0, a
     // container short enough comes back whole, anything else has no len().
@@ -296,7 +297,7 @@ function wordcount(all: Value[]): Value {
 function format(all: Value[]): Value {
   const [[s, ...args], kw] = splitArgs(all) as [[Value, ...Value[]], Kwargs];
   if (args.length > 0 && kw.size > 0) {
-    throw new TypeError(
+    throw raised(
       "can't handle positional and keyword arguments at the same time",
     );
   }
@@ -316,7 +317,7 @@ function pyRound(x: number, digits: number): number {
     return x < 0 ? -r : r;
   }
   if (digits < 0) {
-    throw new RangeError("negative round precision is not supported");
+    throw unsupported("round() to a negative precision");
   }
   const r = Number(Math.abs(x).toFixed(digits));
   return x < 0 ? -r : r;
@@ -327,7 +328,7 @@ function round(all: Value[]): Value {
   const precision = precisionV === undefined ? 0 : num(precisionV);
   const method = methodV === undefined ? "common" : pyStr(methodV);
   if (!isNumber(v)) {
-    throw new TypeError(`type ${v.type} doesn't define __round__`);
+    throw raised(`type ${v.type} doesn't define __round__`);
   }
   if (method === "common") {
     if (v.type !== "FloatValue") {
@@ -340,7 +341,7 @@ function round(all: Value[]): Value {
     : method === "floor"
     ? Math.floor
     : null;
-  if (f === null) throw new TypeError("method must be common, ceil or floor");
+  if (f === null) throw raised("method must be common, ceil or floor");
   const scale = 10 ** precision;
   return make("FloatValue", f(num(v) * scale) / scale);
 }
@@ -348,7 +349,7 @@ function round(all: Value[]): Value {
 function abs(all: Value[]): Value {
   const [v] = params(all, []);
   if (!isNumber(v)) {
-    throw new TypeError(`bad operand type for abs(): '${v.type}'`);
+    throw raised(`bad operand type for abs(): '${v.type}'`);
   }
   return make(
     v.type === "FloatValue" ? "FloatValue" : "IntegerValue",
@@ -384,7 +385,7 @@ function parseFloatText(s: string): number | null {
 }
 
 function safeInt(n: number): Value {
-  if (!Number.isSafeInteger(n)) throw new RangeError("integer out of range");
+  if (!Number.isSafeInteger(n)) throw unsupported("an integer beyond 2^53");
   return int(n === 0 ? 0 : n);
 }
 
@@ -400,7 +401,7 @@ function toInt(all: Value[]): Value {
   definedNumberSource(v, "int");
   const fallback = dflt ?? int(0);
   if (baseV !== undefined && num(baseV) !== 10) {
-    throw new RangeError("int base other than 10 is not supported");
+    throw unsupported("int() in a base other than 10");
   }
   if (v.type === "StringValue") {
     const t = pyTrim(v.value as string);
@@ -408,7 +409,7 @@ function toInt(all: Value[]): Value {
     const f = parseFloatText(v.value as string);
     if (f === null || Number.isNaN(f)) return fallback;
     if (!Number.isFinite(f)) {
-      throw new RangeError("cannot convert float infinity to integer");
+      throw raised("cannot convert float infinity to integer");
     }
     return safeInt(Math.trunc(f));
   }
@@ -416,7 +417,7 @@ function toInt(all: Value[]): Value {
     const n = num(v);
     if (Number.isNaN(n)) return fallback;
     if (!Number.isFinite(n)) {
-      throw new RangeError("cannot convert float infinity to integer");
+      throw raised("cannot convert float infinity to integer");
     }
     return safeInt(Math.trunc(n));
   }
@@ -448,7 +449,7 @@ function attr(all: Value[]): Value {
     // Mappings hold items, not attributes; attributes left are Python
     // methods, whose printed form we cannot reproduce.
     if (v.builtins.has(pyStr(name!))) {
-      throw new Error("attr() of a Python method is not supported");
+      throw unsupported("attr() of a Python method");
     }
     return UNDEFINED();
   }
@@ -459,7 +460,7 @@ function items(all: Value[]): Value {
   const [v] = params(all, []);
   if (v.type === "UndefinedValue") return iterator([]);
   if (!(v.value instanceof Map)) {
-    throw new TypeError("Can only get item pairs from a mapping.");
+    throw raised("Can only get item pairs from a mapping.");
   }
   return iterator(
     Array.from(v.value as Map<string, Value>, ([k, x]) => tuple([str(k), x])),
@@ -482,7 +483,7 @@ function first(all: Value[]): Value {
 function last(all: Value[]): Value {
   const [v] = params(all, []);
   if (v.type === "IteratorValue") {
-    throw new TypeError("argument to reversed() must be a sequence");
+    throw raised("argument to reversed() must be a sequence");
   }
   return itemsOf(v).at(-1) ?? UNDEFINED();
 }
@@ -494,7 +495,7 @@ function last(all: Value[]): Value {
 function replace(all: Value[]): Value {
   const [s, [old, replacement, count]] = params(all, ["old", "new", "count"]);
   if (old === undefined || replacement === undefined) {
-    throw new TypeError("replace() needs 'old' and 'new'");
+    throw raised("replace() needs 'old' and 'new'");
   }
   const limit = count === undefined || count.type === "NullValue"
     ? -1
@@ -606,7 +607,9 @@ export function filterTable(
     const [name, ...args] = rest;
     const filter = table.get(pyStr(name!));
     if (filter === undefined) {
-      throw new Error(`No filter named '${pyStr(name!)}'`);
+      throw JINJA2_FILTERS.has(pyStr(name!))
+        ? unsupported(`the filter '${pyStr(name!)}'`)
+        : raised(`No filter named '${pyStr(name!)}'`);
     }
     const tail = all.at(-1);
     const extra = tail?.type === "KeywordArgumentsValue" ? [tail] : [];

@@ -2,6 +2,10 @@
 // templates use; anything else raises rather than rendering differently.
 import { pyFloatRepr } from "./py.ts";
 import { pyRepr, pyStr, type Value } from "./values.ts";
+import { raised, unsupported } from "./objects.ts";
+
+/** Python's `%` conversion types. */
+const PY_PERCENT_TYPES = "diouxXeEfFgGcrsa";
 
 function isNumber(v: Value): boolean {
   return v.type === "IntegerValue" || v.type === "FloatValue" ||
@@ -31,15 +35,17 @@ function pad(body: string, sign: string, layout: Layout): string {
 
 function fixed(x: number, precision: number): string {
   if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : "inf";
-  if (precision > 100) throw new RangeError("precision too large");
+  if (precision > 100) throw unsupported("a format precision over 100");
   // toFixed rounds ties away from zero; Python rounds the exact binary value,
   // which differs only on exact ties: refuse those rather than differ.
   const exact = x.toFixed(Math.min(100, precision + 30));
   const tail = exact.slice(
     exact.indexOf(".") + precision + (precision > 0 ? 1 : 1),
   );
-  if (/^50*$/.test(tail)) throw new RangeError("exact rounding tie");
-  if (Math.abs(x) >= 1e21) throw new RangeError("float too large to format");
+  if (/^50*$/.test(tail)) throw unsupported("formatting an exact rounding tie");
+  if (Math.abs(x) >= 1e21) {
+    throw unsupported("formatting a float of 1e21 or more");
+  }
   return x.toFixed(precision);
 }
 
@@ -57,7 +63,7 @@ interface Spec {
 
 function formatNumber(v: Value, spec: Spec): string {
   if (!isNumber(v)) {
-    throw new TypeError(`format requires a number, not ${v.type}`);
+    throw raised(`format requires a number, not ${v.type}`);
   }
   const x = num(v);
   let body: string;
@@ -73,7 +79,7 @@ function formatNumber(v: Value, spec: Spec): string {
     case "o":
     case "b": {
       if (!integral) {
-        throw new TypeError("integer required");
+        throw raised("integer required");
       }
       const radix = { x: 16, X: 16, o: 8, b: 2 }[spec.type]!;
       body = Math.trunc(Math.abs(x)).toString(radix);
@@ -90,13 +96,15 @@ function formatNumber(v: Value, spec: Spec): string {
     case "":
       if (!integral) {
         if (spec.precision !== null) {
-          throw new RangeError("unsupported float spec");
+          throw unsupported(
+            "a float format without a type but with a precision",
+          );
         }
         body = pyFloatRepr(Math.abs(x));
       } else body = String(Math.abs(x));
       break;
     default:
-      throw new RangeError(`unsupported format type '${spec.type}'`);
+      throw unsupported(`the number format type '${spec.type}'`);
   }
   if (spec.comma) {
     // Thousands separators go into the integer digits only.
@@ -124,17 +132,17 @@ export function pyFormatPercent(
   const next = (key: string | undefined): Value => {
     used = true;
     if (key !== undefined) {
-      if (Array.isArray(args)) throw new TypeError("format requires a mapping");
+      if (Array.isArray(args)) throw raised("format requires a mapping");
       const v = args.get(key);
-      if (v === undefined) throw new RangeError(`KeyError: '${key}'`);
+      if (v === undefined) throw raised(`KeyError: '${key}'`);
       return v;
     }
     if (!Array.isArray(args)) {
-      throw new TypeError("format requires positional arguments");
+      throw unsupported("% formatting of a mapping by position");
     }
     const v = args[i++];
     if (v === undefined) {
-      throw new TypeError("not enough arguments for format string");
+      throw raised("not enough arguments for format string");
     }
     return v;
   };
@@ -160,7 +168,7 @@ export function pyFormatPercent(
         precision: p === undefined ? null : Number(p),
         type,
       };
-      if (spec.alt) throw new RangeError("alternate form is not supported");
+      if (spec.alt) throw unsupported("the % format flag #");
       if (type === "s" || type === "r") {
         let s = type === "s" ? pyStr(v) : pyRepr(v);
         if (spec.precision !== null) {
@@ -175,11 +183,13 @@ export function pyFormatPercent(
         if (spec.type === "f" && spec.precision === null) spec.precision = 6;
         return formatNumber(v, spec);
       }
-      throw new RangeError(`unsupported format character '${type}'`);
+      throw PY_PERCENT_TYPES.includes(type) && type !== ""
+        ? unsupported(`the % format type '${type}'`)
+        : raised(`unsupported format character '${type}'`);
     },
   );
   if (Array.isArray(args) && i < args.length) {
-    throw new TypeError("not all arguments converted during string formatting");
+    throw raised("not all arguments converted during string formatting");
   }
   void used;
   return out;
@@ -190,14 +200,14 @@ const SPEC =
 
 function formatField(v: Value, specText: string): string {
   const m = SPEC.exec(specText);
-  if (m === null) throw new RangeError("Invalid format specifier");
+  if (m === null) throw unsupported("this format specifier");
   const [, fillC, alignC, sign = "", alt, zero, w, comma, p, type = ""] = m;
-  if (alt) throw new RangeError("unsupported format option");
+  if (alt) throw unsupported("the format option #");
   if (
     comma && !"dfF%".includes(type) &&
     !(type === "" && v.type === "IntegerValue")
   ) {
-    throw new RangeError("unsupported format option");
+    throw unsupported("a thousands separator for this format type");
   }
   const spec: Spec = {
     fill: fillC ?? (zero && !alignC ? "0" : " "),
@@ -211,17 +221,15 @@ function formatField(v: Value, specText: string): string {
     comma: comma === ",",
   };
   if (v.type === "StringValue" || !isNumber(v)) {
-    if (spec.comma) throw new RangeError("Cannot specify ',' with 's'.");
+    if (spec.comma) throw raised("Cannot specify ',' with 's'.");
     if (type !== "" && type !== "s") {
-      throw new RangeError(`Unknown format code '${type}' for ${v.type}`);
+      throw raised(`Unknown format code '${type}' for ${v.type}`);
     }
     if (!isNumber(v) && v.type !== "StringValue" && specText !== "") {
-      throw new TypeError(
-        "unsupported format string passed to object.__format__",
-      );
+      throw raised("unsupported format string passed to object.__format__");
     }
     if (sign !== "" || spec.align === "=") {
-      throw new RangeError("sign not allowed in string format specifier");
+      throw raised("sign not allowed in string format specifier");
     }
     let s = pyStr(v);
     if (spec.precision !== null) {
@@ -234,13 +242,13 @@ function formatField(v: Value, specText: string): string {
     return pyStr(v);
   }
   if (v.type === "BooleanValue" && type === "") {
-    throw new RangeError("bool format spec is not supported");
+    throw unsupported("a format specifier on a bool");
   }
   if (type === "" && spec.precision !== null) {
-    throw new RangeError("unsupported float spec");
+    throw unsupported("a float format without a type but with a precision");
   }
   if (v.type === "FloatValue" && "dxXob".includes(type) && type !== "") {
-    throw new RangeError(`Unknown format code '${type}' for float`);
+    throw raised(`Unknown format code '${type}' for float`);
   }
   return formatNumber(v, { ...spec, align: spec.align || ">" });
 }
@@ -263,7 +271,7 @@ function lookup(field: string, call: FormatArgs): Value {
   const mode = head === "" ? "auto" : /^\d+$/.test(head) ? "manual" : null;
   if (mode !== null) {
     if (call.mode !== null && call.mode !== mode) {
-      throw new RangeError("cannot mix manual and automatic field numbering");
+      throw raised("cannot mix manual and automatic field numbering");
     }
     call.mode = mode;
   }
@@ -271,7 +279,7 @@ function lookup(field: string, call: FormatArgs): Value {
   else if (/^\d+$/.test(head)) v = args[Number(head)];
   else v = kw.get(head);
   if (v === undefined) {
-    throw new RangeError(`format field '${head}' is missing`);
+    throw raised(`format field '${head}' is missing`);
   }
   for (const part of rest.matchAll(/\.([^.[]+)|\[([^\]]+)\]/g)) {
     const key = part[1] ?? part[2]!;
@@ -279,12 +287,12 @@ function lookup(field: string, call: FormatArgs): Value {
       part[1] !== undefined || !(Array.isArray(v.value) && /^\d+$/.test(key))
     ) {
       if (!(v.value instanceof Map) || part[1] !== undefined) {
-        throw new RangeError("format field attributes are not supported");
+        throw unsupported("attributes in format fields");
       }
       v = (v.value as Map<string, Value>).get(key);
     } else v = (v.value as Value[])[Number(key)];
     if (v === undefined) {
-      throw new RangeError(`format field '${key}' is missing`);
+      throw raised(`format field '${key}' is missing`);
     }
   }
   return v;
@@ -303,12 +311,10 @@ export function pyStrFormat(
       if (m === "{{") return "{";
       if (m === "}}") return "}";
       if (inner === undefined) {
-        throw new RangeError(
-          "Single brace in format string",
-        );
+        throw raised("Single brace in format string");
       }
       const fm = /^([^!:]*)(?:!([rsa]))?(?::(.*))?$/s.exec(inner);
-      if (fm === null) throw new RangeError("Invalid format field");
+      if (fm === null) throw unsupported("this format field");
       const [, field = "", conv, spec = ""] = fm;
       let v = lookup(field, call);
       if (conv === "r") {
@@ -324,7 +330,7 @@ export function pyStrFormat(
           value: pyStr(v),
         } as Value;
       } else if (conv === "a") {
-        throw new RangeError("!a is not supported");
+        throw unsupported("the conversion !a");
       }
       return formatField(v, spec);
     },

@@ -5,12 +5,22 @@ import {
   CONCAT,
   EQUALS,
   ITERABLE,
+  MISSING_FILTER,
   PRINT,
   TEST,
   UNPACK,
 } from "./ast.ts";
 import { filterTable } from "./filters.ts";
-import { itemsOf, pyEq, tuple, UndefinedUseError } from "./objects.ts";
+import {
+  itemsOf,
+  pyEq,
+  raised,
+  tuple,
+  UndefinedUseError,
+  unsupported,
+} from "./objects.ts";
+import { isMutable } from "./memo.ts";
+import { JINJA2_FILTERS } from "./names.ts";
 import { testNamed } from "./tests.ts";
 import { pyStrFormat } from "./format.ts";
 import { STRING_METHODS } from "./str.ts";
@@ -56,12 +66,34 @@ function optionalString(value: Value | undefined): string | null {
     return null;
   }
   if (value.type !== "StringValue") {
-    throw new TypeError("expected a string argument");
+    throw raised("expected a string argument");
   }
   return value.value as string;
 }
 
-// A non-string receiver keeps @huggingface/jinja's own member lookup.
+/** Python lists and tuples have these two of the rewritten methods. */
+const SEQUENCE_METHODS: ReadonlyMap<
+  string,
+  (items: Value[], args: Value[]) => Value
+> = new Map([
+  ["count", (items, [x]) => {
+    if (x === undefined) throw raised("count() takes exactly one argument");
+    return make("IntegerValue", items.filter((v) => pyEq(v, x)).length);
+  }],
+  ["index", (items, [x]) => {
+    if (x === undefined) throw raised("index expected at least 1 argument");
+    const at = items.findIndex((v) => pyEq(v, x));
+    if (at < 0) throw raised("x not in list");
+    return make("IntegerValue", at);
+  }],
+]);
+
+/**
+ * A method called by name (see ast.ts), as jinja2 finds it: Python's
+ * method of a string, list or tuple receiver; `other`'s of a dict; a
+ * mapping's item holding a macro. Anything else has no such attribute, and
+ * calling the Undefined jinja2 gives for it raises.
+ */
 function method(
   name: string,
   onString: (text: string, args: Value[], kw: Kwargs) => Value,
@@ -75,13 +107,20 @@ function method(
     }
     const own = other?.(self);
     if (own) return (own.value as (args: Value[]) => Value)(rest);
-    const member =
-      (self.value instanceof Map ? self.value.get(name) : undefined) ??
-        self.builtins.get(name);
-    if (member?.type !== "FunctionValue") {
-      throw new TypeError(`'${self.type}' has no method '${name}'`);
+    const member = self.value instanceof Map ? self.value.get(name) : undefined;
+    if (member?.type === "FunctionValue") {
+      return (member.value as (args: Value[]) => Value)(rest);
     }
-    return (member.value as (args: Value[]) => Value)(rest);
+    const sequence = SEQUENCE_METHODS.get(name);
+    if (
+      sequence !== undefined &&
+      (self.type === "ArrayValue" || self.type === "TupleValue")
+    ) {
+      return sequence(self.value as Value[], split(rest)[0]);
+    }
+    throw new UndefinedUseError(
+      `'${self.type}' object has no attribute '${name}'`,
+    );
   });
 }
 
@@ -115,28 +154,44 @@ function length(args: Value[]): Value {
   const items = value.value;
   if (value.type === "UndefinedValue") return make("IntegerValue", 0);
   if (value.type === "IteratorValue") {
-    throw new TypeError("object of type 'generator' has no len()");
+    throw raised("object of type 'generator' has no len()");
   }
   if (Array.isArray(items)) return make("IntegerValue", items.length);
   if (items instanceof Map) return make("IntegerValue", items.size);
-  throw new TypeError(`object of type '${value.type}' has no len()`);
+  throw raised(`object of type '${value.type}' has no len()`);
 }
 
 function join(args: Value[]): Value {
   const [[operand, separator], kw] = split(args) as [[Value, Value?], Kwargs];
-  const sep = optionalString(separator ?? kw.get("d")) ?? "";
+  // jinja2 reads the separator with str(), as it reads the items.
+  const d = separator ?? kw.get("d");
+  const sep = d === undefined ? "" : pyStr(d);
   const items = operand.type === "StringValue"
     ? Array.from(operand.value as string)
     : itemsOf(operand).map(pyStr);
   return str(items.join(sep));
 }
 
+/** The longest range jinja2's sandbox makes. */
+const MAX_RANGE = 100_000;
+
 function range(args: Value[]): Value {
-  const n = args.map((a) => a.value as number);
+  if (
+    args.length === 0 || args.length > 3 ||
+    args.some((a) => a.type !== "IntegerValue" && a.type !== "BooleanValue")
+  ) {
+    throw raised("range() takes one to three integers");
+  }
+  const n = args.map((a) => Number(a.value));
   const [start, stop, step] = n.length === 1
     ? [0, n[0]!, 1]
     : [n[0]!, n[1]!, n[2] ?? 1];
-  if (step === 0) throw new RangeError("range() arg 3 must not be zero");
+  if (step === 0) throw raised("range() arg 3 must not be zero");
+  if (Math.max(0, Math.ceil((stop - start) / step)) > MAX_RANGE) {
+    throw raised(
+      "Range too big. The sandbox blocks ranges larger than MAX_RANGE",
+    );
+  }
   const out: Value[] = [];
   for (let i = start; step > 0 ? i < stop : i > stop; i += step) {
     out.push(make("IntegerValue", i));
@@ -151,13 +206,13 @@ const JINJA2_GLOBALS = new Set(["cycler", "joiner", "lipsum"]);
 function dict(args: Value[]): Value {
   const [positional, kw] = split(args);
   if (positional.length > 1) {
-    throw new TypeError("dict expected at most 1 argument");
+    throw raised("dict expected at most 1 argument");
   }
   const out = new Map<string, Value>();
   const first = positional[0];
   if (first !== undefined) {
     if (!(first.value instanceof Map)) {
-      throw new TypeError("dict() of a non-mapping is not supported");
+      throw unsupported("dict() of pairs");
     }
     for (const [k, v] of first.value as Map<string, Value>) out.set(k, v);
   }
@@ -190,9 +245,10 @@ export function globalsFor(options: GlobalsOptions): Map<string, Value> {
   const filters = filterTable(own);
   const view = (name: string, kind: string, pairs: boolean) =>
     method(name, () => {
-      throw new TypeError(`'str' object has no attribute '${name}'`);
+      throw new UndefinedUseError(`'str' object has no attribute '${name}'`);
     }, (self) => {
-      if (!(self.value instanceof Map)) return null;
+      // A namespace or `loop` has no dict methods.
+      if (!(self.value instanceof Map) || isMutable(self)) return null;
       const entries = Array.from(self.value as Map<string, Value>);
       const items = entries.map(([k, v]) =>
         kind === "dict_items" ? tuple([str(k), v]) : pairs ? str(k) : v
@@ -213,7 +269,7 @@ export function globalsFor(options: GlobalsOptions): Map<string, Value> {
         if (JINJA2_GLOBALS.has(name!.value as string)) {
           // jinja2 has it and the server would render: we cannot, so the
           // count fails rather than reporting a rejection.
-          throw new Error(`${name!.value}() is not supported`);
+          throw unsupported(`${name!.value}()`);
         }
         throw new UndefinedUseError("an undefined value is not callable");
       }),
@@ -239,6 +295,15 @@ export function globalsFor(options: GlobalsOptions): Map<string, Value> {
       }),
     ],
     [EQUALS, fn(([a, b]) => make("BooleanValue", pyEq(a!, b!)))],
+    [
+      MISSING_FILTER,
+      fn(([, name]) => {
+        const filter = name!.value as string;
+        throw JINJA2_FILTERS.has(filter)
+          ? unsupported(`the filter '${filter}'`)
+          : raised(`No filter named '${filter}' found.`);
+      }),
+    ],
     ...Array.from(
       STRING_METHODS,
       ([name, body]) =>

@@ -1,8 +1,16 @@
 // @huggingface/jinja's interpreter with jinja2's default Undefined: reading
 // an attribute or item of an undefined value raises instead of giving
 // another undefined value.
-import { Environment, Interpreter } from "@huggingface/jinja";
-import { UndefinedUseError } from "./objects.ts";
+import { Environment, Interpreter, parse, tokenize } from "@huggingface/jinja";
+import { raised, UndefinedUseError, unsupported } from "./objects.ts";
+import { pyBinary, pyIter, pyUnary } from "./operators.ts";
+import { pyGetAttr, pyGetItem, pySlice } from "./lookup.ts";
+import {
+  type BlockMark,
+  SCOPE_MARK,
+  WITH_VALUES,
+  type WithMark,
+} from "./parse.ts";
 import { fn, make, type Value } from "./values.ts";
 import {
   type Entry,
@@ -33,11 +41,14 @@ interface Evaluator {
   evaluateSet(node: Node, environment: unknown): Value;
   evaluateMacro(node: Node, environment: unknown): Value;
   evaluateBlock(body: Node[], environment: unknown): Value;
-  evaluateSliceExpression(
-    object: Value,
-    node: Node,
+  evaluateBinaryExpression(node: Node, environment: unknown): Value;
+  evaluateCallStatement(node: Node, environment: unknown): Value;
+  evaluateUnaryExpression(node: Node, environment: unknown): Value;
+  evaluateCallExpression(node: Node, environment: unknown): Value;
+  evaluateArguments(
+    args: Node[],
     environment: unknown,
-  ): Value;
+  ): [Value[], Map<string, Value>];
 }
 
 const Base = Interpreter as unknown as new (env: unknown) => Evaluator;
@@ -81,8 +92,50 @@ function controlClass(type: "Break" | "Continue"): unknown {
   }
   throw new Error(`@huggingface/jinja no longer throws on ${type}`);
 }
+/** The class of a call's keyword arguments (the package does not export it). */
+const KeywordArgumentsClass = (() => {
+  let found: unknown;
+  const scope = new Environment();
+  scope.setVariable(
+    "f",
+    make("FunctionValue", (args: Value[]) => {
+      found = args.at(-1)!.constructor;
+      return make("NullValue", null);
+    }) as never,
+  );
+  (new Base(scope) as unknown as { run(program: unknown): Value }).run(
+    parse(tokenize("{{ f(a=1) }}")),
+  );
+  return found as new (value: Map<string, Value>) => Value;
+})();
 const BreakClass = controlClass("Break");
 const ContinueClass = controlClass("Continue");
+
+/** Python's unpacking of `value` into `count` names. */
+function unpack(value: Value, count: number): Value[] {
+  if (value.type === "UndefinedValue") {
+    throw raised(`not enough values to unpack (expected ${count}, got 0)`);
+  }
+  const values = pyIter(value);
+  if (values.length !== count) {
+    throw raised(
+      values.length > count
+        ? `too many values to unpack (expected ${count})`
+        : `not enough values to unpack (expected ${count}, got ${values.length})`,
+    );
+  }
+  return values;
+}
+
+/** The names of a tuple target (`a, b`). */
+function targetNames(target: Node): string[] {
+  return (target["value"] as Node[]).map((name) => {
+    if (name.type !== "Identifier") {
+      throw unsupported("unpacking into a nested target");
+    }
+    return name["value"] as string;
+  });
+}
 
 /** Binds a loop variable, or unpacks a tuple of them, in a scope. */
 function binder(
@@ -93,25 +146,12 @@ function binder(
     return (scope, item) => scope.setVariable(name, item);
   }
   if (loopvar.type !== "TupleLiteral") {
-    throw new Error(`Invalid loop variable(s): ${loopvar.type}`);
+    throw unsupported(`the loop target ${loopvar.type}`);
   }
-  const names = loopvar["value"] as Node[];
+  const names = targetNames(loopvar);
   return (scope, item) => {
-    if (item.type !== "ArrayValue") {
-      throw new Error(`Cannot unpack non-iterable type: ${item.type}`);
-    }
-    const values = item.value as Value[];
-    if (names.length !== values.length) {
-      throw new Error(
-        `Too ${names.length > values.length ? "few" : "many"} items to unpack`,
-      );
-    }
-    names.forEach((name, j) => {
-      if (name.type !== "Identifier") {
-        throw new Error(`Cannot unpack non-identifier type: ${name.type}`);
-      }
-      scope.setVariable(name["value"] as string, values[j]!);
-    });
+    const values = unpack(item, names.length);
+    names.forEach((name, j) => scope.setVariable(name, values[j]!));
   };
 }
 
@@ -126,6 +166,8 @@ class PyInterpreter extends Base {
   parts: string[] | null = null;
   /** Where the next `for` loop's item outputs go (taken by that loop). */
   sink: string[] | null = null;
+  /** The program's scope: where a `{% block %}` looks names up. */
+  top: unknown = null;
 
   constructor(environment: unknown, memo: boolean) {
     super(environment);
@@ -140,6 +182,7 @@ class PyInterpreter extends Base {
   // same string object as before, so comparing renders part by part never
   // joins (nor flattens) the whole text.
   evalProgram(program: Node, environment: unknown): Value {
+    this.top = environment;
     const parts = this.parts;
     this.parts = null;
     if (parts === null) {
@@ -155,6 +198,30 @@ class PyInterpreter extends Base {
       }
     }
     return make("StringValue", "");
+  }
+
+  /** A `{% with %}` or `{% block %}`, read as a marked call statement (see parse.ts). */
+  override evaluateCallStatement(node: Node, environment: unknown): Value {
+    const mark = node[SCOPE_MARK] as WithMark | BlockMark | undefined;
+    if (mark === undefined) {
+      return super.evaluateCallStatement(node, environment);
+    }
+    const body = node["body"] as Node[];
+    if (mark.kind === "with") {
+      // The values are read in the outer scope, then bound in the inner one.
+      const values = (node[WITH_VALUES] as Node[]).map((value) =>
+        this.evaluate(value, environment)
+      );
+      const scope = new Scope(environment);
+      mark.names.forEach((name, i) => scope.setVariable(name, values[i]!));
+      return this.evaluateBlock(body, scope);
+    }
+    if (mark.required) {
+      throw raised(`Required block '${mark.name}' not found`);
+    }
+    // A block sees the template's own names only, unless it is scoped.
+    const outer = mark.scoped ? environment : this.top ?? environment;
+    return this.evaluateBlock(body, new Scope(outer));
   }
 
   override evaluateIdentifier(node: Node, environment: unknown): Value {
@@ -175,42 +242,86 @@ class PyInterpreter extends Base {
 
   override evaluateSet(node: Node, environment: unknown): Value {
     const rec = this.rec;
-    if (rec === null) return super.evaluateSet(node, environment);
     const assignee = node["assignee"] as Node;
     const scope = environment as MemoScope;
     if (assignee.type === "MemberExpression") {
       const target = assignee["object"] as Node;
-      if (target.type !== "Identifier") {
-        rec.unkeep();
-        return super.evaluateSet(node, environment);
-      }
+      const property = assignee["property"] as Node;
+      if (
+        target.type !== "Identifier" || property.type !== "Identifier" ||
+        assignee["computed"]
+      ) throw unsupported("assigning to this target");
       const value = node["value"]
         ? this.evaluate(node["value"] as Node, environment)
         : this.evaluateBlock(node["body"] as Node[], environment);
       const name = target["value"] as string;
       const object = resolve(scope, name)?.variables.get(name);
       if (!isNamespace(object)) {
-        throw new Error("cannot assign attribute on non-namespace object");
-      }
-      const property = assignee["property"] as Node;
-      if (property.type !== "Identifier") {
-        throw new Error("Cannot assign to member with non-identifier property");
+        throw raised("cannot assign attribute on non-namespace object");
       }
       const key = property["value"] as string;
       (object.value as Map<string, Value>).set(key, value);
-      rec.wroteKey(scope, object, { name, key, value });
+      rec?.wroteKey(scope, object, { name, key, value });
       return make("NullValue", null);
     }
-    const result = super.evaluateSet(node, environment);
-    const names = assignee.type === "Identifier"
-      ? [assignee["value"] as string]
-      : assignee.type === "TupleLiteral"
-      ? (assignee["value"] as Node[]).map((n) => n["value"] as string)
-      : [];
-    for (const name of names) {
-      rec.wroteName(scope, name, scope.variables.get(name)!);
+    let names: string[];
+    if (assignee.type === "TupleLiteral") {
+      names = targetNames(assignee);
+      const value = node["value"]
+        ? this.evaluate(node["value"] as Node, environment)
+        : this.evaluateBlock(node["body"] as Node[], environment);
+      const values = unpack(value, names.length);
+      names.forEach((name, j) => scope.setVariable(name, values[j]!));
+    } else {
+      if (assignee.type !== "Identifier") {
+        throw unsupported("assigning to this target");
+      }
+      names = [assignee["value"] as string];
+      super.evaluateSet(node, environment);
     }
-    return result;
+    if (rec !== null) {
+      for (const name of names) {
+        rec.wroteName(scope, name, scope.variables.get(name)!);
+      }
+    }
+    return make("NullValue", null);
+  }
+
+  override evaluateBinaryExpression(node: Node, environment: unknown): Value {
+    const op = (node["operator"] as { value: string }).value;
+    if (op === "and" || op === "or") {
+      return super.evaluateBinaryExpression(node, environment);
+    }
+    const left = this.evaluate(node["left"] as Node, environment);
+    const right = this.evaluate(node["right"] as Node, environment);
+    return pyBinary(op, left, right);
+  }
+
+  override evaluateUnaryExpression(node: Node, environment: unknown): Value {
+    const op = (node["operator"] as { value: string }).value;
+    if (op === "not") return super.evaluateUnaryExpression(node, environment);
+    return pyUnary(op, this.evaluate(node["argument"] as Node, environment));
+  }
+
+  override evaluateCallExpression(node: Node, environment: unknown): Value {
+    const [args, kwargs] = this.evaluateArguments(
+      node["args"] as Node[],
+      environment,
+    );
+    if (kwargs.size > 0) args.push(new KeywordArgumentsClass(kwargs));
+    const callee = this.evaluate(node["callee"] as Node, environment);
+    if (callee.type === "FunctionValue") {
+      return (callee.value as (args: Value[], scope: unknown) => Value)(
+        args,
+        environment,
+      );
+    }
+    // jinja2 calls whatever it found: an Undefined (a missing attribute or a
+    // method the sandbox hides) raises, and Python refuses anything else.
+    if (callee.type === "UndefinedValue") {
+      throw new UndefinedUseError("an undefined value is not callable");
+    }
+    throw raised(`'${callee.type}' object is not callable`);
   }
 
   evaluateMemberExpression(node: Node, environment: unknown): Value {
@@ -228,40 +339,25 @@ class PyInterpreter extends Base {
       throw new UndefinedUseError("an undefined value has no attributes");
     }
     const expr = node["property"] as Node;
-    if (object.type === "IteratorValue" || object.type.startsWith("dict_")) {
-      // Python generators and dict views take no subscripts: jinja2's
-      // lookup then finds no attribute either.
+    if (object.type === "IteratorValue") {
+      // A Python generator takes no subscripts, and its attributes are methods.
       return make("UndefinedValue", undefined);
     }
-    let property: string | number;
-    if (node["computed"]) {
-      if (expr.type === "SliceExpression") {
-        return this.evaluateSliceExpression(object, expr, environment);
-      }
-      const key = this.evaluate(expr, environment);
-      if (key.type !== "StringValue" && key.type !== "IntegerValue") {
-        throw new Error(`Cannot access property with ${key.type}`);
-      }
-      property = key.value as string | number;
-    } else property = expr["value"] as string | number;
-    let value: Value | undefined;
-    const held = object.value;
-    if (held instanceof Map) {
-      if (typeof property !== "string") {
-        throw new Error("Cannot access property with non-string");
-      }
-      value = (held as Map<string, Value>).get(property) ??
-        (object instanceof ObjectClass
-          ? object.builtins.get(property)
-          : undefined);
-    } else if (typeof property === "number") {
-      if (Array.isArray(held)) value = (held as Value[]).at(property);
-      else if (typeof held === "string") {
-        const ch = held.at(property);
-        value = ch === undefined ? undefined : make("StringValue", ch);
-      } else throw new Error("Cannot access property with non-string");
-    } else value = object.builtins.get(property);
-    return value ?? make("UndefinedValue", undefined);
+    if (!node["computed"]) {
+      const name = expr["value"] as string | number;
+      // `x.0` is jinja2's item 0.
+      return typeof name === "number"
+        ? pyGetItem(object, make("IntegerValue", name))
+        : pyGetAttr(object, name);
+    }
+    if (expr.type === "SliceExpression") {
+      const at = (key: string) => {
+        const bound = expr[key] as Node | undefined;
+        return bound === undefined ? null : this.evaluate(bound, environment);
+      };
+      return pySlice(object, at("start"), at("stop"), at("step"));
+    }
+    return pyGetItem(object, this.evaluate(expr, environment));
   }
 }
 
@@ -283,18 +379,16 @@ function evaluateFor(
   const scope = new Scope(environment);
   const source = node["iterable"] as Node;
   const select = source.type === "SelectExpression";
-  let iterable = this.evaluate(select ? source["lhs"] as Node : source, scope);
-  if (!(iterable instanceof ArrayClass || iterable instanceof ObjectClass)) {
-    throw new Error(
-      `Expected iterable or object type in for loop: got ${iterable.type}`,
-    );
-  }
-  if (iterable instanceof ObjectClass) {
-    iterable = (iterable as unknown as { keys(): Value }).keys();
-  }
+  const iterable = this.evaluate(
+    select ? source["lhs"] as Node : source,
+    scope,
+  );
   const loopvar = node["loopvar"] as Node;
   const bind = binder(loopvar);
-  let items = iterable.value as Value[];
+  // A list as it is; a mapping's keys, a string's characters, as Python iterates them.
+  let items = iterable instanceof ArrayClass
+    ? iterable.value as Value[]
+    : pyIter(iterable);
   if (select) {
     const test = source["test"] as Node;
     items = items.filter((item) => {
@@ -418,7 +512,7 @@ class LoopFields extends Map<string, Value> {
       case "cycle":
         return fn((args) => {
           if (args.length === 0) {
-            throw new TypeError("no items for cycling given");
+            throw raised("no items for cycling given");
           }
           return args[i % args.length]!;
         });

@@ -2,6 +2,7 @@
 // filters use them, on the value's Python str() (None is "None", an
 // Undefined ""). Entities beyond the ones written here are refused rather
 // than left undecoded.
+import { unsupported } from "./errors.ts";
 import { pySplit } from "./py.ts";
 
 const ESCAPES: Readonly<Record<string, string>> = {
@@ -37,9 +38,9 @@ export function htmlUnescape(text: string): string {
   if (!text.includes("&")) return text;
   return text.replace(
     /&(#[0-9]+;|#[xX][0-9a-fA-F]+;|[a-zA-Z]+;)|&(?=[^\t\n\f <&;])/g,
-    (whole, ref: string | undefined) => {
+    (_whole, ref: string | undefined) => {
       if (ref === undefined) {
-        throw new Error("unsupported character reference in striptags");
+        throw unsupported("this character reference in striptags");
       }
       if (ref.startsWith("#")) {
         const hex = ref[1] === "x" || ref[1] === "X";
@@ -48,12 +49,12 @@ export function htmlUnescape(text: string): string {
         if (
           code === 0 || (code >= 0x80 && code <= 0x9f) ||
           (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff
-        ) throw new Error("unsupported character reference in striptags");
+        ) throw unsupported("this character reference in striptags");
         return String.fromCodePoint(code);
       }
       const named = NAMED[ref.slice(0, -1)];
       if (named === undefined) {
-        throw new Error(`unsupported character reference ${whole.length}`);
+        throw unsupported("this character reference in striptags");
       }
       return named;
     },

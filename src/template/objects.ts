@@ -6,26 +6,14 @@ import { make, type Value } from "./values.ts";
 
 export type Kwargs = Map<string, Value>;
 
-/** jinja2 raised an `UndefinedError`: the server would reject the request. */
-export class UndefinedUseError extends Error {
-  /** @param message What was undefined. */
-  constructor(message: string) {
-    super(message);
-    this.name = "UndefinedUseError";
-  }
-}
-
-/**
- * jinja2 raises the same Python exception here (a `TypeError` of a filter
- * on a value of the wrong type, say): the server would reject the request.
- */
-export class PyRaisedError extends Error {
-  /** @param message What Python refused. */
-  constructor(message: string) {
-    super(message);
-    this.name = "PyRaisedError";
-  }
-}
+export {
+  PyRaisedError,
+  raised,
+  UndefinedUseError,
+  unsupported,
+  UnsupportedError,
+} from "./errors.ts";
+import { raised, UndefinedUseError } from "./errors.ts";
 
 // TupleValue is not exported; evaluating a tuple literal hands one out.
 const TupleClass = (() => {
@@ -61,7 +49,7 @@ export function itemsOf(value: Value): Value[] {
   if (value.value instanceof Map) {
     return Array.from(value.value.keys(), (k) => make("StringValue", k));
   }
-  throw new TypeError(`'${value.type}' object is not iterable`);
+  throw raised(`'${value.type}' object is not iterable`);
 }
 
 export const str = (s: string): Value => make("StringValue", s);
@@ -121,7 +109,7 @@ export function pyCompare(a: Value, b: Value): number {
     }
     return x.length - y.length;
   }
-  throw new TypeError(`'<' not supported between ${a.type} and ${b.type}`);
+  throw raised(`'<' not supported between ${a.type} and ${b.type}`);
 }
 
 export function lowered(v: Value): Value {
@@ -210,10 +198,10 @@ export function params(
   ];
   for (const k of kw.keys()) {
     if (!names.includes(k)) {
-      throw new TypeError(`unexpected keyword argument '${k}'`);
+      throw raised(`unexpected keyword argument '${k}'`);
     }
   }
-  if (rest.length > names.length) throw new TypeError("too many arguments");
+  if (rest.length > names.length) throw raised("too many arguments");
   return [operand, names.map((n, i) => rest[i] ?? kw.get(n))];
 }
 

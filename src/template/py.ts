@@ -1,5 +1,6 @@
 // Python string and number semantics that jinja2 templates see, for
 // strings and numbers that @huggingface/jinja handles the JavaScript way.
+import { PyRaisedError } from "./errors.ts";
 
 /** The characters Python's `str.isspace()` accepts (`str.strip()`/`split()`). */
 const PY_SPACE = new Set(
@@ -75,7 +76,7 @@ export function pySplit(
   maxsplit: number,
 ): string[] {
   if (sep !== null) {
-    if (sep === "") throw new Error("empty separator");
+    if (sep === "") throw new PyRaisedError("empty separator");
     const parts = text.split(sep);
     if (maxsplit < 0 || parts.length <= maxsplit + 1) return parts;
     return [...parts.slice(0, maxsplit), parts.slice(maxsplit).join(sep)];

@@ -1,6 +1,6 @@
 // Python `str` methods that @huggingface/jinja lacks, on code points.
 import { pySplitlines } from "./filters.ts";
-import { itemsOf, tuple } from "./objects.ts";
+import { itemsOf, raised, tuple, unsupported } from "./objects.ts";
 import { isPySpace, pySplit } from "./py.ts";
 import { make, type Value } from "./values.ts";
 
@@ -12,7 +12,7 @@ const int = (n: number): Value => make("IntegerValue", n);
 const bool = (b: boolean): Value => make("BooleanValue", b);
 
 function textArg(v: Value | undefined): string {
-  if (v?.type !== "StringValue") throw new TypeError("must be str");
+  if (v?.type !== "StringValue") throw raised("must be str");
   return v.value as string;
 }
 
@@ -27,7 +27,7 @@ function points(text: string, unit: number): number {
 
 function noRange(args: Value[], kw: Kwargs): void {
   if (args.length > 1 || kw.size > 0) {
-    throw new RangeError("start/end arguments are not supported");
+    throw unsupported("start and end arguments of str methods");
   }
 }
 
@@ -58,7 +58,7 @@ function isdigit(text: string): boolean {
   if (/^\p{Nd}+$/u.test(text)) return true;
   if (!/^\p{N}+$/u.test(text)) return false;
   // Some No/Nl characters (superscripts) are digits for Python, others not.
-  throw new RangeError("isdigit() of non-decimal numerals is not supported");
+  throw unsupported("isdigit() of non-decimal numerals");
 }
 
 function cased(text: string, want: RegExp, other: RegExp): boolean {
@@ -83,10 +83,10 @@ function rsplit(text: string, args: Value[], kw: Kwargs): Value {
     ? null
     : textArg(sepV);
   if (sep === null) {
-    if (max >= 0) throw new RangeError("rsplit(None, n) is not supported");
+    if (max >= 0) throw unsupported("rsplit(None, n)");
     return make("ArrayValue", pySplit(text, null, -1).map(str));
   }
-  if (sep === "") throw new RangeError("empty separator");
+  if (sep === "") throw raised("empty separator");
   const parts = text.split(sep);
   if (max < 0 || parts.length <= max + 1) {
     return make("ArrayValue", parts.map(str));
@@ -101,7 +101,7 @@ function rsplit(text: string, args: Value[], kw: Kwargs): Value {
 function partition(fromRight: boolean): Body {
   return (text, args) => {
     const sep = textArg(args[0]);
-    if (sep === "") throw new RangeError("empty separator");
+    if (sep === "") throw raised("empty separator");
     const at = fromRight ? text.lastIndexOf(sep) : text.indexOf(sep);
     const parts = at < 0
       ? (fromRight ? ["", "", text] : [text, "", ""])
@@ -116,13 +116,13 @@ export const STRING_METHODS: ReadonlyMap<string, Body> = new Map<string, Body>([
   ["rfind", (t, a, k) => int(rfind(t, a, k))],
   ["index", (t, a, k) => {
     const i = find(t, a, k);
-    if (i < 0) throw new RangeError("substring not found");
+    if (i < 0) throw raised("substring not found");
     return int(i);
   }],
   ["count", (t, a, k) => int(count(t, a, k))],
   ["splitlines", (t, a, k) => {
     if (a.length > 0 || k.size > 0) {
-      throw new RangeError("keepends is not supported");
+      throw unsupported("splitlines(keepends)");
     }
     return make("ArrayValue", pySplitlines(t).map(str));
   }],

@@ -10,9 +10,12 @@ import {
   num,
   pyCompare,
   pyEq,
+  raised,
   splitArgs,
   truthy,
+  unsupported,
 } from "./objects.ts";
+import { JINJA2_TESTS } from "./names.ts";
 
 /** A jinja2 test: the value, then the test's own arguments. */
 export type Test = (v: Value, args: Value[]) => boolean;
@@ -46,7 +49,15 @@ const TESTS = new Map<string, Test>([
   ["callable", (v) => v.type === "FunctionValue"],
   ["odd", (v) => oddEven(v) === 1],
   ["even", (v) => oddEven(v) === 0],
-  ["divisibleby", (v, [n]) => mod(num(v), num(n!)) === 0],
+  [
+    "divisibleby",
+    (v, [n]) => {
+      if (!isNumber(v) || n === undefined || !isNumber(n)) {
+        throw raised("divisibleby of a non-number");
+      }
+      return mod(num(v), num(n)) === 0;
+    },
+  ],
   // str(value).islower() / .isupper(): a cased letter, none of the other case.
   ["lower", (v) => cased(pyStr(v), /\p{Lowercase}/u, /[\p{Uppercase}\p{Lt}]/u)],
   ["upper", (v) => cased(pyStr(v), /\p{Uppercase}/u, /[\p{Lowercase}\p{Lt}]/u)],
@@ -76,10 +87,17 @@ for (
   for (const name of names) TESTS.set(name, test);
 }
 
+/** A test jinja2 has and the renderer lacks is unsupported; any other name, jinja2 refuses. */
+function noTest(name: string): Error {
+  return JINJA2_TESTS.has(name)
+    ? unsupported(`the test '${name}'`)
+    : raised(`No test named '${name}'`);
+}
+
 /** The named test (`x is name`); raises for names jinja2 lacks. */
 export function testNamed(name: string): Test {
   const test = TESTS.get(name);
-  if (test === undefined) throw new Error(`No test named '${name}'`);
+  if (test === undefined) throw noTest(name);
   return test;
 }
 
@@ -88,19 +106,19 @@ function cased(text: string, want: RegExp, other: RegExp): boolean {
 }
 
 export function mod(a: number, b: number): number {
-  if (b === 0) throw new RangeError("integer division or modulo by zero");
+  if (b === 0) throw raised("integer division or modulo by zero");
   return ((a % b) + b) % b;
 }
 
 function oddEven(v: Value): number {
-  if (!isNumber(v)) throw new TypeError("odd/even of a non-number");
+  if (!isNumber(v)) throw raised("odd/even of a non-number");
   return mod(num(v), 2);
 }
 
 function contains(seq: Value, v: Value): boolean {
   if (seq.type === "StringValue") {
     if (v.type !== "StringValue") {
-      throw new TypeError("'in <string>' requires string");
+      throw raised("'in <string>' requires string as left operand");
     }
     return (seq.value as string).includes(v.value as string);
   }
@@ -118,7 +136,7 @@ export function selectOrReject(select: boolean, byAttr: boolean) {
     if (byAttr) {
       const attr = rest[0];
       if (attr === undefined) {
-        throw new TypeError("Missing parameter for attribute name");
+        throw raised("Missing parameter for attribute name");
       }
       getter = attrGetter(attr);
       args = rest.slice(1);
@@ -128,7 +146,7 @@ export function selectOrReject(select: boolean, byAttr: boolean) {
     if (name === undefined) pass = truthy;
     else {
       const test = TESTS.get(String(name.value));
-      if (test === undefined) throw new Error(`No test named '${name.value}'`);
+      if (test === undefined) throw noTest(String(name.value));
       pass = (v) => test(v, testArgs);
     }
     return iterator(itemsOf(seq).filter((v) => pass(getter(v)) === select));

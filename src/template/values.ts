@@ -2,6 +2,7 @@
 // keeping what Python would keep: object key order and integral floats.
 import { Environment } from "@huggingface/jinja";
 import { compareCodePoints, pyFloatRepr, pyStrRepr } from "./py.ts";
+import { raised, unsupported } from "./errors.ts";
 
 /** The shape of a @huggingface/jinja runtime value this module relies on. */
 export interface Value {
@@ -118,7 +119,7 @@ export function pyStr(value: Value): string {
     case "IteratorValue":
     case "FunctionValue":
       // Python prints these with a memory address: no stable text to match.
-      throw new TypeError(`cannot print a ${value.type}`);
+      throw unsupported("printing a Python generator, method or macro object");
     default:
       return pyRepr(value);
   }
@@ -150,7 +151,7 @@ export function pyRepr(value: Value): string {
     }])`;
   }
   if (value.type === "IteratorValue" || value.type === "FunctionValue") {
-    throw new TypeError(`cannot print a ${value.type}`);
+    throw unsupported("printing a Python generator, method or macro object");
   }
   if (Array.isArray(value.value)) {
     return `[${(value.value as Value[]).map(pyRepr).join(", ")}]`;
@@ -201,7 +202,7 @@ export function pyJsonDumps(value: Value, options: DumpOptions): string {
     let open: string;
     let close: string;
     if (v.type === "IteratorValue" || v.type.startsWith("dict_")) {
-      throw new TypeError(`Object of type ${v.type} is not JSON serializable`);
+      throw raised(`Object of type ${v.type} is not JSON serializable`);
     }
     if (Array.isArray(v.value)) {
       parts = (v.value as Value[]).map((x) => dump(x, depth + 1));
@@ -214,7 +215,7 @@ export function pyJsonDumps(value: Value, options: DumpOptions): string {
       parts = entries.map(([k, x]) => `${str(k)}${key}${dump(x, depth + 1)}`);
       [open, close] = ["{", "}"];
     } else {
-      throw new TypeError(`Object of type ${v.type} is not JSON serializable`);
+      throw raised(`Object of type ${v.type} is not JSON serializable`);
     }
     if (parts.length === 0) return open + close;
     if (indent === null) return open + parts.join(item) + close;

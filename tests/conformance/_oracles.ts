@@ -5,6 +5,9 @@
  * - Python jinja2, as transformers and vLLM render chat templates: Debian's
  *   `/usr/bin/python3` with the `python3-jinja2` package (`.ci/run` installs
  *   it), driven through `tools/jinja2_oracle.py`.
+ * - Hugging Face transformers, counting as vLLM counts
+ *   (`tools/transformers_oracle.py`), in a Python environment in
+ *   `tools/.oracle/py`.
  * - The Rust `tokenizers` crate vLLM tokenizes with, through its native npm
  *   binding (`tokenizers` in tests/deno.json): Deno fetches it, prebuilt
  *   binary included, like any other npm dependency.
@@ -103,4 +106,80 @@ export async function nativeEncode(
     ids.push(encoding.getIds());
   }
   return ids;
+}
+
+const TRANSFORMERS_PYTHON = new URL(
+  "../../tools/.oracle/py/bin/python",
+  import.meta.url,
+);
+const TRANSFORMERS_ORACLE = new URL(
+  "../../tools/transformers_oracle.py",
+  import.meta.url,
+);
+const TRANSFORMERS_SETUP =
+  "python3 -m venv tools/.oracle/py && tools/.oracle/py/bin/pip install transformers jinja2";
+
+/** One job of tools/transformers_oracle.py. */
+export interface TransformersJob {
+  /** The model folder whose tokenizer files are loaded. */
+  readonly dir: string;
+  /** The model type the folder's config.json names. */
+  readonly modelType: string;
+  /** `/tokenize` chat payloads. */
+  readonly requests: readonly unknown[];
+  /** A template overriding the folder's, as vLLM's `--chat-template`. */
+  readonly chatTemplate?: string;
+  /** vLLM's `--chat-template-content-format`. */
+  readonly contentFormat?: "auto" | "string" | "openai";
+}
+
+/** What transformers made of each request: its count, or the exception it raised. */
+export interface TransformersCounts {
+  readonly transformers: string;
+  /** The content format each request was preprocessed for. */
+  readonly formats: ("string" | "openai")[];
+  readonly counts: (number | { error: string })[];
+}
+
+/** Counts a job's requests as vLLM would, through transformers. */
+export async function transformersCount(
+  job: TransformersJob,
+): Promise<TransformersCounts> {
+  return (await transformersCountAll([job]))[0]!;
+}
+
+/** {@linkcode transformersCount} of several jobs, in one process. */
+export async function transformersCountAll(
+  jobs: readonly TransformersJob[],
+): Promise<TransformersCounts[]> {
+  let output: Deno.CommandOutput;
+  try {
+    const child = new Deno.Command(TRANSFORMERS_PYTHON.pathname, {
+      args: [TRANSFORMERS_ORACLE.pathname],
+      env: { HF_HUB_OFFLINE: "1", TRANSFORMERS_VERBOSITY: "error" },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(JSON.stringify(jobs)));
+    await writer.close();
+    output = await child.output();
+  } catch (error) {
+    throw new Error(
+      `The transformers oracle needs a Python with transformers in tools/.oracle/py: run \`${TRANSFORMERS_SETUP}\``,
+      { cause: error },
+    );
+  }
+  if (!output.success) {
+    const stderr = new TextDecoder().decode(output.stderr);
+    throw new Error(
+      /No module named/.test(stderr)
+        ? `transformers is not installed in tools/.oracle/py (${
+          stderr.match(/No module named '[^']+'/)![0]
+        }): run \`${TRANSFORMERS_SETUP}\``
+        : `The transformers oracle failed: ${stderr.slice(-500)}`,
+    );
+  }
+  return JSON.parse(new TextDecoder().decode(output.stdout));
 }

@@ -3,18 +3,14 @@
 // vLLM's message preprocessing, apply_chat_template(tokenize=False), then
 // encode(add_special_tokens=False)), over the Qwen3, Llama 3, Gemma 3 and
 // DeepSeek V3 files, and requires the same count or a refusal on both sides.
-// Needs a Python with transformers in tools/.oracle/py (see SETUP).
+// Needs a Python with transformers in tools/.oracle/py (see ./_oracles.ts).
 import { deepStrictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
 import { LocalBackend } from "../../src/backends/local/mod.ts";
 import { buildTokenizePayload } from "../../src/backends/_shared/vllm_payload.ts";
 import { MODEL_FILES } from "../_model_files.ts";
 import { CONVERSATIONS, WEATHER_TOOL } from "../_tokenizer_conversations.ts";
-
-const PYTHON = new URL("../../tools/.oracle/py/bin/python", import.meta.url);
-const ORACLE = new URL("../../tools/transformers_oracle.py", import.meta.url);
-const SETUP =
-  "python3 -m venv tools/.oracle/py && tools/.oracle/py/bin/pip install transformers jinja2";
+import { transformersCount } from "./_oracles.ts";
 
 /** The model type a served folder's config.json names, per family. */
 const MODEL_TYPES: Record<string, string> = {
@@ -78,45 +74,6 @@ const EDGES: Record<string, unknown>[] = [
   { messages: [] },
 ];
 
-async function oracle(
-  dir: string,
-  modelType: string,
-  requests: unknown[],
-): Promise<{ transformers: string; counts: (number | { error: string })[] }> {
-  let output: Deno.CommandOutput;
-  try {
-    const child = new Deno.Command(PYTHON.pathname, {
-      args: [ORACLE.pathname],
-      env: { HF_HUB_OFFLINE: "1", TRANSFORMERS_VERBOSITY: "error" },
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const writer = child.stdin.getWriter();
-    await writer.write(
-      new TextEncoder().encode(JSON.stringify({ dir, modelType, requests })),
-    );
-    await writer.close();
-    output = await child.output();
-  } catch (error) {
-    throw new Error(
-      `The transformers oracle needs a Python with transformers in tools/.oracle/py: run \`${SETUP}\``,
-      { cause: error },
-    );
-  }
-  if (!output.success) {
-    const stderr = new TextDecoder().decode(output.stderr);
-    throw new Error(
-      /No module named/.test(stderr)
-        ? `transformers is not installed in tools/.oracle/py (${
-          stderr.match(/No module named '[^']+'/)![0]
-        }): run \`${SETUP}\``
-        : `The transformers oracle failed: ${stderr.slice(-500)}`,
-    );
-  }
-  return JSON.parse(new TextDecoder().decode(output.stdout));
-}
-
 Deno.test("LocalBackend.count() equals transformers' apply_chat_template + encode, as vLLM counts", async (t) => {
   const requests = [...CONVERSATIONS, ...EDGES];
   for (const model of MODEL_FILES) {
@@ -126,7 +83,11 @@ Deno.test("LocalBackend.count() equals transformers' apply_chat_template + encod
       const payloads = requests.map((request) =>
         buildTokenizePayload(structuredClone(request))
       );
-      const expected = await oracle(dir, MODEL_TYPES[model.family]!, payloads);
+      const expected = await transformersCount({
+        dir,
+        modelType: MODEL_TYPES[model.family]!,
+        requests: payloads,
+      });
       const actual: (number | "refused")[] = [];
       for (const request of requests) {
         actual.push(

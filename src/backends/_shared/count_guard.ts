@@ -12,7 +12,7 @@ import type {
   CountResult,
   JsonObject,
 } from "../../core/backend.ts";
-import { CountError } from "../../core/errors.ts";
+import { CountError, UnsupportedTemplateError } from "../../core/errors.ts";
 import { errorType, safeCause } from "../../core/error_type.ts";
 import { checkContextLength } from "./http_count.ts";
 import { isJsonObject } from "../../core/request.ts";
@@ -55,6 +55,8 @@ export type CountGuard = <T extends number | CountResult>(
  */
 export function countGuard(guard: CountGuardOptions): CountGuard {
   const { what, failure, logger } = guard;
+  // Each construct a template uses that the renderer lacks, warned once.
+  const warned = new Set<string>();
   return async function guardedCount({ source, request, options }, count) {
     const contextLength = checkContextLength(what, options?.contextLength);
     try {
@@ -75,6 +77,16 @@ export function countGuard(guard: CountGuardOptions): CountGuard {
         : new CountError(`${failure}: ${errorType(error)}`, {
           cause: safeCause(error),
         });
+      if (
+        thrown instanceof UnsupportedTemplateError &&
+        !warned.has(thrown.construct) && warned.size < 100
+      ) {
+        warned.add(thrown.construct);
+        logger.warn(
+          "The {source} count falls back: the chat template uses {construct}, which the local renderer does not support",
+          { source, construct: thrown.construct },
+        );
+      }
       logger.debug("The {source} count failed: {errorType} ({causeType})", {
         source,
         errorType: thrown.name,

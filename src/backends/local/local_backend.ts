@@ -89,6 +89,15 @@ export interface LocalBackendOptions {
    */
   readonly tokenizerMode?: string;
   /**
+   * How the chat template reads `message.content`, as vLLM's
+   * `--chat-template-content-format`: `"string"`, `"openai"` (a list of
+   * text parts), or `"auto"`, detected from the template's syntax tree as
+   * vLLM detects it.
+   *
+   * @default {"auto"}
+   */
+  readonly chatTemplateContentFormat?: "auto" | "string" | "openai";
+  /**
    * The clock the template's `strftime_now` reads. A function cannot reach
    * the count worker: with a clock, counts run on the calling thread.
    *
@@ -147,7 +156,8 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    *
    * @param options The model folder and the optional settings.
    * @throws {TypeError} If `dir` is not a non-empty string, or
-   * `expectedSha256` is not 64 hex characters.
+   * `expectedSha256` is not 64 hex characters, or
+   * `chatTemplateContentFormat` is not auto, string or openai.
    * @throws {RangeError} If `vllmVersion` is not a vLLM release mirrored,
    * or `tokenizerMode` is not one of vLLM's tokenizer modes.
    */
@@ -477,6 +487,9 @@ function localFromConfig(config: Config): Backend {
     ...(config.vllmTokenizerMode === undefined
       ? {}
       : { tokenizerMode: config.vllmTokenizerMode }),
+    ...(config.chatTemplateContentFormat === undefined
+      ? {}
+      : { chatTemplateContentFormat: config.chatTemplateContentFormat }),
     cache: sharedCountCache({ maxEntries: config.cacheEntries }),
   });
 }
