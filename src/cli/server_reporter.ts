@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { Counter } from "../proxy/metrics.ts";
+import { Counter } from "../_internal/metrics.ts";
 import type { ProxyReporter } from "../proxy/options.ts";
 
 /** The server's refusals: what it calls on each, and its report. */

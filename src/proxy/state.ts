@@ -1,7 +1,7 @@
 /** What the proxy remembers: metrics, usage anchors and its last decisions. */
 import type { RequestKind } from "../core/backend.ts";
 import type { BudgetResult } from "../core/budget.ts";
-import { Counter, Histogram } from "./metrics.ts";
+import { Counter, Histogram } from "../_internal/metrics.ts";
 import type { AnchorStore } from "../anchors/store.ts";
 import type { ProxyOptions } from "./options.ts";
 import type { BridgeOptions } from "../bridges/options.ts";
