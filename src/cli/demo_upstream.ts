@@ -19,7 +19,7 @@ import {
   type HttpServer,
   processLimits,
   startHttpServer,
-} from "../proxy/http_server.ts";
+} from "../server/http_server.ts";
 import {
   DEMO_HELP,
   type DemoUpstreamSettings,

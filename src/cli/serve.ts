@@ -35,7 +35,7 @@ import {
   type HttpServer,
   processLimits,
   startHttpServer,
-} from "../proxy/http_server.ts";
+} from "../server/http_server.ts";
 import type { ReadinessProbe, TokenizerReadiness } from "../proxy/readiness.ts";
 
 const logger = getLogger(["incontext", "server"]);

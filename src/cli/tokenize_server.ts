@@ -17,7 +17,7 @@ import {
   type HttpServer,
   processLimits,
   startHttpServer,
-} from "../proxy/http_server.ts";
+} from "../server/http_server.ts";
 import {
   resolveTokenizeServerSettings,
   TOKENIZE_HELP,

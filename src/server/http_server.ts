@@ -1,12 +1,16 @@
 /**
- * The proxy's HTTP/1.1 server: a Web handler served by `node:http`, which
+ * The HTTP/1.1 server of the command's processes (the proxy, the tokenize
+ * server, the demo upstream): a Web handler served by `node:http`, which
  * bounds what `Deno.serve` does not: the time a client may take to send its
  * request head and its body, how long an idle keep-alive connection stays
  * open, and how many connections are open at once. A connection that
  * breaks a bound is closed; one beyond the cap is closed as soon as it is
  * accepted; a failed accept is never thrown, and the listener accepts again
  * once descriptors are free. Closing ends idle connections at once and the
- * others as their last response is written.
+ * others as their last response is written. It sits above the proxy, which
+ * stays a Web handler that any server can run.
+ *
+ * @module
  */
 import {
   createServer,
@@ -22,13 +26,10 @@ import { errorType } from "../core/error_type.ts";
 import { type ClientError, clientErrorAnswer } from "./client_errors.ts";
 import { OpenConnections } from "./open_connections.ts";
 import { LINGER_MS, lingerOnClose } from "./linger.ts";
-import {
-  type RequestBody,
-  requestBody,
-  UploadAborted,
-} from "./request_body.ts";
+import { type RequestBody, requestBody } from "./request_body.ts";
+import { UploadAborted } from "../proxy/upload_aborted.ts";
 import { errorResponse } from "../bridges/answers.ts";
-import type { ProxyHandler } from "./options.ts";
+import type { ProxyHandler } from "../proxy/options.ts";
 
 const logger = getLogger(["incontext", "server"]);
 
