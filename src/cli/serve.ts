@@ -27,7 +27,7 @@ import {
 } from "./probes.ts";
 import { HELP } from "./serve_settings.ts";
 import { listenProblem } from "./listen_problem.ts";
-import { hermesLive } from "./hermes_live.ts";
+import { hermesLive } from "../bridges/hermes/live.ts";
 import { openSharedLayer, type SharedLayer } from "./shared_layer.ts";
 import { serverRefusals } from "./server_reporter.ts";
 import {

@@ -8,7 +8,7 @@ import { type Config, loadConfig } from "../config/mod.ts";
 import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
 import { loadHermesSettings, resolveWindow } from "../bridges/hermes/mod.ts";
 import { variablesHelp } from "./variables.ts";
-import { type HermesBudget, hermesBudget } from "./hermes_window.ts";
+import { type HermesBudget, hermesBudget } from "../bridges/hermes/budget.ts";
 import { suggestion } from "./suggestion.ts";
 
 /** Flag name -> the variable it overrides. */
