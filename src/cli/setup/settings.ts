@@ -4,12 +4,15 @@
  * Every bad setting is reported in one `ConfigError`.
  */
 import { parseArgs } from "node:util";
-import { type Config, loadConfig } from "../config/mod.ts";
-import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
-import { loadHermesSettings, resolveWindow } from "../bridges/hermes/mod.ts";
+import { type Config, loadConfig } from "../../config/mod.ts";
+import { ConfigError, type ConfigIssue } from "../../core/config_error.ts";
+import { loadHermesSettings, resolveWindow } from "../../bridges/hermes/mod.ts";
 import { variablesHelp } from "./variables.ts";
-import { type HermesBudget, hermesBudget } from "../bridges/hermes/budget.ts";
-import { suggestion } from "./suggestion.ts";
+import {
+  type HermesBudget,
+  hermesBudget,
+} from "../../bridges/hermes/budget.ts";
+import { suggestion } from "../suggestion.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {
