@@ -1,4 +1,11 @@
-/** Bounded reads of a body stream. */
+/**
+ * Reading a body stream whole up to a limit, cancelling the rest past it, so
+ * a large body is refused without being held. Apart because the proxy, the
+ * HTTP backends, the tokenize server, the demo upstream and the probes read
+ * bodies under the same bound.
+ *
+ * @module
+ */
 
 /**
  * Reads a body whole, or stops (and cancels the rest) as soon as it passes

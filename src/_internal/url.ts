@@ -1,4 +1,13 @@
 /**
+ * The rules an http(s) URL setting keeps (a tokenizer's, the upstream's): a
+ * host, a valid port, no credentials, no fragment. Apart because the
+ * configuration, the backends and the proxy check URLs by the same rules, and
+ * it knows nothing of any of them.
+ *
+ * @module
+ */
+
+/**
  * Checks a tokenizer URL against the rules of the original plugin: http(s)
  * only, a host, a valid non-zero port, no user:password, no fragment. A query
  * string is fine.

@@ -1,4 +1,12 @@
-/** How the proxy turns usage anchors into prompt sizes. */
+/**
+ * How usage anchors become prompt sizes: the anchor key of a chat request
+ * (its model, tools and messages), the keys of a request's prefixes, and the
+ * estimate an anchor gives. Apart from `store.ts`, which only holds anchors,
+ * because the proxy, `budgetedFetch`, the anchored backend and the replicas'
+ * store compute keys by these rules.
+ *
+ * @module
+ */
 import type { CountResult, JsonObject } from "../core/backend.ts";
 import type { AnchorStore, ConversationKeys } from "./store.ts";
 import { roughEstimate } from "../core/estimate.ts";

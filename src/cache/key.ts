@@ -1,4 +1,11 @@
-/** The count cache's key: {@linkcode hashCountKey}. */
+/**
+ * The count cache's key ({@linkcode hashCountKey}): a hash of what a count
+ * depends on, with the latest payloads remembered so that a repeated one is
+ * not hashed again. Apart from the cache because the backends build the key,
+ * and the replicas' store shares counts under it.
+ *
+ * @module
+ */
 import { createHash } from "node:crypto";
 import { RecentMap } from "../_internal/recent_map.ts";
 

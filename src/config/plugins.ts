@@ -1,3 +1,12 @@
+/**
+ * Importing the third-party backend modules `INCONTEXT_BACKEND_MODULES`
+ * names, each of which registers its backends when imported. Apart from
+ * `loadConfig()` because it runs code: the published library holds no dynamic
+ * `import()`, so the application passes the importer, and reading the
+ * configuration stays free of side effects.
+ *
+ * @module
+ */
 import { ConfigError } from "../core/config_error.ts";
 import { errorType } from "../core/error_type.ts";
 

@@ -1,3 +1,11 @@
+/**
+ * The caller's output caps (`max_tokens`, `max_completion_tokens`,
+ * `max_output_tokens`, at the top level and in `extra_body`) as the server
+ * reads them. Apart from `budget.ts` because the `Backend` class reads and
+ * writes caps by these rules, in the hooks each backend may override.
+ *
+ * @module
+ */
 import { type CapField, isJsonObject, type JsonObject } from "./request.ts";
 
 /** Reads one cap value as the server does: a positive integer, or `undefined`. */

@@ -1,3 +1,12 @@
+/**
+ * `ConfigError`, the one error a bad setting raises: every broken rule at
+ * once, each naming its variable and never its value. Apart from `errors.ts`
+ * (the errors of a count) because every layer that reads settings throws it
+ * and the command line reports it, one line per issue.
+ *
+ * @module
+ */
+
 /** One broken configuration rule: the variable and the rule, never the value. */
 export interface ConfigIssue {
   /** The environment variable, e.g. `INCONTEXT_TOKENIZER_URL`. */

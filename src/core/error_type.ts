@@ -1,3 +1,12 @@
+/**
+ * What of an error may travel: its type name in a log, a cause that keeps
+ * only that type, a `CountError` that says what failed. Apart from
+ * `errors.ts`, the classes callers catch, because this is the one rule every
+ * layer follows when it logs or wraps an error whose message may quote a
+ * prompt, a URL or a server's text.
+ *
+ * @module
+ */
 import { CountError } from "./errors.ts";
 
 /**

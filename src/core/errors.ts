@@ -1,4 +1,14 @@
 /**
+ * The errors a caller of budget() or of a backend may catch: `CountError` (a
+ * count failed, its message safe to log) and what narrows it: a template that
+ * rejects the request, one the local engine cannot render, a context length
+ * the server contradicts. In one file as one family: each extends
+ * `CountError`.
+ *
+ * @module
+ */
+
+/**
  * A backend could not count a request exactly. Its message names the rule
  * that failed and never holds prompt text, URLs, credentials or raw server
  * error text, so it is safe to log.

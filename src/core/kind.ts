@@ -1,3 +1,11 @@
+/**
+ * A request's kind (chat, completion, Responses) from its shape, and whether
+ * it can be budgeted at all. Apart from `request.ts`, which reads fields,
+ * because budget() and the `Backend` class's kind hook decide the kind by
+ * these rules.
+ *
+ * @module
+ */
 import {
   effectiveField,
   isJsonObject,

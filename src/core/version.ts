@@ -1,4 +1,12 @@
 /**
+ * The package version, in a file of its own so that every user of it (the
+ * vLLM backend's `User-Agent`, the command line, the proxy's endpoints) reads
+ * one constant that a test holds to `deno.json`.
+ *
+ * @module
+ */
+
+/**
  * The package version; a test keeps it equal to the `version` in
  * `deno.json`. The vLLM backend sends it in its default `User-Agent`.
  *

@@ -1,4 +1,11 @@
-/** The proxy's own endpoints under `/incontext/`. */
+/**
+ * The proxy's own endpoints under `/incontext/`: the status page, liveness
+ * and readiness, the metrics and the recent decisions, with the admin token's
+ * check. Apart from the handler, which only routes `/incontext/` here, so
+ * that the request path reads without them.
+ *
+ * @module
+ */
 import { errorResponse } from "../bridges/answers.ts";
 import { VERSION } from "../core/version.ts";
 import { counter, gauge } from "../_internal/metrics.ts";

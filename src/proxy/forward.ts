@@ -1,4 +1,11 @@
-/** Forwarding for the proxy: upstream URLs and hop-by-hop headers. */
+/**
+ * Forwarding for the proxy: the upstream URL of a request, the hop-by-hop
+ * headers never forwarded, the methods and bodies fetch can send, and a body
+ * framed as the client framed it. Apart from `upstream.ts`, which makes the
+ * call, because these are pure rules on URLs and headers.
+ *
+ * @module
+ */
 
 // RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([

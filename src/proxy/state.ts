@@ -1,4 +1,11 @@
-/** What the proxy remembers: metrics, usage anchors and its last decisions. */
+/**
+ * What the proxy remembers: its metric families, the usage anchors and its
+ * last decisions, and the context its parts share. Apart from the handler
+ * because the endpoints, the upstream call and the bookkeeping all read and
+ * write it.
+ *
+ * @module
+ */
 import type { RequestKind } from "../core/backend.ts";
 import type { BudgetResult } from "../core/budget.ts";
 import { Counter, Histogram } from "../_internal/metrics.ts";

@@ -1,4 +1,12 @@
 /**
+ * Every text an error carries along its cause chain, for leak checks. Apart
+ * because the conformance suite and the tests search errors for secrets and
+ * prompt text the same way.
+ *
+ * @module
+ */
+
+/**
  * Every name, message and stack along an error's cause chain (16 deep at
  * most): what leak checks search for secrets and prompt text.
  */

@@ -1,3 +1,11 @@
+/**
+ * An OpenAI Responses request as the chat completions request a chat-template
+ * counter renders. Shared because every backend that counts Responses through
+ * a chat template (llama.cpp, TGI, Anthropic, Gemini) converts it this way,
+ * and a backend's folder may not import another's.
+ *
+ * @module
+ */
 import type { JsonObject } from "../../core/backend.ts";
 import { CountError } from "../../core/errors.ts";
 import { effectiveField, isJsonObject } from "../../core/request.ts";

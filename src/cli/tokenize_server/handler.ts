@@ -1,7 +1,11 @@
 /**
  * The request handler of the tokenize server: vLLM's `POST /tokenize` and
  * `POST /detokenize`, answered by a {@linkcode LocalBackend} from a model
- * folder, with vLLM's wire shapes and OpenAI-style errors.
+ * folder, with vLLM's wire shapes and OpenAI-style errors. Apart from the
+ * command, which serves it, so that it can be tested with a `Request` and no
+ * server.
+ *
+ * @module
  */
 import { getLogger } from "@logtape/logtape";
 import {
