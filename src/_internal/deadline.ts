@@ -1,9 +1,6 @@
 /**
- * A time limit on one operation, tied to its caller's abort signal, whose
- * timer is cleared the moment the operation ends (unlike
- * `AbortSignal.timeout`). Apart from `timeouts.ts`, which only queues timers,
- * because what a count or a store call needs is a signal that aborts, and the
- * promise that it is let go of.
+ * A time limit on one operation, tied to its caller's signal, whose timer is
+ * cleared when the operation ends.
  *
  * @module
  */

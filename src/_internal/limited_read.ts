@@ -1,8 +1,5 @@
 /**
- * Reading a body stream whole up to a limit, cancelling the rest past it, so
- * a large body is refused without being held. Apart because the proxy, the
- * HTTP backends, the tokenize server, the demo upstream and the probes read
- * bodies under the same bound.
+ * Reads a body stream whole up to a limit, and cancels the rest past it.
  *
  * @module
  */

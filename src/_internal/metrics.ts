@@ -2,9 +2,7 @@
  * A small Prometheus registry: counters and histograms with labels,
  * rendered in the text exposition format (version 0.0.4). Label values come
  * from fixed sets (routes, actions, count kinds, status codes), so the
- * number of series stays bounded. It knows no metric of its own: the proxy,
- * the store replicas share and the server's refusals each declare theirs
- * with it, so it sits below all of them.
+ * number of series stays bounded. It declares no metric of its own.
  *
  * @module
  */

@@ -1,8 +1,6 @@
 /**
- * The rules an http(s) URL setting keeps (a tokenizer's, the upstream's): a
- * host, a valid port, no credentials, no fragment. Apart because the
- * configuration, the backends and the proxy check URLs by the same rules, and
- * it knows nothing of any of them.
+ * The rules an http(s) URL setting keeps: a host, a valid port, no
+ * credentials, no fragment.
  *
  * @module
  */

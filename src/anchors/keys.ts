@@ -1,9 +1,6 @@
 /**
- * How usage anchors become prompt sizes: the anchor key of a chat request
- * (its model, tools and messages), the keys of a request's prefixes, and the
- * estimate an anchor gives. Apart from `store.ts`, which only holds anchors,
- * because the proxy, `budgetedFetch`, the anchored backend and the replicas'
- * store compute keys by these rules.
+ * How usage anchors become prompt sizes: a chat request's anchor keys, and
+ * the estimate an anchor gives.
  *
  * @module
  */

@@ -1,8 +1,6 @@
 /**
- * Recording a response's usage as a usage anchor, for an HTTP client of the
- * user's own. Apart from `usage.ts`, which reads usage from a response,
- * because this is the one call a user makes when neither the proxy nor
- * `budgetedFetch` records for them.
+ * Recording a response's usage as a usage anchor, for HTTP clients of the
+ * user's own.
  *
  * @module
  */

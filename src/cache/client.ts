@@ -1,9 +1,7 @@
 /**
- * The count cache as its callers hold it: `CountCacheClient` carries each
- * count, and each engine call, to its core over a link, in a worker or in
- * process, and moves to in process when the worker cannot start; the count
- * tier of replicas attaches here. Apart from `core.ts`, which does the
- * cache's own work, so that one core runs in either place.
+ * The count cache's client: it carries each count and engine call to its
+ * core, in a worker or in process. Apart from `core.ts` so that one core runs
+ * in either place.
  *
  * @module
  */

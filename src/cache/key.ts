@@ -1,8 +1,6 @@
 /**
- * The count cache's key ({@linkcode hashCountKey}): a hash of what a count
- * depends on, with the latest payloads remembered so that a repeated one is
- * not hashed again. Apart from the cache because the backends build the key,
- * and the replicas' store shares counts under it.
+ * The count cache's key ({@linkcode hashCountKey}), with the latest payloads'
+ * keys remembered.
  *
  * @module
  */

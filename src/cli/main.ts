@@ -1,8 +1,5 @@
 /**
- * The `incontext` command: one entry for every subcommand, and the top-level
- * help. Each command lives in its own folder (`serve/command.ts`,
- * `check/command.ts`, ...); this file only picks one, and loads the demo
- * upstream, which serves a fake of `src/testing/`, only when it runs.
+ * The `incontext` command: picks the subcommand, each in its own folder.
  *
  * @module
  */

@@ -1,9 +1,6 @@
 /**
- * The bounds of what a server process reads (request and head sizes, the
- * head, request and keep-alive timeouts, the connections open at once), from
- * the same variables and by the same rules as `incontext serve`. The
- * tokenize server and the demo upstream read them here because neither
- * loads the proxy's whole configuration.
+ * A server's bounds from the variables `serve` reads, for the commands that
+ * load no proxy configuration.
  *
  * @module
  */

@@ -1,9 +1,7 @@
 /**
- * Importing the third-party backend modules `INCONTEXT_BACKEND_MODULES`
- * names, each of which registers its backends when imported. Apart from
- * `loadConfig()` because it runs code: the published library holds no dynamic
- * `import()`, so the application passes the importer, and reading the
- * configuration stays free of side effects.
+ * Imports the backend modules `INCONTEXT_BACKEND_MODULES` names. Apart from
+ * `loadConfig()` because it runs code, through an importer the application
+ * passes.
  *
  * @module
  */

@@ -1,8 +1,6 @@
 /**
- * The caller's output caps (`max_tokens`, `max_completion_tokens`,
- * `max_output_tokens`, at the top level and in `extra_body`) as the server
- * reads them. Apart from `budget.ts` because the `Backend` class reads and
- * writes caps by these rules, in the hooks each backend may override.
+ * The caller's output caps, read as the server reads them. Apart from
+ * `budget.ts` for the `Backend` class's cap hooks.
  *
  * @module
  */

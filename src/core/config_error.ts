@@ -1,8 +1,6 @@
 /**
- * `ConfigError`, the one error a bad setting raises: every broken rule at
- * once, each naming its variable and never its value. Apart from `errors.ts`
- * (the errors of a count) because every layer that reads settings throws it
- * and the command line reports it, one line per issue.
+ * `ConfigError`: every broken setting at once, named by its variable, never
+ * its value.
  *
  * @module
  */

@@ -1,9 +1,6 @@
 /**
- * What of an error may travel: its type name in a log, a cause that keeps
- * only that type, a `CountError` that says what failed. Apart from
- * `errors.ts`, the classes callers catch, because this is the one rule every
- * layer follows when it logs or wraps an error whose message may quote a
- * prompt, a URL or a server's text.
+ * What of an error may be logged or chained: its type, never its message.
+ * Apart from `errors.ts`: it is the rule every layer follows.
  *
  * @module
  */

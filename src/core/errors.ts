@@ -1,9 +1,6 @@
 /**
- * The errors a caller of budget() or of a backend may catch: `CountError` (a
- * count failed, its message safe to log) and what narrows it: a template that
- * rejects the request, one the local engine cannot render, a context length
- * the server contradicts. In one file as one family: each extends
- * `CountError`.
+ * `CountError` and the errors that narrow it: what a caller of budget() or of
+ * a backend may catch.
  *
  * @module
  */

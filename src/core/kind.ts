@@ -1,8 +1,6 @@
 /**
  * A request's kind (chat, completion, Responses) from its shape, and whether
- * it can be budgeted at all. Apart from `request.ts`, which reads fields,
- * because budget() and the `Backend` class's kind hook decide the kind by
- * these rules.
+ * it can be budgeted.
  *
  * @module
  */

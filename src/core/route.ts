@@ -1,8 +1,6 @@
 /**
- * Routes: the model (and the provider and base URL, where a host says where a
- * request goes) a budget applies to, and whether a request is inside one.
- * Apart from `budget.ts` because the budget's options, the proxy's live
- * window and the Hermes routes all name routes.
+ * Routes: the model (and provider, base URL) a budget applies to, and whether
+ * a request is inside one.
  *
  * @module
  */

@@ -1,7 +1,5 @@
 /**
- * The package version, in a file of its own so that every user of it (the
- * vLLM backend's `User-Agent`, the command line, the proxy's endpoints) reads
- * one constant that a test holds to `deno.json`.
+ * The package version: one constant, which a test holds to `deno.json`.
  *
  * @module
  */

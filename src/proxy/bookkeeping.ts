@@ -1,10 +1,6 @@
 /**
- * The bookkeeping of one decision once it is made: the request and count
- * metrics, the access record's fields, the cross-check of an exact count
- * against the conversation's usage anchor, and the record
- * `/incontext/context` shows. Apart from the handler because none of it
- * changes what is sent: the handler decides when it runs (after the send,
- * where the answer can wait for it).
+ * What the proxy counts and remembers of each decision once it is made. Apart
+ * from the handler because none of it changes what is sent.
  *
  * @module
  */

@@ -1,8 +1,5 @@
 /**
- * The proxy's own endpoints under `/incontext/`: the status page, liveness
- * and readiness, the metrics and the recent decisions, with the admin token's
- * check. Apart from the handler, which only routes `/incontext/` here, so
- * that the request path reads without them.
+ * The proxy's own endpoints under `/incontext/`, apart from the request path.
  *
  * @module
  */

@@ -1,8 +1,6 @@
 /**
- * Forwarding for the proxy: the upstream URL of a request, the hop-by-hop
- * headers never forwarded, the methods and bodies fetch can send, and a body
- * framed as the client framed it. Apart from `upstream.ts`, which makes the
- * call, because these are pure rules on URLs and headers.
+ * Forwarding rules: upstream URLs, hop-by-hop headers, the methods and bodies
+ * fetch can send.
  *
  * @module
  */

@@ -1,9 +1,7 @@
 /**
- * The budgeting proxy's handler: the request path from routing to the
- * answer: the body read, one decision, the send, and the usage learned from
- * the answer. What is checked once when the proxy is made lives in
- * `options.ts`, and what is counted and remembered of each decision in
- * `bookkeeping.ts`, so that this file reads as one request's way through.
+ * The budgeting proxy's handler: one request's way from routing to the
+ * answer. Its option checks live in `options.ts`, its bookkeeping in
+ * `bookkeeping.ts`.
  *
  * @module
  */

@@ -1,7 +1,6 @@
 /**
- * The options of the proxy handler, its type, and the bounds its options
- * are checked into once, when the proxy is made: what a caller passes and
- * what it is validated as, kept apart from the request path that reads it.
+ * The proxy's options, its handler's type, and the checks its options pass
+ * once, when it is made.
  *
  * @module
  */

@@ -1,8 +1,5 @@
 /**
- * What the proxy remembers: its metric families, the usage anchors and its
- * last decisions, and the context its parts share. Apart from the handler
- * because the endpoints, the upstream call and the bookkeeping all read and
- * write it.
+ * What the proxy remembers: metrics, usage anchors and its last decisions.
  *
  * @module
  */

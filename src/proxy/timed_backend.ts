@@ -1,8 +1,5 @@
 /**
- * A backend wrapped to time its counts for the proxy's tokenizer latency
- * histogram. Apart from the handler so that every count the proxy makes goes
- * through it, and apart from `core/wrapped_backend.ts`, which knows no
- * metric.
+ * A backend wrapped to time its counts for the proxy's tokenizer histogram.
  *
  * @module
  */

@@ -1,9 +1,7 @@
 /**
- * The reason a server aborts a request's signal with when its client broke
- * the upload off: the proxy then counts the request as a disconnect in phase
- * `upload`, whatever it was doing. It lives with the proxy, which reads it,
- * rather than with the server that raises it, so that the proxy stays a Web
- * handler any server can run and never imports a server.
+ * Why a request's signal aborted: its client broke the upload off. In the
+ * proxy, which reads it, so that the server that raises it imports the proxy
+ * and never the reverse.
  *
  * @module
  */

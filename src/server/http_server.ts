@@ -1,14 +1,13 @@
 /**
- * The HTTP/1.1 server of the command's processes (the proxy, the tokenize
- * server, the demo upstream): a Web handler served by `node:http`, which
+ * The HTTP/1.1 server of the command's processes: a Web handler served by
+ * `node:http`, which
  * bounds what `Deno.serve` does not: the time a client may take to send its
  * request head and its body, how long an idle keep-alive connection stays
  * open, and how many connections are open at once. A connection that
  * breaks a bound is closed; one beyond the cap is closed as soon as it is
  * accepted; a failed accept is never thrown, and the listener accepts again
  * once descriptors are free. Closing ends idle connections at once and the
- * others as their last response is written. It sits above the proxy, which
- * stays a Web handler that any server can run.
+ * others as their last response is written.
  *
  * @module
  */

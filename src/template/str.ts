@@ -1,6 +1,4 @@
-// Python `str` methods that @huggingface/jinja lacks, on code points. Apart
-// from `globals.ts`, which dispatches a method call to them, because they are
-// Python's string semantics alone, with nothing of the template around them.
+// Python `str` methods that @huggingface/jinja lacks, on code points.
 import { pySplitlines } from "./filters.ts";
 import { itemsOf, raised, tuple, unsupported } from "./objects.ts";
 import { isPySpace, pySplit } from "./py.ts";

@@ -1,6 +1,4 @@
-// Python's datetime.strftime in the C locale, for `strftime_now`. Apart from
-// `globals.ts`, which calls it, because it is a formatter of its own, with
-// its own tables of day and month names.
+// Python's datetime.strftime in the C locale, for `strftime_now`.
 
 const DAYS = [
   "Sunday",

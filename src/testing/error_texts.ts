@@ -1,7 +1,5 @@
 /**
- * Every text an error carries along its cause chain, for leak checks. Apart
- * because the conformance suite and the tests search errors for secrets and
- * prompt text the same way.
+ * Every text an error carries along its cause chain, for leak checks.
  *
  * @module
  */

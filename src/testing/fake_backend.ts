@@ -1,8 +1,5 @@
 /**
- * `FakeBackend`, the in-memory backend of unit tests: a fixed or computed
- * count, a failure on demand, and every request it was asked to count. Apart
- * from the fake servers because it speaks the `Backend` contract itself, with
- * no protocol in between.
+ * `FakeBackend`, the in-memory backend of unit tests.
  *
  * @module
  */

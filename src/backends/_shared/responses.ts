@@ -1,8 +1,6 @@
 /**
- * An OpenAI Responses request as the chat completions request a chat-template
- * counter renders. Shared because every backend that counts Responses through
- * a chat template (llama.cpp, TGI, Anthropic, Gemini) converts it this way,
- * and a backend's folder may not import another's.
+ * A Responses request as the chat request a chat template renders, for every
+ * backend that counts through one.
  *
  * @module
  */

@@ -1,7 +1,4 @@
-// The `local` backend: its class, and how it is built from the configuration
-// (its `BundledBackend` record, beside its factory). Apart from the folder's
-// `mod.ts`, which holds only the entry's documentation and export list, so that
-// the registry loads the record without the entry.
+// The `local` backend: its class, and how it is built from the configuration.
 import { getLogger } from "@logtape/logtape";
 import {
   Backend,

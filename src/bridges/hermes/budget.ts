@@ -5,9 +5,7 @@
  * `INCONTEXT_COMPRESSION_WINDOW_TOKENS`. Requests are budgeted for Hermes'
  * `model.default` (on its provider and base URL, where a host says where a
  * request goes) and for the models `INCONTEXT_HERMES_MODELS` names, each
- * with its own window. It turns the configuration into what the proxy is
- * given, so it is apart from the `./hermes` entry, which exports none of it:
- * the command line reads it.
+ * with its own window. The `./hermes` entry does not export it.
  *
  * @module
  */

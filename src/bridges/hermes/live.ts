@@ -2,11 +2,8 @@
  * The proxy options a Hermes config gives: its routes, each with its own
  * window, and, when the installed Hermes was asked, the live window that
  * follows `config.yaml` as it changes. Logs where the window came from at
- * start-up and each change (counts, model names and versions only). Apart
- * from `budget.ts`, which resolves the budget once, because this is what
- * follows it while the proxy runs. The proxy sits above this layer, so the
- * options are spelled here in its shape, and the command line hands them
- * to it.
+ * start-up and each change (counts, model names and versions only). The
+ * options are spelled in the proxy's shape: the proxy is a layer above.
  *
  * @module
  */
@@ -35,7 +32,7 @@ function warn(warnings: readonly HermesWarning[]): void {
   }
 }
 
-/** The window and routes in force: what the proxy's `live` option answers. */
+/** What the proxy's `live` option answers. */
 export interface HermesLiveBudget {
   readonly window: number;
   readonly routes?: readonly BudgetRoute[];

@@ -2,8 +2,7 @@
  * The proxy's command line, as `serve`, `check` and `count` read it: flags
  * override the environment, which `loadConfig()` validates; the window may
  * come from a Hermes config.yaml. Every bad setting is reported in one
- * `ConfigError`. Apart from the commands so that the settings can be
- * resolved, and checked, without starting anything.
+ * `ConfigError`.
  *
  * @module
  */
@@ -154,13 +153,9 @@ export async function resolveServerSettings(
   };
 }
 
-/**
- * The environment with the flags merged in, and where each value came from:
- * a flag names its variable in an error as `--flag (VARIABLE)`.
- */
+/** The environment with the flags merged in, and where each value came from. */
 class Sources {
   readonly #flags: Readonly<Record<string, string>>;
-  /** The environment, each flag given overriding its variable. */
   readonly merged: Record<string, string | undefined>;
 
   constructor(
@@ -174,17 +169,15 @@ class Sources {
     }
   }
 
-  /** Whether the variable has a value, from a flag or the environment. */
   isSet(variable: string): boolean {
     return this.merged[variable] !== undefined;
   }
 
-  /** The flag given for `variable`, if one was. */
   #flagOf(variable: string): string | undefined {
     return Object.keys(this.#flags).find((flag) => FLAGS[flag] === variable);
   }
 
-  /** The issue, naming the flag too when a flag set its variable. */
+  /** The issue, as `--flag (VARIABLE)` when a flag set its variable. */
   named(issue: ConfigIssue): ConfigIssue {
     const flag = this.#flagOf(issue.variable);
     return flag
@@ -206,10 +199,7 @@ class Sources {
   }
 }
 
-/**
- * The configuration, when it loads; every problem with it, the upstream
- * and the backend's name goes to `issues`.
- */
+/** The configuration, when it loads; its problems go to `issues`. */
 function readConfig(
   sources: Sources,
   options: ResolveServerOptions,
@@ -246,17 +236,14 @@ function readConfig(
   return config;
 }
 
-/** What a Hermes config gave, as far as it could be read. */
+/** A Hermes config's path, settings and budget, as far as each could be had. */
 interface HermesRead {
-  /** The config's path, when one is named. */
   readonly path: string | undefined;
-  /** Its settings, when the file could be read. */
   readonly settings: HermesSettings | undefined;
-  /** The window and routes it gives, when the rest of the configuration is valid. */
   readonly budget: HermesBudget | undefined;
 }
 
-/** Reads the Hermes config, when one is named; Hermes is asked only once the rest of the configuration is valid. */
+/** Hermes is asked only once the rest of the configuration is valid. */
 async function readHermes(
   sources: Sources,
   config: Config | undefined,
@@ -276,7 +263,6 @@ async function readHermes(
   return { path, settings, budget };
 }
 
-/** What the window and context length are read from. */
 interface Read {
   readonly config: Config | undefined;
   readonly hermes: HermesRead;
@@ -302,7 +288,7 @@ async function readWindow(
   return hermes.budget?.window;
 }
 
-/** The context length: the variable's, else Hermes', else the Hermes config file's. */
+/** The context length: the variable's, else Hermes', else its config file's. */
 function readContextLength(
   sources: Sources,
   { config, hermes }: Read,
@@ -326,7 +312,7 @@ function readContextLength(
 /** Where the window came from, for the start-up log. */
 function windowSource(
   sources: Sources,
-  { config, hermes }: { readonly config: Config; readonly hermes: HermesRead },
+  { config, hermes }: Read & { readonly config: Config },
 ): string {
   if (config.compressionWindowTokens !== undefined) {
     return sources.sourceOf(WINDOW, WINDOW_ALIAS);
@@ -337,7 +323,7 @@ function windowSource(
 /** Where the context length came from, for the start-up log. */
 function contextLengthSource(
   sources: Sources,
-  { config, hermes }: { readonly config: Config; readonly hermes: HermesRead },
+  { config, hermes }: Read & { readonly config: Config },
 ): string {
   if (config.contextLength !== undefined) return sources.sourceOf(CONTEXT);
   if (hermes.budget?.contextLength !== undefined) {

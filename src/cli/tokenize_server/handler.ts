@@ -1,11 +1,7 @@
 /**
  * The request handler of the tokenize server: vLLM's `POST /tokenize` and
  * `POST /detokenize`, answered by a {@linkcode LocalBackend} from a model
- * folder, with vLLM's wire shapes and OpenAI-style errors. Apart from the
- * command, which serves it, so that it can be tested with a `Request` and no
- * server.
- *
- * @module
+ * folder, with vLLM's wire shapes and OpenAI-style errors.
  */
 import { getLogger } from "@logtape/logtape";
 import {

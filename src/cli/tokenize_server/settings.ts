@@ -1,8 +1,6 @@
 /**
- * The tokenize server's command line: its help, its flags, which override
- * the environment, and the settings they resolve to; every bad setting is
- * reported in one `ConfigError`. Apart from the command so that the settings
- * can be checked without starting a server.
+ * The tokenize server's command line: flags override the environment;
+ * every bad setting is reported in one `ConfigError`.
  *
  * @module
  */
