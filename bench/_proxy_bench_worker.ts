@@ -9,7 +9,7 @@
  */
 import { createCountCache, sharedCountCache, VllmBackend } from "../mod.ts";
 import { createProxyHandler } from "../src/proxy/mod.ts";
-import { startHttpServer } from "../src/proxy/http_server.ts";
+import { startHttpServer } from "../src/server/http_server.ts";
 import { createFakeUpstreamHandler } from "../src/testing/mod.ts";
 import type { ServerSpec } from "./_proxy_bench_setup.ts";
 

@@ -12,10 +12,10 @@
  */
 import { Redis } from "ioredis";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
-import { redisConnection } from "../src/shared/connection.ts";
-import { SharedStore } from "../src/shared/shared_store.ts";
-import { SharedAnchorStore } from "../src/shared/shared_anchors.ts";
-import { sharedCountTier } from "../src/shared/count_tier.ts";
+import { redisConnection } from "../src/replicas/connection.ts";
+import { SharedStore } from "../src/replicas/store.ts";
+import { SharedAnchorStore } from "../src/replicas/anchors.ts";
+import { sharedCountTier } from "../src/replicas/count_tier.ts";
 import { startRedisServer } from "../tests/conformance/_redis_server.ts";
 import { startReplicas } from "../tests/conformance/_replicas.ts";
 import { percentile, printMachine, printTable } from "./_proxy_bench_setup.ts";

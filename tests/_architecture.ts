@@ -20,7 +20,7 @@ const TESTING = "testing";
  * The one product file that may import `src/testing/`: the command that
  * serves the fake upstream for trying the proxy, loaded only when it runs.
  */
-export const TESTING_IMPORTER = "src/cli/demo_upstream.ts";
+export const TESTING_IMPORTER = "src/cli/demo_upstream/command.ts";
 const BACKENDS = "backends";
 const SHARED = "_shared";
 

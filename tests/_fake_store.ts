@@ -3,7 +3,7 @@
  * `SharedStore`s as replicas share one server, with switches for the faults
  * a real one has: a hang, an error, a restart.
  */
-import type { StoreConnection } from "../src/shared/connection.ts";
+import type { StoreConnection } from "../src/replicas/connection.ts";
 
 /** The server: its records, and how it answers now. */
 export class FakeStoreServer {

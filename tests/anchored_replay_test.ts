@@ -12,7 +12,7 @@ import { createProxyHandler } from "../src/proxy/mod.ts";
 import { roughEstimate } from "../src/core/estimate.ts";
 import { LocalBackend } from "../src/backends/local/mod.ts";
 import type { JsonObject } from "../src/core/backend.ts";
-import { createTokenizeHandler } from "../src/cli/tokenize_handler.ts";
+import { createTokenizeHandler } from "../src/cli/tokenize_server/handler.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 import { SYSTEM_PROMPT, TOOLS, TURNS } from "./_replay_session.ts";
 

@@ -180,11 +180,11 @@ Deno.test("checkArchitecture() reports each broken rule", async (t) => {
   await t.step("only the demo upstream command may import src/testing/", () => {
     const graph = tree({
       ...clean,
-      "src/cli/demo_upstream.ts": ["src/testing/fake.ts"],
-      "src/cli/serve.ts": ["src/testing/fake.ts"],
+      "src/cli/demo_upstream/command.ts": ["src/testing/fake.ts"],
+      "src/cli/serve/command.ts": ["src/testing/fake.ts"],
     });
     deepStrictEqual(checkArchitecture(graph, LAYERS_WITH_CLI), [
-      "src/cli/serve.ts imports src/testing/fake.ts: product code may not import src/testing/",
+      "src/cli/serve/command.ts imports src/testing/fake.ts: product code may not import src/testing/",
     ]);
   });
 

@@ -1,7 +1,7 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { CONFIG_VARIABLES, DEFAULT_CONFIG } from "../src/core/config.ts";
-import { VARIABLES } from "../src/cli/variables.ts";
-import { HELP } from "../src/cli/serve_settings.ts";
+import { VARIABLES } from "../src/cli/setup/variables.ts";
+import { HELP } from "../src/cli/setup/settings.ts";
 
 /** name -> default of every variable row in the tables of docs/configuration.md. */
 async function documentedDefaults(): Promise<Map<string, string>> {

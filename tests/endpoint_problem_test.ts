@@ -1,5 +1,8 @@
 import { strictEqual } from "node:assert/strict";
-import { publicUrl, transportProblem } from "../src/cli/endpoint_problem.ts";
+import {
+  publicUrl,
+  transportProblem,
+} from "../src/cli/setup/endpoint_problem.ts";
 
 /** A fetch failure as Deno reports it: a TypeError caused by the client's error. */
 function denoFailure(detail: string, url = "http://h.test:1/tokenize") {

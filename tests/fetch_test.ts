@@ -6,6 +6,12 @@ import { budgetedFetch } from "../src/bridges/fetch.ts";
 import { createCountCache, VllmBackend } from "../mod.ts";
 import { FakeBackend, serveFakeVllmTokenizer } from "../src/testing/mod.ts";
 import { serveUpstream } from "./_upstream.ts";
+import { captureLogs } from "./_log_capture.ts";
+
+/** An observer's own error class: its name is what the log may show. */
+class ObserverBug extends Error {
+  override readonly name = "ObserverBug";
+}
 
 const W = 55705;
 const C = 65536;
@@ -229,17 +235,27 @@ Deno.test("budgetedFetch() follows the exhausted policy", async (t) => {
     async () => {
       const { sent, fetch } = recorder();
       const seen: string[] = [];
+      await using logs = await captureLogs();
       await budgetedFetch(fetch, {
         window: W,
         contextLength: C,
         backend: new FakeBackend({ count: 1 }),
         onDecision: (result, kind) => {
           seen.push(`${kind}:${result.action}`);
-          throw new Error("observer bug");
+          throw new ObserverBug("observer bug quoting sk-secret-prompt");
         },
       })("http://h/v1/responses", post('{"input":"x"}'));
       deepStrictEqual(seen, ["responses:set"]);
       strictEqual(sent.length, 1);
+      // The failure is logged by its type alone, never its message.
+      const warnings = logs.records.filter((record) =>
+        record.level === "warning" && record.category.join(".") ===
+          "incontext.bridge"
+      );
+      deepStrictEqual(warnings.map((record) => record.properties), [
+        { errorType: "ObserverBug" },
+      ]);
+      ok(!logs.lines.some((line) => line.includes("sk-secret-prompt")));
     },
   );
 });

@@ -11,7 +11,7 @@ import {
   answerWarnings,
   hermesBudget,
   liveRoutes,
-} from "../src/cli/hermes_window.ts";
+} from "../src/bridges/hermes/budget.ts";
 import { FakeBackend } from "../src/testing/mod.ts";
 import { ENV, home, standin } from "./_hermes_home.ts";
 

@@ -6,7 +6,7 @@
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { collect, freePort } from "./_cli_process.ts";
-import { DEMO_LISTEN } from "../src/cli/demo_upstream_settings.ts";
+import { DEMO_LISTEN } from "../src/cli/demo_upstream/settings.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const README = await Deno.readTextFile(new URL("README.md", ROOT));

@@ -1,8 +1,8 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { AnchoredBackend } from "../src/backends/anchored/mod.ts";
-import { PrefetchingBackend } from "../src/shared/prefetch_backend.ts";
-import { SharedAnchorStore } from "../src/shared/shared_anchors.ts";
-import { SharedStore } from "../src/shared/shared_store.ts";
+import { PrefetchingBackend } from "../src/replicas/prefetch_backend.ts";
+import { SharedAnchorStore } from "../src/replicas/anchors.ts";
+import { SharedStore } from "../src/replicas/store.ts";
 import { FakeBackend } from "../src/testing/mod.ts";
 import { FakeStoreServer } from "./_fake_store.ts";
 import { proxyFixture } from "./_proxy_fixture.ts";

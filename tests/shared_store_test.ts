@@ -4,8 +4,8 @@ import { createCountCache } from "../src/cache/mod.ts";
 import { attachCountTier } from "../src/cache/client.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { ConfigError } from "../src/core/config_error.ts";
-import { sharedCountTier } from "../src/shared/count_tier.ts";
-import { prefixDigests } from "../src/shared/prefix_digests.ts";
+import { sharedCountTier } from "../src/replicas/count_tier.ts";
+import { prefixDigests } from "../src/replicas/prefix_digests.ts";
 import {
   anchorRecordKey,
   countRecordKey,
@@ -13,9 +13,9 @@ import {
   decodeCount,
   encodeAnchor,
   encodeCount,
-} from "../src/shared/records.ts";
-import { SharedAnchorStore } from "../src/shared/shared_anchors.ts";
-import { SharedStore } from "../src/shared/shared_store.ts";
+} from "../src/replicas/records.ts";
+import { SharedAnchorStore } from "../src/replicas/anchors.ts";
+import { SharedStore } from "../src/replicas/store.ts";
 import { captureLogs } from "./_log_capture.ts";
 import { FakeStoreServer } from "./_fake_store.ts";
 

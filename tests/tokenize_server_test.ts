@@ -9,8 +9,8 @@ import { dirname } from "node:path";
 import type { JsonObject } from "../src/core/backend.ts";
 import { CountError, LocalBackend } from "../src/backends/local/mod.ts";
 import { VllmBackend } from "../src/backends/vllm/mod.ts";
-import { createTokenizeHandler } from "../src/cli/tokenize_handler.ts";
-import { resolveTokenizeServerSettings } from "../src/cli/tokenize_settings.ts";
+import { createTokenizeHandler } from "../src/cli/tokenize_server/handler.ts";
+import { resolveTokenizeServerSettings } from "../src/cli/tokenize_server/settings.ts";
 import { MODEL_FILES } from "./_model_files.ts";
 
 const QWEN3 = dirname(

@@ -1,3 +1,9 @@
+/**
+ * A time limit on one operation, tied to its caller's signal, whose timer is
+ * cleared when the operation ends.
+ *
+ * @module
+ */
 import { clearQueuedTimeout, setQueuedTimeout } from "./timeouts.ts";
 
 /** A time limit on one operation, tied to the caller's own abort signal. */

@@ -1,4 +1,8 @@
-/** Bounded reads of a body stream. */
+/**
+ * Reads a body stream whole up to a limit, and cancels the rest past it.
+ *
+ * @module
+ */
 
 /**
  * Reads a body whole, or stops (and cancels the rest) as soon as it passes

@@ -1,4 +1,11 @@
 /**
+ * The rules an http(s) URL setting keeps: a host, a valid port, no
+ * credentials, no fragment.
+ *
+ * @module
+ */
+
+/**
  * Checks a tokenizer URL against the rules of the original plugin: http(s)
  * only, a host, a valid non-zero port, no user:password, no fragment. A query
  * string is fine.

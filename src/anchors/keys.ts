@@ -1,4 +1,9 @@
-/** How the proxy turns usage anchors into prompt sizes. */
+/**
+ * How usage anchors become prompt sizes: a chat request's anchor keys, and
+ * the estimate an anchor gives.
+ *
+ * @module
+ */
 import type { CountResult, JsonObject } from "../core/backend.ts";
 import type { AnchorStore, ConversationKeys } from "./store.ts";
 import { roughEstimate } from "../core/estimate.ts";

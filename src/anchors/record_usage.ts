@@ -1,4 +1,9 @@
-/** Recording a response's usage as a usage anchor, for HTTP clients of the user's own. */
+/**
+ * Recording a response's usage as a usage anchor, for HTTP clients of the
+ * user's own.
+ *
+ * @module
+ */
 import type { JsonObject } from "../core/backend.ts";
 import type { AnchorStore } from "./store.ts";
 import { conversationKey } from "./keys.ts";

@@ -15,6 +15,7 @@ import { contextLengthExceeded } from "./answers.ts";
 import { holdsUnsafeNumber, numbersSurviveRewrite } from "./number_safety.ts";
 import { getLogger } from "@logtape/logtape";
 import { jsonText } from "../_internal/json_bytes.ts";
+import { errorType } from "../core/error_type.ts";
 
 const logger = getLogger(["incontext", "bridge"]);
 
@@ -93,8 +94,13 @@ export async function decide(
     : decision;
   try {
     bridge.onDecision?.(final.result, kind);
-  } catch {
-    // An observer's failure must not change what is sent.
+  } catch (error) {
+    // An observer's failure must not change what is sent. Only its type is
+    // logged: its message could quote the request it was shown.
+    logger.warn(
+      "The onDecision callback threw ({errorType}); the request went on",
+      { errorType: errorType(error) },
+    );
   }
   return final;
 }

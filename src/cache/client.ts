@@ -1,3 +1,10 @@
+/**
+ * The count cache's client: it carries each count and engine call to its
+ * core, in a worker or in process. Apart from `core.ts` so that one core runs
+ * in either place.
+ *
+ * @module
+ */
 import { getLogger } from "@logtape/logtape";
 import {
   type CacheRequest,

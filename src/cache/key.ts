@@ -1,4 +1,9 @@
-/** The count cache's key: {@linkcode hashCountKey}. */
+/**
+ * The count cache's key ({@linkcode hashCountKey}), with the latest payloads'
+ * keys remembered.
+ *
+ * @module
+ */
 import { createHash } from "node:crypto";
 import { RecentMap } from "../_internal/recent_map.ts";
 

@@ -1,6 +1,6 @@
 /**
  * A second tier behind a count cache's LRU: a store several processes share
- * (see `src/shared/`). Only the caller that leads a missing key's count asks
+ * (see `src/replicas/`). Only the caller that leads a missing key's count asks
  * it, so singleflight still holds within a process.
  *
  * @module

@@ -1,15 +1,15 @@
 /**
- * The `incontext` command: one entry for every subcommand.
+ * The `incontext` command: picks the subcommand, each in its own folder.
  *
  * @module
  */
 import { VERSION } from "../core/version.ts";
 import { reportConfigIssues } from "./config_failure.ts";
 import { suggestion } from "./suggestion.ts";
-import { checkCommand } from "./check.ts";
-import { countCommand } from "./count.ts";
-import { serveCommand } from "./serve.ts";
-import { tokenizeServerCommand } from "./tokenize_server.ts";
+import { checkCommand } from "./check/command.ts";
+import { countCommand } from "./count/command.ts";
+import { serveCommand } from "./serve/command.ts";
+import { tokenizeServerCommand } from "./tokenize_server/command.ts";
 
 /** The subcommands, each a function from its arguments to an exit code. */
 const COMMANDS: Record<
@@ -25,7 +25,7 @@ const COMMANDS: Record<
   count: countCommand,
   // Loaded only when it runs: it serves a fake from src/testing/.
   "demo-upstream": async (args, env) =>
-    (await import("./demo_upstream.ts")).demoUpstreamCommand(args, env),
+    (await import("./demo_upstream/command.ts")).demoUpstreamCommand(args, env),
 };
 
 /** The top-level help. */

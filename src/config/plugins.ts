@@ -1,3 +1,10 @@
+/**
+ * Imports the backend modules `INCONTEXT_BACKEND_MODULES` names. Apart from
+ * `loadConfig()` because it runs code, through an importer the application
+ * passes.
+ *
+ * @module
+ */
 import { ConfigError } from "../core/config_error.ts";
 import { errorType } from "../core/error_type.ts";
 

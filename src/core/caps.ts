@@ -1,3 +1,9 @@
+/**
+ * The caller's output caps, read as the server reads them. Apart from
+ * `budget.ts` for the `Backend` class's cap hooks.
+ *
+ * @module
+ */
 import { type CapField, isJsonObject, type JsonObject } from "./request.ts";
 
 /** Reads one cap value as the server does: a positive integer, or `undefined`. */

@@ -1,3 +1,10 @@
+/**
+ * `ConfigError`: every broken setting at once, named by its variable, never
+ * its value.
+ *
+ * @module
+ */
+
 /** One broken configuration rule: the variable and the rule, never the value. */
 export interface ConfigIssue {
   /** The environment variable, e.g. `INCONTEXT_TOKENIZER_URL`. */

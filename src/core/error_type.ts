@@ -1,3 +1,9 @@
+/**
+ * What of an error may be logged or chained: its type, never its message.
+ * Apart from `errors.ts`: it is the rule every layer follows.
+ *
+ * @module
+ */
 import { CountError } from "./errors.ts";
 
 /**

@@ -1,4 +1,11 @@
 /**
+ * `CountError` and the errors that narrow it: what a caller of budget() or of
+ * a backend may catch.
+ *
+ * @module
+ */
+
+/**
  * A backend could not count a request exactly. Its message names the rule
  * that failed and never holds prompt text, URLs, credentials or raw server
  * error text, so it is safe to log.

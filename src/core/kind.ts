@@ -1,3 +1,9 @@
+/**
+ * A request's kind (chat, completion, Responses) from its shape, and whether
+ * it can be budgeted.
+ *
+ * @module
+ */
 import {
   effectiveField,
   isJsonObject,

@@ -1,3 +1,9 @@
+/**
+ * Routes: the model (and provider, base URL) a budget applies to, and whether
+ * a request is inside one.
+ *
+ * @module
+ */
 import type { JsonObject } from "./backend.ts";
 import { effectiveField } from "./request.ts";
 

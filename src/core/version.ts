@@ -1,4 +1,10 @@
 /**
+ * The package version: one constant, which a test holds to `deno.json`.
+ *
+ * @module
+ */
+
+/**
  * The package version; a test keeps it equal to the `version` in
  * `deno.json`. The vLLM backend sends it in its default `User-Agent`.
  *

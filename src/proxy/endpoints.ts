@@ -1,7 +1,11 @@
-/** The proxy's own endpoints under `/incontext/`. */
+/**
+ * The proxy's own endpoints under `/incontext/`, apart from the request path.
+ *
+ * @module
+ */
 import { errorResponse } from "../bridges/answers.ts";
 import { VERSION } from "../core/version.ts";
-import { counter, gauge } from "./metrics.ts";
+import { counter, gauge } from "../_internal/metrics.ts";
 import { processMetrics } from "./process_metrics.ts";
 import type { DecisionRecord, ProxyContext } from "./state.ts";
 import type { ProxyRequestInfo } from "./options.ts";

@@ -1,4 +1,9 @@
-/** Forwarding for the proxy: upstream URLs and hop-by-hop headers. */
+/**
+ * Forwarding rules: upstream URLs, hop-by-hop headers, the methods and bodies
+ * fetch can send.
+ *
+ * @module
+ */
 
 // RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([

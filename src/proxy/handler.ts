@@ -1,18 +1,20 @@
-/** The budgeting proxy's handler: routing, body reads, budgeting and the answer. */
+/**
+ * The budgeting proxy's handler: one request's way from routing to the
+ * answer. Its option checks live in `options.ts`, its bookkeeping in
+ * `bookkeeping.ts`.
+ *
+ * @module
+ */
 import type { RequestKind } from "../core/backend.ts";
-import { validateBudgetOptions } from "../core/budget_settings.ts";
 import type { BridgeOptions } from "../bridges/options.ts";
 import {
   decide,
   type DecisionHeaders,
-  type Rejected,
   type Sending,
   withDecisionHeaders,
 } from "../bridges/decision.ts";
 import { isJsonContentType, pathKind } from "../bridges/endpoints.ts";
 import { errorResponse } from "../bridges/answers.ts";
-import { checkHttpUrl } from "../_internal/url.ts";
-import { MAX_TIMEOUT_SECONDS } from "../_internal/timer_limit.ts";
 import {
   declaresBody,
   framedBody,
@@ -28,30 +30,21 @@ import {
   type UpstreamAnswer,
 } from "./upstream.ts";
 import { TimedBackend } from "./timed_backend.ts";
-import {
-  countKind,
-  type ProxyContext,
-  type ProxySettings,
-  ProxyState,
-} from "./state.ts";
-import {
-  anchorEstimate,
-  anchorFromKeys,
-  type AnchorKeys,
-  anchorKeys,
-} from "../anchors/keys.ts";
+import { type ProxyContext, ProxyState } from "./state.ts";
+import { anchorEstimate, type AnchorKeys } from "../anchors/keys.ts";
 import { ownEndpoint } from "./endpoints.ts";
 import { Readiness } from "./readiness.ts";
 import { type AccessTrace, logAccess, startTrace } from "./access_log.ts";
-import type { ProxyHandler, ProxyOptions } from "./options.ts";
+import {
+  type ProxyHandler,
+  type ProxyOptions,
+  readSettings,
+} from "./options.ts";
+import { observe } from "./bookkeeping.ts";
 import { AnchorStore } from "../anchors/store.ts";
 import { readUsage, tapFor, tapUsage, type Usage } from "../anchors/usage.ts";
-import { effectiveField, safeLabel } from "../core/request.ts";
-import { requireInteger } from "../core/compute.ts";
-import { getLogger } from "@logtape/logtape";
+import { effectiveField } from "../core/request.ts";
 import { setImmediate } from "node:timers";
-
-const logger = getLogger(["incontext", "proxy"]);
 
 /**
  * Creates the budgeting proxy handler.
@@ -174,81 +167,6 @@ function unreadable(
     code: "invalid_body",
     message: `Cannot ${what} the request as its body could not be read in full`,
   });
-}
-
-function readSettings(options: ProxyOptions): ProxySettings {
-  validateBudgetOptions(options);
-  const rule = typeof options.upstream === "string"
-    ? checkHttpUrl(options.upstream)
-    : "must be a string";
-  if (rule !== undefined) {
-    throw new TypeError(`Cannot create the proxy as 'upstream' ${rule}`);
-  }
-  const {
-    maxRequestBytes = 32 * 1024 * 1024,
-    anchorEntries = 4096,
-    anchorTolerance = 0.02,
-    recentDecisions = 50,
-    upstreamTimeoutSeconds = 600,
-    upstreamIdleTimeoutSeconds = 600,
-  } = options;
-  const what = "create the proxy";
-  requireInteger(maxRequestBytes, { what, name: "maxRequestBytes", min: 1 });
-  requireInteger(anchorEntries, { what, name: "anchorEntries", min: 1 });
-  requireInteger(recentDecisions, { what, name: "recentDecisions", min: 1 });
-  if (
-    options.anchors !== undefined && !(options.anchors instanceof AnchorStore)
-  ) {
-    throw new TypeError(
-      "Cannot create the proxy as 'anchors' must be an AnchorStore",
-    );
-  }
-  const { adminToken } = options;
-  if (
-    adminToken !== undefined &&
-    (typeof adminToken !== "string" || adminToken.trim() === "")
-  ) {
-    throw new TypeError(
-      "Cannot create the proxy as 'adminToken' must be a non-blank string",
-    );
-  }
-  if (
-    options.readiness !== undefined &&
-    !(options.readiness instanceof Readiness)
-  ) {
-    throw new TypeError(
-      "Cannot create the proxy as 'readiness' must be a Readiness",
-    );
-  }
-  if (!(anchorTolerance >= 0 && anchorTolerance < 1)) {
-    throw new RangeError(
-      `Cannot create the proxy as 'anchorTolerance' must be a fraction in [0, 1): current value is ${anchorTolerance}`,
-    );
-  }
-  return {
-    upstream: new URL(options.upstream),
-    maxRequestBytes,
-    anchorEntries,
-    anchorTolerance,
-    recentDecisions,
-    upstreamTimeoutMs: timeoutMs(
-      "upstreamTimeoutSeconds",
-      upstreamTimeoutSeconds,
-    ),
-    upstreamIdleTimeoutMs: timeoutMs(
-      "upstreamIdleTimeoutSeconds",
-      upstreamIdleTimeoutSeconds,
-    ),
-  };
-}
-
-function timeoutMs(name: string, seconds: number): number {
-  if (!(seconds > 0 && seconds <= MAX_TIMEOUT_SECONDS)) {
-    throw new RangeError(
-      `Cannot create the proxy as '${name}' must be a number of seconds in (0, ${MAX_TIMEOUT_SECONDS}]: current value is ${seconds}`,
-    );
-  }
-  return Math.ceil(seconds * 1000);
 }
 
 /** Where a budgeted request goes, and its access trace. */
@@ -411,58 +329,6 @@ async function readBody(
   } catch {
     return "unreadable";
   }
-}
-
-/**
- * Counts, cross-checks and remembers a decision. Returns the prefix keys of
- * the chat conversation as sent, for recording its usage later.
- */
-function observe(
-  decision: Rejected | Sending,
-  { kind, trace }: { readonly kind: RequestKind; readonly trace: AccessTrace },
-  context: ProxyContext,
-): AnchorKeys | undefined {
-  const { result } = decision;
-  const { state, settings } = context;
-  const rejected = decision.kind === "reject";
-  const maxTokens = decision.kind === "send"
-    ? decision.maxTokens ?? null
-    : null;
-  trace.action = rejected ? "rejected" : result.action;
-  trace.source = result.source;
-  trace.promptTokens = result.promptTokens ?? null;
-  trace.maxTokens = maxTokens;
-  state.requests.inc({ route: kind, action: trace.action });
-  state.counts.inc({ kind: countKind(result) });
-  const conversation = kind === "chat" && decision.kind === "send"
-    ? anchorKeys(state.anchors, decision.sent)
-    : undefined;
-  const anchored = conversation &&
-    anchorFromKeys(state.anchors, conversation)?.tokens;
-  const exact = countKind(result) === "exact" ? result.promptTokens : undefined;
-  if (anchored !== undefined && exact !== undefined && exact > 0) {
-    const drift = Math.abs(anchored - exact) / exact;
-    if (drift > settings.anchorTolerance) {
-      state.disagreements.inc();
-      logger.warn(
-        "usage anchor disagrees with the exact count: exact={exact} anchor={anchor} source={source}",
-        { exact, anchor: anchored, source: result.source },
-      );
-    }
-  }
-  const model = effectiveField(result.request, "model");
-  state.remember({
-    kind,
-    model: typeof model === "string" ? safeLabel(model) : null,
-    action: result.action,
-    source: result.source,
-    promptTokens: result.promptTokens ?? null,
-    anchorTokens: anchored ?? null,
-    maxTokens,
-    rejected,
-    reason: result.reason,
-  });
-  return conversation;
 }
 
 /**

@@ -1,9 +1,18 @@
-/** The options of the proxy handler, and its type. */
+/**
+ * The proxy's options, its handler's type, and the checks its options pass
+ * once, when it is made.
+ *
+ * @module
+ */
 import type { BridgeOptions } from "../bridges/options.ts";
 import type { CountCache } from "../cache/mod.ts";
-import type { AnchorStore } from "../anchors/store.ts";
-import type { Readiness } from "./readiness.ts";
+import { AnchorStore } from "../anchors/store.ts";
+import { Readiness } from "./readiness.ts";
 import type { BudgetRoute } from "../core/route.ts";
+import { validateBudgetOptions } from "../core/budget_settings.ts";
+import { requireInteger } from "../core/compute.ts";
+import { checkHttpUrl } from "../_internal/url.ts";
+import { MAX_TIMEOUT_SECONDS } from "../_internal/timer_limit.ts";
 
 /** The window and routes in force, for {@linkcode ProxyOptions.live}. */
 export interface LiveBudget {
@@ -155,3 +164,99 @@ export type ProxyHandler = (
   request: Request,
   info?: ProxyRequestInfo,
 ) => Promise<Response>;
+
+/** The proxy's validated bounds. */
+export interface ProxySettings {
+  readonly upstream: URL;
+  readonly maxRequestBytes: number;
+  readonly anchorEntries: number;
+  readonly anchorTolerance: number;
+  readonly recentDecisions: number;
+  /** How long the upstream may take to send its headers. */
+  readonly upstreamTimeoutMs: number;
+  /** How long a response body may wait for the upstream's next bytes. */
+  readonly upstreamIdleTimeoutMs: number;
+}
+
+/**
+ * Checks the options once and reads them into the proxy's bounds, with
+ * their defaults.
+ *
+ * @throws {RangeError} When a budget option or bound is invalid.
+ * @throws {TypeError} When `upstream` is not an http(s) URL, or `anchors`,
+ * `adminToken` or `readiness` is of the wrong kind.
+ */
+export function readSettings(options: ProxyOptions): ProxySettings {
+  validateBudgetOptions(options);
+  const rule = typeof options.upstream === "string"
+    ? checkHttpUrl(options.upstream)
+    : "must be a string";
+  if (rule !== undefined) {
+    throw new TypeError(`Cannot create the proxy as 'upstream' ${rule}`);
+  }
+  const {
+    maxRequestBytes = 32 * 1024 * 1024,
+    anchorEntries = 4096,
+    anchorTolerance = 0.02,
+    recentDecisions = 50,
+    upstreamTimeoutSeconds = 600,
+    upstreamIdleTimeoutSeconds = 600,
+  } = options;
+  const what = "create the proxy";
+  requireInteger(maxRequestBytes, { what, name: "maxRequestBytes", min: 1 });
+  requireInteger(anchorEntries, { what, name: "anchorEntries", min: 1 });
+  requireInteger(recentDecisions, { what, name: "recentDecisions", min: 1 });
+  if (
+    options.anchors !== undefined && !(options.anchors instanceof AnchorStore)
+  ) {
+    throw new TypeError(
+      "Cannot create the proxy as 'anchors' must be an AnchorStore",
+    );
+  }
+  const { adminToken } = options;
+  if (
+    adminToken !== undefined &&
+    (typeof adminToken !== "string" || adminToken.trim() === "")
+  ) {
+    throw new TypeError(
+      "Cannot create the proxy as 'adminToken' must be a non-blank string",
+    );
+  }
+  if (
+    options.readiness !== undefined &&
+    !(options.readiness instanceof Readiness)
+  ) {
+    throw new TypeError(
+      "Cannot create the proxy as 'readiness' must be a Readiness",
+    );
+  }
+  if (!(anchorTolerance >= 0 && anchorTolerance < 1)) {
+    throw new RangeError(
+      `Cannot create the proxy as 'anchorTolerance' must be a fraction in [0, 1): current value is ${anchorTolerance}`,
+    );
+  }
+  return {
+    upstream: new URL(options.upstream),
+    maxRequestBytes,
+    anchorEntries,
+    anchorTolerance,
+    recentDecisions,
+    upstreamTimeoutMs: timeoutMs(
+      "upstreamTimeoutSeconds",
+      upstreamTimeoutSeconds,
+    ),
+    upstreamIdleTimeoutMs: timeoutMs(
+      "upstreamIdleTimeoutSeconds",
+      upstreamIdleTimeoutSeconds,
+    ),
+  };
+}
+
+function timeoutMs(name: string, seconds: number): number {
+  if (!(seconds > 0 && seconds <= MAX_TIMEOUT_SECONDS)) {
+    throw new RangeError(
+      `Cannot create the proxy as '${name}' must be a number of seconds in (0, ${MAX_TIMEOUT_SECONDS}]: current value is ${seconds}`,
+    );
+  }
+  return Math.ceil(seconds * 1000);
+}

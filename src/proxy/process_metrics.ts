@@ -5,7 +5,7 @@
  */
 import process from "node:process";
 import { setImmediate } from "node:timers";
-import { counter, gauge } from "./metrics.ts";
+import { counter, gauge } from "../_internal/metrics.ts";
 
 /**
  * The process metrics' exposition lines. The event loop's lag is how long a

@@ -1,25 +1,16 @@
-/** What the proxy remembers: metrics, usage anchors and its last decisions. */
+/**
+ * What the proxy remembers: metrics, usage anchors and its last decisions.
+ *
+ * @module
+ */
 import type { RequestKind } from "../core/backend.ts";
 import type { BudgetResult } from "../core/budget.ts";
-import { Counter, Histogram } from "./metrics.ts";
+import { Counter, Histogram } from "../_internal/metrics.ts";
 import type { AnchorStore } from "../anchors/store.ts";
-import type { ProxyOptions } from "./options.ts";
+import type { ProxyOptions, ProxySettings } from "./options.ts";
 import type { BridgeOptions } from "../bridges/options.ts";
 import type { TimedBackend } from "./timed_backend.ts";
 import type { Readiness } from "./readiness.ts";
-
-/** The proxy's validated bounds. */
-export interface ProxySettings {
-  readonly upstream: URL;
-  readonly maxRequestBytes: number;
-  readonly anchorEntries: number;
-  readonly anchorTolerance: number;
-  readonly recentDecisions: number;
-  /** How long the upstream may take to send its headers. */
-  readonly upstreamTimeoutMs: number;
-  /** How long a response body may wait for the upstream's next bytes. */
-  readonly upstreamIdleTimeoutMs: number;
-}
 
 /** Everything the proxy's parts share. */
 export interface ProxyContext {

@@ -1,3 +1,8 @@
+/**
+ * A backend wrapped to time its counts for the proxy's tokenizer histogram.
+ *
+ * @module
+ */
 import type {
   Backend,
   CountOptions,

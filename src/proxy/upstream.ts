@@ -17,7 +17,7 @@ import {
 import type { ProxyContext } from "./state.ts";
 import { clearQueuedTimeout, setQueuedTimeout } from "../_internal/timeouts.ts";
 import type { UsageTap } from "../anchors/usage.ts";
-import { UploadAborted } from "./request_body.ts";
+import { UploadAborted } from "./upload_aborted.ts";
 
 const logger = getLogger(["incontext", "proxy"]);
 

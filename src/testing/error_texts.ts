@@ -1,4 +1,10 @@
 /**
+ * Every text an error carries along its cause chain, for leak checks.
+ *
+ * @module
+ */
+
+/**
  * Every name, message and stack along an error's cause chain (16 deep at
  * most): what leak checks search for secrets and prompt text.
  */

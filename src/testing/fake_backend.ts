@@ -1,3 +1,8 @@
+/**
+ * `FakeBackend`, the in-memory backend of unit tests.
+ *
+ * @module
+ */
 import {
   Backend,
   type CountOptions,

@@ -7,14 +7,14 @@
 import { ok, strictEqual } from "node:assert/strict";
 import { Redis } from "ioredis";
 import { serveFakeUpstream } from "../../src/testing/mod.ts";
-import { redisConnection } from "../../src/shared/connection.ts";
-import { SharedStore } from "../../src/shared/shared_store.ts";
+import { redisConnection } from "../../src/replicas/connection.ts";
+import { SharedStore } from "../../src/replicas/store.ts";
 import {
   anchorRecordKey,
   decodeCount,
   encodeCount,
-} from "../../src/shared/records.ts";
-import { prefixDigests } from "../../src/shared/prefix_digests.ts";
+} from "../../src/replicas/records.ts";
+import { prefixDigests } from "../../src/replicas/prefix_digests.ts";
 import { startRedisServer } from "./_redis_server.ts";
 import { until } from "../_hang.ts";
 import { metric, type Replicas, startReplicas } from "./_replicas.ts";

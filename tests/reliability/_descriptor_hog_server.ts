@@ -11,7 +11,7 @@
  * each command; stdin's end stops it.
  */
 import { closeSync, openSync } from "node:fs";
-import { startHttpServer } from "../../src/proxy/http_server.ts";
+import { startHttpServer } from "../../src/server/http_server.ts";
 
 const server = await startHttpServer(
   () => Promise.resolve(new Response("ok")),

@@ -12,7 +12,7 @@ import { smugglingRequests } from "./_proxy_hostile_cases.ts";
 import {
   connectionBounds,
   startHttpServer,
-} from "../../src/proxy/http_server.ts";
+} from "../../src/server/http_server.ts";
 
 const CHAT = "/v1/chat/completions";
 

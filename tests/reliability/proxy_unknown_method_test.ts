@@ -9,7 +9,7 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { FakeBackend, serveFakeUpstream } from "../../src/testing/mod.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
-import { startHttpServer } from "../../src/proxy/http_server.ts";
+import { startHttpServer } from "../../src/server/http_server.ts";
 import { rawExchange } from "./_raw_wire.ts";
 import { C, W } from "./_proxy_serve.ts";
 

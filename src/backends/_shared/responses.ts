@@ -1,3 +1,9 @@
+/**
+ * A Responses request as the chat request a chat template renders, for every
+ * backend that counts through one.
+ *
+ * @module
+ */
 import type { JsonObject } from "../../core/backend.ts";
 import { CountError } from "../../core/errors.ts";
 import { effectiveField, isJsonObject } from "../../core/request.ts";

@@ -1,5 +1,6 @@
 /**
- * The proxy's HTTP/1.1 server: a Web handler served by `node:http`, which
+ * The HTTP/1.1 server of the command's processes: a Web handler served by
+ * `node:http`, which
  * bounds what `Deno.serve` does not: the time a client may take to send its
  * request head and its body, how long an idle keep-alive connection stays
  * open, and how many connections are open at once. A connection that
@@ -7,6 +8,8 @@
  * accepted; a failed accept is never thrown, and the listener accepts again
  * once descriptors are free. Closing ends idle connections at once and the
  * others as their last response is written.
+ *
+ * @module
  */
 import {
   createServer,
@@ -22,13 +25,10 @@ import { errorType } from "../core/error_type.ts";
 import { type ClientError, clientErrorAnswer } from "./client_errors.ts";
 import { OpenConnections } from "./open_connections.ts";
 import { LINGER_MS, lingerOnClose } from "./linger.ts";
-import {
-  type RequestBody,
-  requestBody,
-  UploadAborted,
-} from "./request_body.ts";
+import { type RequestBody, requestBody } from "./request_body.ts";
+import { UploadAborted } from "../proxy/upload_aborted.ts";
 import { errorResponse } from "../bridges/answers.ts";
-import type { ProxyHandler } from "./options.ts";
+import type { ProxyHandler } from "../proxy/options.ts";
 
 const logger = getLogger(["incontext", "server"]);
 

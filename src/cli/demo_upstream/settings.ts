@@ -6,8 +6,8 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
-import { type ServerLimits, serverLimits } from "./tokenize_settings.ts";
+import { ConfigError, type ConfigIssue } from "../../core/config_error.ts";
+import { type ServerLimits, serverLimits } from "../server_limits.ts";
 
 /** Where the demo upstream listens by default: vLLM's own default port. */
 export const DEMO_LISTEN = "127.0.0.1:8000";

@@ -1,15 +1,25 @@
 /**
- * The proxy's command line: flags override the environment, which
- * `loadConfig()` validates; the window may come from a Hermes config.yaml.
- * Every bad setting is reported in one `ConfigError`.
+ * The proxy's command line, as `serve`, `check` and `count` read it: flags
+ * override the environment, which `loadConfig()` validates; the window may
+ * come from a Hermes config.yaml. Every bad setting is reported in one
+ * `ConfigError`.
+ *
+ * @module
  */
 import { parseArgs } from "node:util";
-import { type Config, loadConfig } from "../config/mod.ts";
-import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
-import { loadHermesSettings, resolveWindow } from "../bridges/hermes/mod.ts";
+import { type Config, loadConfig } from "../../config/mod.ts";
+import { ConfigError, type ConfigIssue } from "../../core/config_error.ts";
+import {
+  type HermesSettings,
+  loadHermesSettings,
+  resolveWindow,
+} from "../../bridges/hermes/mod.ts";
 import { variablesHelp } from "./variables.ts";
-import { type HermesBudget, hermesBudget } from "./hermes_window.ts";
-import { suggestion } from "./suggestion.ts";
+import {
+  type HermesBudget,
+  hermesBudget,
+} from "../../bridges/hermes/budget.ts";
+import { suggestion } from "../suggestion.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {
@@ -113,28 +123,90 @@ export async function resolveServerSettings(
 ): Promise<ServerSettings | "help"> {
   const flags = parseFlags(args);
   if (flags === "help") return "help";
-  const merged = { ...env };
-  for (const [flag, value] of Object.entries(flags)) {
-    merged[FLAGS[flag]!] = value;
+  const sources = new Sources(flags, env);
+  const issues: ConfigIssue[] = [];
+  const config = readConfig(sources, options, issues);
+  const hermes = await readHermes(sources, config, issues);
+  const window = await readWindow(sources, { config, hermes }, issues);
+  const contextLength = readContextLength(sources, { config, hermes }, issues);
+  if (
+    issues.length > 0 || config === undefined || window === undefined ||
+    contextLength === undefined
+  ) {
+    await hermes.budget?.watch?.[Symbol.asyncDispose]();
+    throw new ConfigError(issues.map((issue) => sources.named(issue)));
   }
-  const named = (issue: ConfigIssue): ConfigIssue => {
-    const flag = Object.keys(flags).find((f) => FLAGS[f] === issue.variable);
+  const [hostname, port] = splitListen(config.listen);
+  return {
+    config,
+    ...(config.upstreamUrl === undefined
+      ? {}
+      : { upstream: config.upstreamUrl }),
+    hostname,
+    port,
+    window,
+    windowSource: windowSource(sources, { config, hermes }),
+    contextLength,
+    contextLengthSource: contextLengthSource(sources, { config, hermes }),
+    nameOf: (variable) => sources.named({ variable, rule: "" }).variable,
+    ...(hermes.budget === undefined ? {} : { hermes: hermes.budget }),
+  };
+}
+
+/** The environment with the flags merged in, and where each value came from. */
+class Sources {
+  readonly #flags: Readonly<Record<string, string>>;
+  readonly merged: Record<string, string | undefined>;
+
+  constructor(
+    flags: Readonly<Record<string, string>>,
+    env: Record<string, string | undefined>,
+  ) {
+    this.#flags = flags;
+    this.merged = { ...env };
+    for (const [flag, value] of Object.entries(flags)) {
+      this.merged[FLAGS[flag]!] = value;
+    }
+  }
+
+  isSet(variable: string): boolean {
+    return this.merged[variable] !== undefined;
+  }
+
+  #flagOf(variable: string): string | undefined {
+    return Object.keys(this.#flags).find((flag) => FLAGS[flag] === variable);
+  }
+
+  /** The issue, as `--flag (VARIABLE)` when a flag set its variable. */
+  named(issue: ConfigIssue): ConfigIssue {
+    const flag = this.#flagOf(issue.variable);
     return flag
       ? { ...issue, variable: `--${flag} (${issue.variable})` }
       : issue;
-  };
-  // The variable a value was read from: the primary name, else its alias.
-  const readFrom = (variable: string, alias?: string): string =>
-    alias !== undefined && merged[variable] === undefined &&
-      merged[alias] !== undefined
-      ? alias
-      : variable;
-  const sourceOf = (variable: string, alias?: string): string => {
-    const flag = Object.keys(flags).find((f) => FLAGS[f] === variable);
-    return flag === undefined ? readFrom(variable, alias) : `--${flag}`;
-  };
-  const issues: ConfigIssue[] = [];
-  if ((options.requireUpstream ?? true) && !isSet(merged, UPSTREAM)) {
+  }
+
+  /** The variable a value was read from: the primary name, else its alias. */
+  readFrom(variable: string, alias?: string): string {
+    const fromAlias = alias !== undefined &&
+      this.merged[variable] === undefined && this.merged[alias] !== undefined;
+    return fromAlias ? alias : variable;
+  }
+
+  /** Where a value came from: its flag, else the variable it was read from. */
+  sourceOf(variable: string, alias?: string): string {
+    const flag = this.#flagOf(variable);
+    return flag === undefined ? this.readFrom(variable, alias) : `--${flag}`;
+  }
+}
+
+/** The configuration, when it loads; its problems go to `issues`. */
+function readConfig(
+  sources: Sources,
+  options: ResolveServerOptions,
+  issues: ConfigIssue[],
+): Config | undefined {
+  const { merged } = sources;
+  if ((options.requireUpstream ?? true) && !sources.isSet(UPSTREAM)) {
     issues.push({ variable: UPSTREAM, rule: "is required (or --upstream)" });
   }
   let config: Config | undefined;
@@ -146,44 +218,87 @@ export async function resolveServerSettings(
   }
   const backend = config?.backend ?? merged.INCONTEXT_BACKEND?.trim() ??
     merged.HERMES_DYNAMIC_BUDGET_BACKEND?.trim();
+  const known = options.knownBackends;
   if (
-    options.knownBackends !== undefined && backend !== undefined &&
-    backend !== "" && !options.knownBackends.includes(backend)
+    known !== undefined && backend !== undefined && backend !== "" &&
+    !known.includes(backend)
   ) {
     issues.push({
-      variable: readFrom("INCONTEXT_BACKEND", "HERMES_DYNAMIC_BUDGET_BACKEND"),
-      rule: `names no known backend${
-        suggestion(backend, options.knownBackends)
-      }; use one of: ${options.knownBackends.join(", ")}`,
+      variable: sources.readFrom(
+        "INCONTEXT_BACKEND",
+        "HERMES_DYNAMIC_BUDGET_BACKEND",
+      ),
+      rule: `names no known backend${suggestion(backend, known)}; use one of: ${
+        known.join(", ")
+      }`,
     });
   }
-  const hermesPath = config?.hermesConfig ?? merged[HERMES]?.trim();
-  const hermesSettings = hermesPath === undefined || hermesPath === ""
-    ? undefined
-    : await gather(issues, () => loadHermesSettings(hermesPath));
-  // Hermes is asked only once the rest of the configuration is valid.
-  const hermes = config === undefined || hermesSettings === undefined
+  return config;
+}
+
+/** A Hermes config's path, settings and budget, as far as each could be had. */
+interface HermesRead {
+  readonly path: string | undefined;
+  readonly settings: HermesSettings | undefined;
+  readonly budget: HermesBudget | undefined;
+}
+
+/** Hermes is asked only once the rest of the configuration is valid. */
+async function readHermes(
+  sources: Sources,
+  config: Config | undefined,
+  issues: ConfigIssue[],
+): Promise<HermesRead> {
+  const path = config?.hermesConfig ?? sources.merged[HERMES]?.trim();
+  if (path === undefined || path === "") {
+    return { path, settings: undefined, budget: undefined };
+  }
+  const settings = await gather(issues, () => loadHermesSettings(path));
+  const budget = config === undefined || settings === undefined
     ? undefined
     : await gather(
       issues,
-      () => hermesBudget({ config, settings: hermesSettings, env: merged }),
+      () => hermesBudget({ config, settings, env: sources.merged }),
     );
-  const windowSet = isSet(merged, WINDOW) || isSet(merged, WINDOW_ALIAS);
-  let window: number | undefined = hermes?.window;
-  if (config !== undefined && hermesPath === undefined && windowSet) {
-    window = await gather(issues, () => resolveWindow(config));
-  } else if (!windowSet && hermesPath === undefined) {
+  return { path, settings, budget };
+}
+
+interface Read {
+  readonly config: Config | undefined;
+  readonly hermes: HermesRead;
+}
+
+/** The compression window: the variable's, else the Hermes config's. */
+async function readWindow(
+  sources: Sources,
+  { config, hermes }: Read,
+  issues: ConfigIssue[],
+): Promise<number | undefined> {
+  const windowSet = sources.isSet(WINDOW) || sources.isSet(WINDOW_ALIAS);
+  if (config !== undefined && hermes.path === undefined && windowSet) {
+    return await gather(issues, () => resolveWindow(config));
+  }
+  if (!windowSet && hermes.path === undefined) {
     issues.push({
       variable: WINDOW,
       rule:
         `is unset and so is ${HERMES}: set either (or --window, --hermes-config) to give the compression window`,
     });
   }
-  const contextLength = config?.contextLength ?? hermes?.contextLength ??
-    hermesSettings?.model.contextLength;
+  return hermes.budget?.window;
+}
+
+/** The context length: the variable's, else Hermes', else its config file's. */
+function readContextLength(
+  sources: Sources,
+  { config, hermes }: Read,
+  issues: ConfigIssue[],
+): number | undefined {
+  const contextLength = config?.contextLength ??
+    hermes.budget?.contextLength ?? hermes.settings?.model.contextLength;
   if (
-    contextLength === undefined && !isSet(merged, CONTEXT) &&
-    (hermesPath === undefined || hermesSettings !== undefined)
+    contextLength === undefined && !sources.isSet(CONTEXT) &&
+    (hermes.path === undefined || hermes.settings !== undefined)
   ) {
     issues.push({
       variable: CONTEXT,
@@ -191,34 +306,32 @@ export async function resolveServerSettings(
         "is required (or --context-length, or model.context_length in the Hermes config)",
     });
   }
-  if (
-    issues.length > 0 || config === undefined || window === undefined ||
-    contextLength === undefined
-  ) {
-    await hermes?.watch?.[Symbol.asyncDispose]();
-    throw new ConfigError(issues.map(named));
+  return contextLength;
+}
+
+/** Where the window came from, for the start-up log. */
+function windowSource(
+  sources: Sources,
+  { config, hermes }: Read & { readonly config: Config },
+): string {
+  if (config.compressionWindowTokens !== undefined) {
+    return sources.sourceOf(WINDOW, WINDOW_ALIAS);
   }
-  const [hostname, port] = splitListen(config.listen);
-  return {
-    config,
-    ...(config.upstreamUrl === undefined
-      ? {}
-      : { upstream: config.upstreamUrl }),
-    hostname,
-    port,
-    window,
-    windowSource: config.compressionWindowTokens !== undefined
-      ? sourceOf(WINDOW, WINDOW_ALIAS)
-      : `${hermes?.source ?? "Hermes"} (${sourceOf(HERMES)})`,
-    contextLength,
-    contextLengthSource: config.contextLength !== undefined
-      ? sourceOf(CONTEXT)
-      : hermes?.contextLength !== undefined
-      ? `Hermes (${sourceOf(HERMES)})`
-      : `model.context_length in the Hermes config (${sourceOf(HERMES)})`,
-    nameOf: (variable) => named({ variable, rule: "" }).variable,
-    ...(hermes === undefined ? {} : { hermes }),
-  };
+  return `${hermes.budget?.source ?? "Hermes"} (${sources.sourceOf(HERMES)})`;
+}
+
+/** Where the context length came from, for the start-up log. */
+function contextLengthSource(
+  sources: Sources,
+  { config, hermes }: Read & { readonly config: Config },
+): string {
+  if (config.contextLength !== undefined) return sources.sourceOf(CONTEXT);
+  if (hermes.budget?.contextLength !== undefined) {
+    return `Hermes (${sources.sourceOf(HERMES)})`;
+  }
+  return `model.context_length in the Hermes config (${
+    sources.sourceOf(HERMES)
+  })`;
 }
 
 const UPSTREAM = "INCONTEXT_UPSTREAM_URL";
@@ -226,10 +339,6 @@ const WINDOW = "INCONTEXT_COMPRESSION_WINDOW_TOKENS";
 const WINDOW_ALIAS = "HERMES_DYNAMIC_BUDGET_COMPRESSION_WINDOW_TOKENS";
 const CONTEXT = "INCONTEXT_CONTEXT_LENGTH";
 const HERMES = "INCONTEXT_HERMES_CONFIG";
-
-function isSet(env: Record<string, string | undefined>, name: string): boolean {
-  return env[name] !== undefined;
-}
 
 function parseFlags(args: readonly string[]): Record<string, string> | "help" {
   const options: Record<string, { type: "string" }> = {};

@@ -6,10 +6,10 @@
  *
  * @module
  */
-import type { Backend } from "../core/backend.ts";
-import { ContextLengthMismatchError, CountError } from "../core/errors.ts";
-import { errorType } from "../core/error_type.ts";
-import { readLimited } from "../_internal/limited_read.ts";
+import type { Backend } from "../../core/backend.ts";
+import { ContextLengthMismatchError, CountError } from "../../core/errors.ts";
+import { errorType } from "../../core/error_type.ts";
+import { readLimited } from "../../_internal/limited_read.ts";
 import { publicUrl, transportProblem } from "./endpoint_problem.ts";
 
 /** How long a probe may take: a start-up check, not a request's count. */

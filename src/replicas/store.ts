@@ -8,7 +8,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { errorType } from "../core/error_type.ts";
-import { Counter, Histogram } from "../proxy/metrics.ts";
+import { Counter, Histogram } from "../_internal/metrics.ts";
 import type { StoreConnection } from "./connection.ts";
 import { signRecord, verifiedRecord } from "./record_mac.ts";
 

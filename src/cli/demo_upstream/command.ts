@@ -10,21 +10,21 @@
  *
  * @module
  */
-import { createFakeUpstreamHandler } from "../testing/fake_upstream.ts";
-import { readLimited } from "../_internal/limited_read.ts";
-import { configured, reportConfigIssues } from "./config_failure.ts";
-import { listenProblem } from "./listen_problem.ts";
+import { createFakeUpstreamHandler } from "../../testing/fake_upstream.ts";
+import { readLimited } from "../../_internal/limited_read.ts";
+import { configured, reportConfigIssues } from "../config_failure.ts";
+import { listenProblem } from "../listen_problem.ts";
 import {
   connectionBounds,
   type HttpServer,
   processLimits,
   startHttpServer,
-} from "../proxy/http_server.ts";
+} from "../../server/http_server.ts";
 import {
   DEMO_HELP,
   type DemoUpstreamSettings,
   resolveDemoUpstreamSettings,
-} from "./demo_upstream_settings.ts";
+} from "./settings.ts";
 
 const COMMAND = "incontext demo-upstream";
 

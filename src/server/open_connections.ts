@@ -1,5 +1,5 @@
 /**
- * The connections open on the proxy's HTTP/1.1 server and the exchanges in
+ * The connections open on the HTTP/1.1 server and the exchanges in
  * flight on each: what lets the server close a connection the moment it is
  * idle once it is closing, and write an answer of its own after the
  * responses in flight rather than into them.

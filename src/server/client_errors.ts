@@ -1,5 +1,5 @@
 /**
- * What the proxy's HTTP/1.1 server answers a request its parser refused: a
+ * What the HTTP/1.1 server answers a request its parser refused: a
  * whole HTTP/1.1 message that closes the connection and never repeats what
  * the client sent.
  *

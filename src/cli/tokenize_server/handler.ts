@@ -9,10 +9,10 @@ import {
   type JsonObject,
   type LocalBackend,
   TemplateRejectedError,
-} from "../backends/local/mod.ts";
+} from "../../backends/local/mod.ts";
 
-import { readLimited } from "../_internal/limited_read.ts";
-import { jsonText } from "../_internal/json_bytes.ts";
+import { readLimited } from "../../_internal/limited_read.ts";
+import { jsonText } from "../../_internal/json_bytes.ts";
 
 const logger = getLogger(["incontext", "tokenize-server"]);
 

@@ -13,7 +13,7 @@ import type {
   JsonObject,
 } from "../core/backend.ts";
 import { WrappedBackend } from "../core/wrapped_backend.ts";
-import type { SharedAnchorStore } from "./shared_anchors.ts";
+import type { SharedAnchorStore } from "./anchors.ts";
 
 /** Options of {@linkcode PrefetchingBackend}. */
 export interface PrefetchingOptions {

@@ -7,19 +7,19 @@
  *
  * @module
  */
-import { configured } from "./config_failure.ts";
-import { configureConsoleLog, logSettings } from "./console_log.ts";
-import { prepare, type Prepared } from "./prepare.ts";
+import { configured } from "../config_failure.ts";
+import { configureConsoleLog, logSettings } from "../console_log.ts";
+import { prepare, type Prepared } from "../setup/prepare.ts";
 import {
   probeTokenizer,
   probeUpstream,
   type TokenizerProbe,
   type UpstreamProbe,
-} from "./probes.ts";
-import { HELP } from "./serve_settings.ts";
-import type { ServerSettings } from "./serve_settings.ts";
-import type { Backend } from "../core/backend.ts";
-import { publicUrl } from "./endpoint_problem.ts";
+} from "../setup/probes.ts";
+import { HELP } from "../setup/settings.ts";
+import type { ServerSettings } from "../setup/settings.ts";
+import type { Backend } from "../../core/backend.ts";
+import { publicUrl } from "../setup/endpoint_problem.ts";
 
 /**
  * Runs the check and prints its report on standard output.

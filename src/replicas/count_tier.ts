@@ -6,7 +6,7 @@
  */
 import type { CountTier } from "../cache/tier.ts";
 import { countRecordKey, decodeCount, encodeCount } from "./records.ts";
-import type { SharedStore } from "./shared_store.ts";
+import type { SharedStore } from "./store.ts";
 
 /**
  * The count cache's second tier in a shared store: a count one replica

@@ -7,20 +7,20 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import { backends } from "../backends/registry.ts";
-import { LocalBackend } from "../backends/local/mod.ts";
-import { SglangBackend } from "../backends/sglang/mod.ts";
-import { type CountCache, sharedCountCache } from "../cache/mod.ts";
-import { loadBackendModules } from "../config/plugins.ts";
-import type { Backend } from "../core/backend.ts";
-import { ConfigError } from "../core/config_error.ts";
-import { UnknownBackendError } from "../core/registry.ts";
-import { suggestion } from "./suggestion.ts";
+import { backends } from "../../backends/registry.ts";
+import { LocalBackend } from "../../backends/local/mod.ts";
+import { SglangBackend } from "../../backends/sglang/mod.ts";
+import { type CountCache, sharedCountCache } from "../../cache/mod.ts";
+import { loadBackendModules } from "../../config/plugins.ts";
+import type { Backend } from "../../core/backend.ts";
+import { ConfigError } from "../../core/config_error.ts";
+import { UnknownBackendError } from "../../core/registry.ts";
+import { suggestion } from "../suggestion.ts";
 import {
   type ResolveServerOptions,
   resolveServerSettings,
   type ServerSettings,
-} from "./serve_settings.ts";
+} from "./settings.ts";
 
 const logger = getLogger(["incontext", "server"]);
 

@@ -2,19 +2,20 @@
  * The proxy options a Hermes config gives: its routes, each with its own
  * window, and, when the installed Hermes was asked, the live window that
  * follows `config.yaml` as it changes. Logs where the window came from at
- * start-up and each change (counts, model names and versions only).
+ * start-up and each change (counts, model names and versions only). The
+ * options are spelled in the proxy's shape: the proxy is a layer above.
  *
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { Config } from "../config/mod.ts";
-import type { ProxyOptions } from "../proxy/mod.ts";
+import type { Config } from "../../config/mod.ts";
+import type { BudgetRoute } from "../../core/route.ts";
 import {
   answerWarnings,
   type HermesBudget,
   type HermesWarning,
   liveRoutes,
-} from "./hermes_window.ts";
+} from "./budget.ts";
 
 const logger = getLogger(["incontext", "hermes"]);
 
@@ -31,11 +32,23 @@ function warn(warnings: readonly HermesWarning[]): void {
   }
 }
 
+/** What the proxy's `live` option answers. */
+export interface HermesLiveBudget {
+  readonly window: number;
+  readonly routes?: readonly BudgetRoute[];
+}
+
+/** The proxy options (`routes`, `live`) a Hermes config gives. */
+export interface HermesProxyOptions {
+  readonly routes?: readonly BudgetRoute[];
+  readonly live?: () => HermesLiveBudget;
+}
+
 /** The options to add to the proxy's for a Hermes config, logging the start-up window. */
 export function hermesLive(
   budget: HermesBudget,
   config: Config,
-): Pick<ProxyOptions, "routes" | "live"> {
+): HermesProxyOptions {
   logger.info(
     "hermes window={window} context_length={contextLength} from {source}; budgeting {models}",
     {

@@ -2,7 +2,9 @@
  * A small Prometheus registry: counters and histograms with labels,
  * rendered in the text exposition format (version 0.0.4). Label values come
  * from fixed sets (routes, actions, count kinds, status codes), so the
- * number of series stays bounded.
+ * number of series stays bounded. It declares no metric of its own.
+ *
+ * @module
  */
 type Labels = Readonly<Record<string, string>>;
 

@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { budget } from "../core/budget.ts";
-import { isJsonObject } from "../core/request.ts";
-import { configured, reportConfigIssues } from "./config_failure.ts";
-import { configureConsoleLog, logSettings } from "./console_log.ts";
-import { prepare, type Prepared } from "./prepare.ts";
+import { budget } from "../../core/budget.ts";
+import { isJsonObject } from "../../core/request.ts";
+import { configured, reportConfigIssues } from "../config_failure.ts";
+import { configureConsoleLog, logSettings } from "../console_log.ts";
+import { prepare, type Prepared } from "../setup/prepare.ts";
 
 const COMMAND = "incontext count";
 

@@ -8,35 +8,38 @@
  * @module
  */
 import { dispose, getLogger } from "@logtape/logtape";
-import { AnchoredBackend } from "../backends/anchored/mod.ts";
-import { ConfigError } from "../core/config_error.ts";
+import { AnchoredBackend } from "../../backends/anchored/mod.ts";
+import { ConfigError } from "../../core/config_error.ts";
 import {
   createExactFetch,
   createProxyHandler,
   type ExactFetch,
   Readiness,
-} from "../proxy/mod.ts";
-import { configured } from "./config_failure.ts";
-import { configureConsoleLog, logSettings } from "./console_log.ts";
-import { publicUrl } from "./endpoint_problem.ts";
-import { prepare, type Prepared } from "./prepare.ts";
+} from "../../proxy/mod.ts";
+import { configured } from "../config_failure.ts";
+import { configureConsoleLog, logSettings } from "../console_log.ts";
+import { publicUrl } from "../setup/endpoint_problem.ts";
+import { prepare, type Prepared } from "../setup/prepare.ts";
 import {
   probeTokenizer,
   probeUpstream,
   type TokenizerProbe,
-} from "./probes.ts";
-import { HELP } from "./serve_settings.ts";
-import { listenProblem } from "./listen_problem.ts";
-import { hermesLive } from "./hermes_live.ts";
-import { openSharedLayer, type SharedLayer } from "./shared_layer.ts";
-import { serverRefusals } from "./server_reporter.ts";
+} from "../setup/probes.ts";
+import { HELP } from "../setup/settings.ts";
+import { listenProblem } from "../listen_problem.ts";
+import { hermesLive } from "../../bridges/hermes/live.ts";
+import { openSharedLayer, type SharedLayer } from "./replicas.ts";
+import { serverRefusals } from "./refusals.ts";
 import {
   connectionBounds,
   type HttpServer,
   processLimits,
   startHttpServer,
-} from "../proxy/http_server.ts";
-import type { ReadinessProbe, TokenizerReadiness } from "../proxy/readiness.ts";
+} from "../../server/http_server.ts";
+import type {
+  ReadinessProbe,
+  TokenizerReadiness,
+} from "../../proxy/readiness.ts";
 
 const logger = getLogger(["incontext", "server"]);
 const COMMAND = "incontext serve";

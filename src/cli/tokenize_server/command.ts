@@ -6,23 +6,23 @@
  *
  * @module
  */
-import { createCountCache } from "../cache/mod.ts";
-import { LocalBackend } from "../backends/local/mod.ts";
-import { configured, reportConfigIssues } from "./config_failure.ts";
-import { listenProblem } from "./listen_problem.ts";
-import { configureConsoleLog, logSettings } from "./console_log.ts";
-import { createTokenizeHandler } from "./tokenize_handler.ts";
+import { createCountCache } from "../../cache/mod.ts";
+import { LocalBackend } from "../../backends/local/mod.ts";
+import { configured, reportConfigIssues } from "../config_failure.ts";
+import { listenProblem } from "../listen_problem.ts";
+import { configureConsoleLog, logSettings } from "../console_log.ts";
+import { createTokenizeHandler } from "./handler.ts";
 import {
   connectionBounds,
   type HttpServer,
   processLimits,
   startHttpServer,
-} from "../proxy/http_server.ts";
+} from "../../server/http_server.ts";
 import {
   resolveTokenizeServerSettings,
   TOKENIZE_HELP,
   type TokenizeServerSettings,
-} from "./tokenize_settings.ts";
+} from "./settings.ts";
 
 const COMMAND = "incontext tokenize-server";
 

@@ -16,7 +16,7 @@ import { conversationKey } from "../anchors/keys.ts";
 import type { Usage } from "../anchors/usage.ts";
 import { prefixDigests } from "./prefix_digests.ts";
 import { anchorRecordKey, decodeAnchor, encodeAnchor } from "./records.ts";
-import type { SharedStore } from "./shared_store.ts";
+import type { SharedStore } from "./store.ts";
 
 /** Options of {@linkcode SharedAnchorStore}. */
 export interface SharedAnchorStoreOptions extends AnchorStoreOptions {

@@ -7,17 +7,17 @@
  *
  * @module
  */
-import { AnchoredBackend } from "../backends/anchored/mod.ts";
-import { attachCountTier } from "../cache/client.ts";
-import type { Backend } from "../core/backend.ts";
-import type { ProxyReporter } from "../proxy/options.ts";
-import { redisConnection } from "../shared/connection.ts";
-import { sharedCountTier } from "../shared/count_tier.ts";
-import { PrefetchingBackend } from "../shared/prefetch_backend.ts";
-import { SharedAnchorStore } from "../shared/shared_anchors.ts";
-import { SharedStore } from "../shared/shared_store.ts";
-import type { Prepared } from "./prepare.ts";
-import { ConfigError } from "../core/config_error.ts";
+import { AnchoredBackend } from "../../backends/anchored/mod.ts";
+import { attachCountTier } from "../../cache/client.ts";
+import type { Backend } from "../../core/backend.ts";
+import type { ProxyReporter } from "../../proxy/options.ts";
+import { redisConnection } from "../../replicas/connection.ts";
+import { sharedCountTier } from "../../replicas/count_tier.ts";
+import { PrefetchingBackend } from "../../replicas/prefetch_backend.ts";
+import { SharedAnchorStore } from "../../replicas/anchors.ts";
+import { SharedStore } from "../../replicas/store.ts";
+import type { Prepared } from "../setup/prepare.ts";
+import { ConfigError } from "../../core/config_error.ts";
 
 /** The proxy's parts that go through the shared store. */
 export interface SharedLayer extends AsyncDisposable {

@@ -5,15 +5,15 @@
  * `INCONTEXT_COMPRESSION_WINDOW_TOKENS`. Requests are budgeted for Hermes'
  * `model.default` (on its provider and base URL, where a host says where a
  * request goes) and for the models `INCONTEXT_HERMES_MODELS` names, each
- * with its own window.
+ * with its own window. The `./hermes` entry does not export it.
  *
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { Config } from "../config/mod.ts";
-import { errorType } from "../core/error_type.ts";
-import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
-import type { BudgetRoute } from "../core/route.ts";
+import type { Config } from "../../config/mod.ts";
+import { errorType } from "../../core/error_type.ts";
+import { ConfigError, type ConfigIssue } from "../../core/config_error.ts";
+import type { BudgetRoute } from "../../core/route.ts";
 import {
   type HermesAnswer,
   type HermesSettings,
@@ -21,7 +21,7 @@ import {
   type HermesWindowWatch,
   resolveWindow,
   watchHermesWindow,
-} from "../bridges/hermes/mod.ts";
+} from "./mod.ts";
 
 const logger = getLogger(["incontext", "hermes"]);
 

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { Counter } from "../proxy/metrics.ts";
-import type { ProxyReporter } from "../proxy/options.ts";
+import { Counter } from "../../_internal/metrics.ts";
+import type { ProxyReporter } from "../../proxy/options.ts";
 
 /** The server's refusals: what it calls on each, and its report. */
 export interface ServerRefusals {

@@ -15,14 +15,7 @@
  * @module
  */
 import type { IncomingMessage } from "node:http";
-
-/** Why a request body ended early: the client broke its upload off. */
-export class UploadAborted extends Error {
-  override readonly name = "UploadAborted";
-  constructor() {
-    super("The client closed the connection before its request body was sent");
-  }
-}
+import { UploadAborted } from "../proxy/upload_aborted.ts";
 
 /** What the server learns from a request body as the handler reads it. */
 export interface RequestBodyHooks {
