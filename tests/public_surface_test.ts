@@ -47,6 +47,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
   const expected: Record<string, string[]> = {
     root: [
       "Backend",
+      "BackendChain",
       "ConfigError",
       "ContextLengthMismatchError",
       "CountError",
