@@ -9,7 +9,7 @@ import { ConfigError, type ConfigIssue } from "../core/config_error.ts";
 import { loadHermesSettings, resolveWindow } from "../bridges/hermes/mod.ts";
 import { variablesHelp } from "./variables.ts";
 import { type HermesBudget, hermesBudget } from "./hermes_window.ts";
-import { suggestion } from "./suggestion.ts";
+import { unknownBackends } from "./backend_chain.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {
@@ -49,7 +49,9 @@ Flags (each overrides its environment variable):
                                                    anthropic, gemini, openai: the server's base URL
   --backend NAME          INCONTEXT_BACKEND        vllm (default), llamacpp, tgi, sglang, anthropic, gemini,
                                                    openai, local, or anchored: no count endpoint (Ollama,
-                                                   hosted gateways), counts from the last response's usage
+                                                   hosted gateways), counts from the last response's usage;
+                                                   or a chain such as local,vllm (the next counts a model
+                                                   whose count a response's usage contradicts)
   --help                  print this help
 
 Variables (a flag above wins over its variable):
@@ -82,6 +84,8 @@ export interface ServerSettings {
   readonly nameOf: (variable: string) => string;
   /** The window and routes a Hermes config gives, when one is named. */
   readonly hermes?: HermesBudget;
+  /** The flag or variable that named the backends; absent when the tokenizer settings chose them. */
+  readonly backendSource?: string;
 }
 
 /** Options for {@linkcode resolveServerSettings}. */
@@ -144,18 +148,13 @@ export async function resolveServerSettings(
     if (!(error instanceof ConfigError)) throw error;
     issues.push(...error.issues);
   }
-  const backend = config?.backend ?? merged.INCONTEXT_BACKEND?.trim() ??
-    merged.HERMES_DYNAMIC_BUDGET_BACKEND?.trim();
-  if (
-    options.knownBackends !== undefined && backend !== undefined &&
-    backend !== "" && !options.knownBackends.includes(backend)
-  ) {
-    issues.push({
-      variable: readFrom("INCONTEXT_BACKEND", "HERMES_DYNAMIC_BUDGET_BACKEND"),
-      rule: `names no known backend${
-        suggestion(backend, options.knownBackends)
-      }; use one of: ${options.knownBackends.join(", ")}`,
-    });
+  if (options.knownBackends !== undefined) {
+    issues.push(...unknownBackends({
+      config,
+      text: merged[BACKEND] ?? merged[BACKEND_ALIAS],
+      variable: readFrom(BACKEND, BACKEND_ALIAS),
+      known: options.knownBackends,
+    }));
   }
   const hermesPath = config?.hermesConfig ?? merged[HERMES]?.trim();
   const hermesSettings = hermesPath === undefined || hermesPath === ""
@@ -217,11 +216,16 @@ export async function resolveServerSettings(
       ? `Hermes (${sourceOf(HERMES)})`
       : `model.context_length in the Hermes config (${sourceOf(HERMES)})`,
     nameOf: (variable) => named({ variable, rule: "" }).variable,
+    ...(isSet(merged, BACKEND) || isSet(merged, BACKEND_ALIAS)
+      ? { backendSource: sourceOf(BACKEND, BACKEND_ALIAS) }
+      : {}),
     ...(hermes === undefined ? {} : { hermes }),
   };
 }
 
 const UPSTREAM = "INCONTEXT_UPSTREAM_URL";
+const BACKEND = "INCONTEXT_BACKEND";
+const BACKEND_ALIAS = "HERMES_DYNAMIC_BUDGET_BACKEND";
 const WINDOW = "INCONTEXT_COMPRESSION_WINDOW_TOKENS";
 const WINDOW_ALIAS = "HERMES_DYNAMIC_BUDGET_COMPRESSION_WINDOW_TOKENS";
 const CONTEXT = "INCONTEXT_CONTEXT_LENGTH";
