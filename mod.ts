@@ -45,8 +45,6 @@ export {
 } from "./src/core/estimate.ts";
 export type { Estimator } from "./src/core/estimate.ts";
 export { Backend } from "./src/core/backend.ts";
-export { BackendChain } from "./src/core/backend_chain.ts";
-export type { BackendChainOptions } from "./src/core/backend_chain.ts";
 export type { HttpCountOptions } from "./src/backends/_shared/http_count_options.ts";
 export type {
   CapField,

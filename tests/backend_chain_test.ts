@@ -5,7 +5,8 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import { BackendChain, type CountCheck, CountError } from "../mod.ts";
+import { type CountCheck, CountError } from "../mod.ts";
+import { BackendChain } from "../src/proxy/mod.ts";
 import { TemplateRejectedError } from "../src/core/errors.ts";
 import { TimedBackend } from "../src/proxy/timed_backend.ts";
 import { FakeBackend } from "../src/testing/mod.ts";

@@ -1,14 +1,13 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
 import {
-  BackendChain,
   type CountCheck,
   CountError,
   createCountCache,
   VllmBackend,
 } from "../mod.ts";
 import { LocalBackend } from "../src/backends/local/mod.ts";
-import { createProxyHandler } from "../src/proxy/mod.ts";
+import { BackendChain, createProxyHandler } from "../src/proxy/mod.ts";
 import {
   createFakeUpstreamHandler,
   FakeBackend,

@@ -47,7 +47,6 @@ Deno.test("the export entries expose exactly the documented surface", () => {
   const expected: Record<string, string[]> = {
     root: [
       "Backend",
-      "BackendChain",
       "ConfigError",
       "ContextLengthMismatchError",
       "CountError",
@@ -76,7 +75,12 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     fetch: ["budgetedFetch"],
     middleware: ["budgetMiddleware"],
     preflight: ["preflight"],
-    proxy: ["Readiness", "createExactFetch", "createProxyHandler"],
+    proxy: [
+      "BackendChain",
+      "Readiness",
+      "createExactFetch",
+      "createProxyHandler",
+    ],
     cli: ["MAIN_HELP", "runCli"],
     local: ["CountError", "LocalBackend", "TemplateRejectedError"],
     hermes: [

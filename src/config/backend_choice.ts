@@ -1,25 +1,18 @@
 /**
- * Which backends count: the chain `INCONTEXT_BACKEND` names (`local,vllm`:
- * the first counts, each next takes over a model whose count a response's
- * usage contradicted), or, when it names none, what the tokenizer settings
- * imply. Apart from `loadConfig()` so that `incontext check` says why with
- * the very rule that chose.
+ * Which backends count: the chain `INCONTEXT_BACKEND` names, else what the
+ * tokenizer settings imply. Apart from `loadConfig()` so that `incontext
+ * check` says why with the very rule that chose.
  *
  * @module
  */
 import type { Config } from "../core/config.ts";
 
-/** Why a configuration counts with the backends it does. */
+/** Why a configuration counts with its backends: named, or which tokenizer settings are set. */
 export type BackendReason =
-  /** `INCONTEXT_BACKEND` names them. */
   | "named"
-  /** Both the model folder and the `/tokenize` URL are set: `local,vllm`. */
   | "folder and url"
-  /** Only the model folder is set: `local`. */
   | "folder"
-  /** Only the `/tokenize` URL is set: `vllm`. */
   | "url"
-  /** Nothing is set: `vllm`, whose URL is then reported missing. */
   | "default";
 
 /** What the choice reads: which settings are set, not their values. */
@@ -32,11 +25,7 @@ export interface BackendSettings {
   readonly url: boolean;
 }
 
-/**
- * The backends that count, first first, and why: a named chain as named;
- * otherwise the model folder counts in process when it is given, with
- * vLLM's `/tokenize` behind it when that is given too.
- */
+/** The backends that count, first first, and why: the folder, with `/tokenize` behind when given. */
 export function chooseBackends(
   settings: BackendSettings,
 ): { readonly names: readonly string[]; readonly reason: BackendReason } {

@@ -500,11 +500,8 @@ export function loadConfig(
   });
 }
 
-/**
- * The backends that count: those `INCONTEXT_BACKEND` names, else those the
- * tokenizer settings imply (set counts, valid or not, so that a bad value
- * is reported as bad rather than as missing).
- */
+// A setting that is set counts, valid or not: a bad value is reported as
+// bad rather than as missing.
 function backendsOf(parsed: Parsed): readonly string[] {
   const named = parsed.values.backend;
   return chooseBackends({

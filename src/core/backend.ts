@@ -220,32 +220,27 @@ export abstract class Backend {
   }
 
   /**
-   * Hears how the server's own count of a request compared with this
-   * backend's: the proxy calls it after each response whose `usage` reports
-   * the prompt tokens of a request it budgeted with an exact count. A
-   * `BackendChain` moves a model whose count differs to its next backend.
+   * Hears, after a response whose `usage` reports the prompt tokens of a
+   * request the proxy counted exactly, both numbers. A `BackendChain` moves
+   * a model whose count differs to its next backend.
    *
    * @param _check The model, the count's label and both numbers.
    * @default does nothing
    *
-   * @example A backend that keeps the checks it hears
+   * @example Keeping the differences
    * ```ts
-   * import { Backend, type CountCheck } from "@incontext/incontext";
+   * import { type CountCheck } from "@incontext/incontext";
+   * import { FakeBackend } from "@incontext/incontext/testing";
    * import { strictEqual } from "node:assert/strict";
    *
-   * class WatchedBackend extends Backend {
-   *   readonly source = "watched";
-   *   readonly differences: CountCheck[] = [];
-   *   count(): Promise<number> {
-   *     return Promise.resolve(10);
-   *   }
+   * const differences: CountCheck[] = [];
+   * const backend = new (class extends FakeBackend {
    *   override countChecked(check: CountCheck): void {
-   *     if (check.counted !== check.served) this.differences.push(check);
+   *     if (check.counted !== check.served) differences.push(check);
    *   }
-   * }
-   * const backend = new WatchedBackend();
-   * backend.countChecked({ model: "m", source: "watched", counted: 10, served: 12 });
-   * strictEqual(backend.differences.length, 1);
+   * })();
+   * backend.countChecked({ model: "m", source: "fake", counted: 10, served: 12 });
+   * strictEqual(differences.length, 1);
    * ```
    */
   countChecked(_check: CountCheck): void {}

@@ -68,7 +68,7 @@ const FIRST: Place = { index: 0, turns: 0 };
  *
  * @example A model moves on when the server counts otherwise
  * ```ts
- * import { BackendChain } from "@incontext/incontext";
+ * import { BackendChain } from "@incontext/incontext/proxy";
  * import { FakeBackend } from "@incontext/incontext/testing";
  * import { strictEqual } from "node:assert/strict";
  *
@@ -88,8 +88,7 @@ const FIRST: Place = { index: 0, turns: 0 };
 export class BackendChain extends Backend {
   /** The backends, first tried first. */
   readonly links: readonly Backend[];
-  /** The sources of the backends, joined with commas: `local-tokenizer,vllm-tokenize`. */
-  readonly source: string;
+  readonly #source: string;
   readonly #turns: number | undefined;
   readonly #maxModels: number;
   /** The models away from the first backend, moved longest ago first. */
@@ -129,9 +128,19 @@ export class BackendChain extends Backend {
       }
     }
     this.links = Object.freeze([...links]);
-    this.source = links.map((link) => link.source).join(",");
+    this.#source = links.map((link) => link.source).join(",");
     this.#turns = fallbackTurns;
     this.#maxModels = maxModels;
+  }
+
+  /** The sources of the backends, joined with commas: `local-tokenizer,vllm-tokenize`. */
+  override get source(): string {
+    return this.#source;
+  }
+
+  /** None: not every backend of a chain compares the server's context length. */
+  override get servedContext(): string | undefined {
+    return undefined;
   }
 
   /**
@@ -209,13 +218,7 @@ export class BackendChain extends Backend {
     await Promise.all(this.links.map((link) => link.clearCache()));
   }
 
-  /**
-   * The first backend's field.
-   *
-   * @param field The field incontext would write.
-   * @param options The request's kind.
-   * @returns The field to write on the wire.
-   */
+  /** The first backend's field: every backend of a chain counts for the same server. */
   override outputBudgetField(
     field: CapField,
     options?: OutputFieldOptions,
@@ -223,23 +226,12 @@ export class BackendChain extends Backend {
     return this.links[0]!.outputBudgetField(field, options);
   }
 
-  /**
-   * The first backend's reading of a cap.
-   *
-   * @param value A cap field's value.
-   * @returns The cap, or `undefined`.
-   */
+  /** The first backend's reading of a cap. */
   override coerceOutputBudget(value: unknown): number | undefined {
     return this.links[0]!.coerceOutputBudget(value);
   }
 
-  /**
-   * The first backend's output limit.
-   *
-   * @param request The request body.
-   * @param options The context length, the kind and the prompt's tokens.
-   * @returns The limit, or `undefined`.
-   */
+  /** The first backend's output limit. */
   override outputBudgetLimit(
     request: JsonObject,
     options: OutputLimitOptions,
@@ -247,35 +239,17 @@ export class BackendChain extends Backend {
     return this.links[0]!.outputBudgetLimit(request, options);
   }
 
-  /**
-   * The first backend's kind of `request`.
-   *
-   * @param request The request body.
-   * @returns The kind, or `undefined`.
-   */
+  /** The first backend's kind of `request`. */
   override requestKind(request: JsonObject): RequestKind | undefined {
     return this.links[0]!.requestKind(request);
   }
 
-  /**
-   * The first backend's cap reading.
-   *
-   * @param request The request body.
-   * @param options The request's kind and the default field.
-   * @returns The smallest cap and the wire field.
-   */
+  /** The first backend's cap reading. */
   override readCaps(request: JsonObject, options: ReadCapsOptions): CapReading {
     return this.links[0]!.readCaps(request, options);
   }
 
-  /**
-   * The first backend's rewrite.
-   *
-   * @param request The request body.
-   * @param field The wire field.
-   * @param value The cap to write.
-   * @returns The rewritten copy.
-   */
+  /** The first backend's rewrite. */
   override writeCap(
     request: JsonObject,
     field: string,
