@@ -49,6 +49,7 @@ export type { HttpCountOptions } from "./src/backends/_shared/http_count_options
 export type {
   CapField,
   CapReading,
+  CountCheck,
   CountOptions,
   CountResult,
   JsonObject,

@@ -255,22 +255,26 @@ Deno.test("incontext check says what it found and exits 0 only when budgeting is
     );
     strictEqual(
       lines[1],
-      "window:         55705 tokens, from INCONTEXT_COMPRESSION_WINDOW_TOKENS",
+      "why:            INCONTEXT_BACKEND is unset and only INCONTEXT_TOKENIZER_URL is set: vLLM's /tokenize counts; set INCONTEXT_TOKENIZER_DIR too to count in process",
     );
     strictEqual(
       lines[2],
+      "window:         55705 tokens, from INCONTEXT_COMPRESSION_WINDOW_TOKENS",
+    );
+    strictEqual(
+      lines[3],
       "context length: 65536 tokens, from INCONTEXT_CONTEXT_LENGTH; vLLM max_model_len agrees",
     );
     ok(
       /^tokenizer: +reachable: counted a probe request exactly \(\d+ tokens\)$/
-        .test(lines[3]!),
-      lines[3],
+        .test(lines[4]!),
+      lines[4],
     );
     strictEqual(
-      lines[4],
+      lines[5],
       `upstream:       reachable: GET ${upstream.url}/v1/models answered 200; max_model_len 65536 (fake-model) agrees`,
     );
-    ok(lines[5]!.startsWith("Budgeting is exact"));
+    ok(lines[6]!.startsWith("Budgeting is exact"));
   });
   await t.step(
     "a contradicted context length: both numbers, exit 1",

@@ -75,7 +75,12 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     fetch: ["budgetedFetch"],
     middleware: ["budgetMiddleware"],
     preflight: ["preflight"],
-    proxy: ["Readiness", "createExactFetch", "createProxyHandler"],
+    proxy: [
+      "BackendChain",
+      "Readiness",
+      "createExactFetch",
+      "createProxyHandler",
+    ],
     cli: ["MAIN_HELP", "runCli"],
     local: ["CountError", "LocalBackend", "TemplateRejectedError"],
     hermes: [

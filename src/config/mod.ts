@@ -37,6 +37,7 @@ import {
   vllmRules,
 } from "../core/vllm_release.ts";
 import { TOKENIZER_MODES } from "../local/tokenizer_mode.ts";
+import { chainProblems, chooseBackends, splitChain } from "./backend_choice.ts";
 
 export { type Config, ConfigError, type ConfigIssue };
 
@@ -182,9 +183,26 @@ const moduleList = z.string()
     });
   });
 
+// A chain's names, written back without the spaces around them; the
+// configuration splits them into the first and the rest.
+const backendChain = z.string()
+  .transform(splitChain)
+  .superRefine((names, ctx) => {
+    for (const message of chainProblems(names)) {
+      ctx.addIssue({ code: "custom", message });
+    }
+  })
+  .transform((names) => names.join(","));
+
+/** Read from `backend`'s variable, not on their own. */
+type Derived = "backendFallbacks";
+
 // Values arrive trimmed and non-blank, so the schemas check only their own rules.
-const SCHEMAS: { readonly [K in Key]: z.ZodType<Values[K], string> } = {
-  backend: z.string(),
+const SCHEMAS: {
+  readonly [K in Exclude<Key, Derived>]: z.ZodType<Values[K], string>;
+} = {
+  backend: backendChain,
+  backendFallbackTurns: integer(1),
   tokenizerUrl: httpUrl,
   tokenizerTimeoutSeconds: seconds(),
   tokenizerUserAgent: headerValue,
@@ -313,7 +331,7 @@ interface Parsing {
   readonly issues: ConfigIssue[];
 }
 
-function parseVariable<K extends Key>(
+function parseVariable<K extends Exclude<Key, Derived>>(
   key: K,
   { env, parsed, issues }: Parsing,
 ): void {
@@ -455,21 +473,58 @@ export function loadConfig(
   const parsed: Parsed = { values: {}, names: new Map(), failed: new Set() };
   const issues: ConfigIssue[] = [];
   const parsing: Parsing = { env, parsed, issues };
-  for (const key of Object.keys(SCHEMAS) as Key[]) parseVariable(key, parsing);
+  for (const key of Object.keys(SCHEMAS) as Exclude<Key, Derived>[]) {
+    parseVariable(key, parsing);
+  }
   checkWindow(parsed, issues);
   checkSharedSecret(parsed, issues);
-  if (!parsed.failed.has("backend")) {
-    checkRequirements(env, issues, {
-      backend: parsed.values.backend ?? DEFAULT_CONFIG.backend,
-      registry,
-    });
+  const chain = parsed.failed.has("backend") ? undefined : backendsOf(parsed);
+  if (chain !== undefined) {
+    for (const backend of chain) {
+      checkRequirements(env, issues, { backend, registry });
+    }
+    checkFallbackTurns(parsed, chain, issues);
   }
   if (issues.length > 0) throw new ConfigError(issues);
   const { backendModules = DEFAULT_CONFIG.backendModules, ...values } =
     parsed.values;
+  const [backend = DEFAULT_CONFIG.backend, ...fallbacks] = chain ?? [];
   return Object.freeze({
     ...DEFAULT_CONFIG,
     ...values,
+    backend,
+    ...(fallbacks.length === 0
+      ? {}
+      : { backendFallbacks: Object.freeze(fallbacks) }),
     backendModules: Object.freeze(backendModules),
+  });
+}
+
+// A setting that is set counts, valid or not: a bad value is reported as
+// bad rather than as missing.
+function backendsOf(parsed: Parsed): readonly string[] {
+  const named = parsed.values.backend;
+  return chooseBackends({
+    ...(named === undefined ? {} : { named: splitChain(named) }),
+    folder: parsed.names.has("tokenizerDir"),
+    url: parsed.names.has("tokenizerUrl"),
+  }).names;
+}
+
+/** Turns on a later backend need a chain to have one. */
+function checkFallbackTurns(
+  parsed: Parsed,
+  chain: readonly string[],
+  issues: ConfigIssue[],
+): void {
+  const variable = parsed.names.get("backendFallbackTurns");
+  if (
+    variable === undefined || parsed.failed.has("backendFallbackTurns") ||
+    chain.length > 1
+  ) return;
+  issues.push({
+    variable,
+    rule:
+      `is set but ${CONFIG_VARIABLES.backend.name} names one backend: the turns are counted on the next backend of a chain such as local,vllm`,
   });
 }

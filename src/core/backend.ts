@@ -75,6 +75,22 @@ export interface CountResult {
   readonly source?: string;
 }
 
+/**
+ * A server's own count of a request beside the count incontext used for it:
+ * the prompt tokens a response's `usage` reports, and the exact count the
+ * request was budgeted with.
+ */
+export interface CountCheck {
+  /** The request's model as the server reads it (an `extra_body.model` wins), or `undefined` without one. */
+  readonly model: string | undefined;
+  /** The label of the count: the source of the backend that made it, or its count result's own. */
+  readonly source: string;
+  /** The prompt tokens incontext counted. */
+  readonly counted: number;
+  /** The prompt tokens the server reported in the response's `usage`. */
+  readonly served: number;
+}
+
 /** The caller's output cap as the server reads it, and the wire field to write. */
 export interface CapReading {
   /** The smallest positive cap the server would read, or `undefined` without one. */
@@ -202,6 +218,32 @@ export abstract class Backend {
   clearCache(): Promise<void> {
     return Promise.resolve();
   }
+
+  /**
+   * Hears, after a response whose `usage` reports the prompt tokens of a
+   * request the proxy counted exactly, both numbers. A `BackendChain` moves
+   * a model whose count differs to its next backend.
+   *
+   * @param _check The model, the count's label and both numbers.
+   * @default does nothing
+   *
+   * @example Keeping the differences
+   * ```ts
+   * import { type CountCheck } from "@incontext/incontext";
+   * import { FakeBackend } from "@incontext/incontext/testing";
+   * import { strictEqual } from "node:assert/strict";
+   *
+   * const differences: CountCheck[] = [];
+   * const backend = new (class extends FakeBackend {
+   *   override countChecked(check: CountCheck): void {
+   *     if (check.counted !== check.served) differences.push(check);
+   *   }
+   * })();
+   * backend.countChecked({ model: "m", source: "fake", counted: 10, served: 12 });
+   * strictEqual(differences.length, 1);
+   * ```
+   */
+  countChecked(_check: CountCheck): void {}
 
   /**
    * Maps a cap field to the field this server reads.

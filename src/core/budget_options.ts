@@ -94,6 +94,11 @@ export interface BudgetResult {
   readonly reason: string;
   /** The prompt tokens counted (or estimated). */
   readonly promptTokens?: number;
+  /**
+   * "set" and "compress": how many of `promptTokens` are estimated, from 0
+   * (an exact count) to `promptTokens` (a rough estimate).
+   */
+  readonly estimatedTokens?: number;
   /** The cap written ("set") or that would be allowed ("compress"). */
   readonly maxTokens?: number;
   /** The wire field written ("set") or to write ("compress"). */

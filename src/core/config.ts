@@ -24,11 +24,26 @@ import { VERSION } from "./version.ts";
  */
 export interface Config {
   /**
-   * `INCONTEXT_BACKEND` (legacy `HERMES_DYNAMIC_BUDGET_BACKEND`): the backend name.
+   * `INCONTEXT_BACKEND` (legacy `HERMES_DYNAMIC_BUDGET_BACKEND`): the backend
+   * name, or the first of a chain such as `local,vllm`. Unset, it is `local`
+   * when `INCONTEXT_TOKENIZER_DIR` is set (with `vllm` behind it when
+   * `INCONTEXT_TOKENIZER_URL` is set too), else `vllm`.
    *
    * @default "vllm"
    */
   readonly backend: string;
+  /**
+   * `INCONTEXT_BACKEND`'s names after the first, in order: the backends a
+   * model moves on to when a response's usage contradicts a count. Absent
+   * for a single backend.
+   */
+  readonly backendFallbacks?: readonly string[];
+  /**
+   * `INCONTEXT_BACKEND_FALLBACK_TURNS`: how many verified counts a model
+   * makes on a later backend of the chain before the first is tried again.
+   * Unset, a model stays on the later backend until restart.
+   */
+  readonly backendFallbackTurns?: number;
   /** `INCONTEXT_TOKENIZER_URL` (legacy `HERMES_VLLM_TOKENIZER_URL`): an http(s) URL; `vllm` requires it. */
   readonly tokenizerUrl?: string;
   /**
@@ -330,6 +345,11 @@ export const CONFIG_VARIABLES: {
     name: "INCONTEXT_BACKEND",
     alias: "HERMES_DYNAMIC_BUDGET_BACKEND",
   },
+  backendFallbacks: {
+    name: "INCONTEXT_BACKEND",
+    alias: "HERMES_DYNAMIC_BUDGET_BACKEND",
+  },
+  backendFallbackTurns: { name: "INCONTEXT_BACKEND_FALLBACK_TURNS" },
   tokenizerUrl: {
     name: "INCONTEXT_TOKENIZER_URL",
     alias: "HERMES_VLLM_TOKENIZER_URL",

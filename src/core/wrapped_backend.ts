@@ -9,6 +9,7 @@ import {
   Backend,
   type CapField,
   type CapReading,
+  type CountCheck,
   type CountOptions,
   type CountResult,
   type JsonObject,
@@ -46,6 +47,10 @@ export abstract class WrappedBackend extends Backend {
 
   override clearCache(): Promise<void> {
     return this.inner.clearCache();
+  }
+
+  override countChecked(check: CountCheck): void {
+    this.inner.countChecked(check);
   }
 
   override outputBudgetField(

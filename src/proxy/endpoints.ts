@@ -11,6 +11,7 @@ import type { DecisionRecord, ProxyContext } from "./state.ts";
 import type { ProxyRequestInfo } from "./options.ts";
 import { livez, readyz } from "./health.ts";
 import { statusPage } from "./status_page.ts";
+import type { ModelVerification } from "./verification.ts";
 
 /** Each endpoint by path, with its name in the metrics. */
 const ENDPOINTS: Record<
@@ -112,8 +113,12 @@ export async function ownEndpoint(
 /** What `INCONTEXT_ADMIN_TOKEN` guards; health stays open for probes. */
 const GUARDED: ReadonlySet<string> = new Set(["metrics", "context", "status"]);
 
-async function metricsResponse(context: ProxyContext): Promise<Response> {
-  return new Response(await metrics(context), {
+async function metricsResponse(
+  context: ProxyContext,
+  asked: Asked,
+): Promise<Response> {
+  const names = showsModelNames(asked, context);
+  return new Response(await metrics(context, names), {
     headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
   });
 }
@@ -173,7 +178,11 @@ function presented(authorization: string | null): string {
 
 const encoder = new TextEncoder();
 
-async function metrics(context: ProxyContext): Promise<string> {
+/** The metrics text; `names` shows the model names clients chose. */
+async function metrics(
+  context: ProxyContext,
+  names: boolean,
+): Promise<string> {
   const { state, options } = context;
   const lines = [
     ...gauge(
@@ -192,6 +201,7 @@ async function metrics(context: ProxyContext): Promise<string> {
     ...state.disconnects.render(),
     ...state.timeouts.render(),
     ...state.disagreements.render(),
+    ...state.verification.metricLines(names),
     ...gauge(
       "incontext_anchor_entries",
       "Conversations with a usage anchor.",
@@ -237,10 +247,21 @@ export function contextView(
   onExhausted: string;
   modelNames: "shown" | "hidden";
   anchors: { entries: number; tolerance: number; disagreements: number };
+  verification: {
+    checked: number;
+    equal: number;
+    models: ModelVerification[];
+  };
   decisions: DecisionRecord[];
 } {
   const { options, settings, state } = context;
   const decisions = state.recent();
+  // One numbering for the decisions and the tallies: the page pairs them.
+  const labels = new Map<string, string>();
+  const shown = modelNames ? decisions : withoutModelNames(decisions, labels);
+  const models = state.verification.view((model) =>
+    modelNames ? model : hiddenName(labels, model)
+  );
   return {
     window: options.live?.().window ?? options.window,
     contextLength: options.contextLength,
@@ -253,7 +274,8 @@ export function contextView(
       tolerance: settings.anchorTolerance,
       disagreements: state.disagreements.value(),
     },
-    decisions: modelNames ? decisions : withoutModelNames(decisions),
+    verification: { ...state.verification.totals(), models },
+    decisions: shown,
   };
 }
 
@@ -261,15 +283,23 @@ export function contextView(
  * The decisions with each model name replaced by `model N`, numbered in
  * order of first appearance: the page still charts each model apart.
  */
-function withoutModelNames(decisions: DecisionRecord[]): DecisionRecord[] {
-  const labels = new Map<string, string>();
-  return decisions.map((decision) => {
-    if (decision.model === null) return decision;
-    let label = labels.get(decision.model);
-    if (label === undefined) {
-      label = `model ${labels.size + 1}`;
-      labels.set(decision.model, label);
-    }
-    return { ...decision, model: label };
-  });
+function withoutModelNames(
+  decisions: DecisionRecord[],
+  labels: Map<string, string>,
+): DecisionRecord[] {
+  return decisions.map((decision) =>
+    decision.model === null
+      ? decision
+      : { ...decision, model: hiddenName(labels, decision.model) }
+  );
+}
+
+/** The `model N` label of `model`, numbered on first sight. */
+function hiddenName(labels: Map<string, string>, model: string): string {
+  let label = labels.get(model);
+  if (label === undefined) {
+    label = `model ${labels.size + 1}`;
+    labels.set(model, label);
+  }
+  return label;
 }

@@ -333,9 +333,10 @@ async function readBody(
 
 /**
  * The response the client gets: the upstream's, with the decision headers,
- * built once. A chat response's usage is learned on the way: from a JSON
- * body read whole (the forwarder already buffered it), or by tapping an SSE
- * stream; the bytes stay as they are.
+ * built once. A response's usage is learned on the way: from a JSON body
+ * read whole (the forwarder already buffered it), or by tapping an SSE
+ * stream; the bytes stay as they are. It anchors a chat conversation, and
+ * checks an exact count.
  */
 function finish(
   answer: UpstreamAnswer | Response,
@@ -354,9 +355,17 @@ function finish(
   const init = { status, statusText, headers };
   const keys = conversation?.keys;
   const ok = status >= 200 && status < 300;
-  if (keys === undefined || !ok) return new Response(bytes ?? stream, init);
-  const record = (usage: Usage) =>
-    context.state.anchors.recordKeys(keys, usage);
+  // A refusal or an error reports no usage of the prompt: nothing to learn.
+  const verify = ok
+    ? context.state.verification.checkerFor(decision.result, context.backend)
+    : undefined;
+  if (!ok || (keys === undefined && verify === undefined)) {
+    return new Response(bytes ?? stream, init);
+  }
+  const record = (usage: Usage) => {
+    verify?.(usage);
+    if (keys !== undefined) context.state.anchors.recordKeys(keys, usage);
+  };
   if (bytes !== undefined) {
     learnFromJson(bytes, record);
     return new Response(bytes, init);

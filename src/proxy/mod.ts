@@ -27,6 +27,10 @@
  */
 export { createProxyHandler } from "./handler.ts";
 export {
+  BackendChain,
+  type BackendChainOptions,
+} from "../core/backend_chain.ts";
+export {
   createExactFetch,
   type ExactFetch,
   type ExactFetchOptions,

@@ -11,6 +11,7 @@ import type { ProxyOptions, ProxySettings } from "./options.ts";
 import type { BridgeOptions } from "../bridges/options.ts";
 import type { TimedBackend } from "./timed_backend.ts";
 import type { Readiness } from "./readiness.ts";
+import { CountVerification } from "./verification.ts";
 
 /** Everything the proxy's parts share. */
 export interface ProxyContext {
@@ -108,6 +109,8 @@ export class ProxyState {
     "incontext_anchor_disagreements_total",
     "Exact counts that differ from the usage anchor by more than the tolerance.",
   );
+  /** Exact counts checked against their response's usage. */
+  readonly verification = new CountVerification();
   readonly anchors: AnchorStore;
   /** Each decision with its time in ms: written out only when shown. */
   readonly #recent: [number, Omit<DecisionRecord, "time">][] = [];

@@ -2,7 +2,8 @@
  * `GET /incontext/`: one self-contained HTML page (no CDN, no build step)
  * that charts the recent decisions per model: each request's prompt tokens
  * against W and the context length, the cap sent above it, compress and
- * refusal events marked. It reads `/incontext/context` and redraws every few
+ * refusal events marked; and each model's counts verified by the server's
+ * usage. It reads `/incontext/context` and redraws every few
  * seconds; the configuration is written out in words on the server.
  */
 import type { ProxyContext } from "./state.ts";
@@ -53,6 +54,7 @@ function configuration(context: ProxyContext): string {
     }</b> tokens.`,
     `When less than R = ${n(r)} tokens would be left, ${onExhausted}.`,
     `When the count is only an estimate, ${n(f)} more tokens are kept free.`,
+    `Each exact count is checked against the prompt tokens the server reports in its response's usage (a stream reports them when the client asks with stream_options.include_usage); estimates are not checked.`,
   ];
   return sentences.map((s) => `<p>${s}</p>`).join("\n");
 }
@@ -113,6 +115,35 @@ function chart(model, decisions, view) {
   el("text", { x: WIDTH - RIGHT, y: HEIGHT - 8, class: "tick" }, svg).textContent = "newest (" + n + " requests)";
   return svg;
 }
+const percent = (rate) => (rate * 100).toFixed(1) + "%";
+function verifiedText(v) {
+  return fmt(v.equal) + " of " + fmt(v.checked) + " counts verified (" + percent(v.rate) + ")";
+}
+function verificationTable(verification) {
+  const holder = document.getElementById("verification");
+  holder.replaceChildren();
+  if (verification.models.length === 0) {
+    holder.textContent = "No count checked against a response's usage yet.";
+    return;
+  }
+  const table = document.createElement("table");
+  const head = table.insertRow();
+  for (const text of ["model", "verified", "counted by", "last difference"]) {
+    const th = document.createElement("th");
+    th.textContent = text;
+    head.appendChild(th);
+  }
+  for (const v of verification.models) {
+    const row = table.insertRow();
+    row.dataset.model = v.model;
+    row.className = v.equal === v.checked ? "all-equal" : "differs";
+    const d = v.lastDiffer;
+    const cells = [v.model, verifiedText(v), v.source,
+      d === null ? "none" : d.source + ": counted " + fmt(d.counted) + ", usage " + fmt(d.served)];
+    for (const text of cells) row.insertCell().textContent = text;
+  }
+  holder.appendChild(table);
+}
 async function refresh() {
   const status = document.getElementById("updated");
   try {
@@ -125,12 +156,21 @@ async function refresh() {
       if (!groups.has(key)) groups.set(key, []);
       groups.get(key).push(d);
     }
+    verificationTable(view.verification);
+    const verified = new Map(view.verification.models.map((v) => [v.model, v]));
     const charts = document.getElementById("charts");
     charts.replaceChildren();
     for (const [model, decisions] of groups) {
       const section = document.createElement("section");
       const title = document.createElement("h2");
       title.textContent = model;
+      const v = verified.get(model);
+      if (v !== undefined) {
+        const note = document.createElement("span");
+        note.className = "verified";
+        note.textContent = verifiedText(v);
+        title.append(" ", note);
+      }
       section.append(title, chart(model, decisions, view));
       charts.appendChild(section);
     }
@@ -173,6 +213,10 @@ svg.chart { width: 100%; height: auto; background: #fafbfd; border: 1px solid #e
 .cap { stroke: #16a34a; stroke-width: 3; opacity: 0.45; }
 .compress { fill: #d97706; }
 .refusal { stroke: #b91c1c; stroke-width: 2.5; }
+h2 .verified { font-weight: normal; font-size: 13px; color: #5b6477; }
+#verification table { border-collapse: collapse; font-size: 13px; }
+#verification th, #verification td { text-align: left; padding: 2px 12px 2px 0; overflow-wrap: anywhere; }
+#verification tr.differs td { color: #b91c1c; }
 </style>
 </head>
 <body>
@@ -189,6 +233,8 @@ svg.chart { width: 100%; height: auto; background: #fafbfd; border: 1px solid #e
 <span>&#10005; refused</span>
 </p>
 <p id="updated">Reading the decisions…</p>
+<h2>Counts checked against the server's usage</h2>
+<div id="verification"></div>
 <div id="charts"></div>
 <script>${SCRIPT}</script>
 </body>

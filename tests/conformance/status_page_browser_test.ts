@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { chromium } from "playwright-core";
 import { C, postJson, proxyFixture, W } from "../_proxy_fixture.ts";
+import { FakeBackend } from "../../src/testing/mod.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 
@@ -209,6 +210,80 @@ Deno.test("behind INCONTEXT_ADMIN_TOKEN the status page opens in chromium with t
     await page.goto(`${proxy.url}/incontext/`);
     await page.waitForSelector("circle.point");
     strictEqual(await page.locator("circle.point").count(), 1);
+  } finally {
+    await browser.close();
+  }
+});
+
+Deno.test("the status page shows each model's counts verified by the server's usage in chromium", async () => {
+  await requireChromium();
+  // The fake upstream's usage counts 4 characters of the messages' JSON a
+  // token; this backend agrees for one model and not for the other.
+  const backend = new FakeBackend({
+    count: (request) =>
+      request.model === "wrong"
+        ? 7
+        : Math.ceil(JSON.stringify(request.messages).length / 4),
+  });
+  await using proxy = await proxyFixture({ backend });
+  for (const model of ["right", "right", "wrong"]) {
+    const response = await postJson(`${proxy.baseUrl}/chat/completions`, {
+      model,
+      messages: [message(1000)],
+    });
+    await response.body?.cancel();
+  }
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox"],
+  });
+  try {
+    const page = await browser.newPage({
+      viewport: { width: 900, height: 1000 },
+    });
+    await page.goto(`${proxy.url}/incontext/`);
+    await page.waitForSelector("#verification tr.differs");
+    await page.screenshot({
+      path: join(tmpdir(), "incontext-status-page-verified.png"),
+      fullPage: true,
+    });
+    const rows = await page.$$eval(
+      "#verification tr[data-model]",
+      (trs) =>
+        trs.map((tr) => ({
+          model: tr.getAttribute("data-model"),
+          differs: tr.classList.contains("differs"),
+          cells: [...tr.querySelectorAll("td")].map((td) => td.textContent),
+        })),
+    );
+    const served = Math.ceil(
+      JSON.stringify([message(1000)]).length / 4,
+    ).toLocaleString("en-US");
+    deepStrictEqual(rows, [
+      {
+        model: "right",
+        differs: false,
+        cells: ["right", "2 of 2 counts verified (100.0%)", "fake", "none"],
+      },
+      {
+        model: "wrong",
+        differs: true,
+        cells: [
+          "wrong",
+          "0 of 1 counts verified (0.0%)",
+          "fake",
+          `fake: counted 7, usage ${served}`,
+        ],
+      },
+    ]);
+    const headings = await page.$$eval(
+      "h2 .verified",
+      (spans) => spans.map((span) => span.textContent),
+    );
+    deepStrictEqual(headings, [
+      "2 of 2 counts verified (100.0%)",
+      "0 of 1 counts verified (0.0%)",
+    ]);
   } finally {
     await browser.close();
   }

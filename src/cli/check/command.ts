@@ -1,6 +1,7 @@
 /**
  * `incontext check`: loads the configuration as `serve` would, probes the
- * tokenizer and the upstream once, and says in plain words what it found.
+ * tokenizer (each backend of a chain) and the upstream once, and says in
+ * plain words what it found, and why it counts with the backends it does.
  * Exit code 0 only when budgeting would be exact (and the upstream, when
  * given, answers with the configured context length); 1 when it would
  * not; 2 for a bad setting.
@@ -11,11 +12,16 @@ import { configured } from "../config_failure.ts";
 import { configureConsoleLog, logSettings } from "../console_log.ts";
 import { prepare, type Prepared } from "../setup/prepare.ts";
 import {
-  probeTokenizer,
   probeUpstream,
   type TokenizerProbe,
   type UpstreamProbe,
 } from "../setup/probes.ts";
+import {
+  backendLine,
+  backendWhy,
+  contextProbe,
+  probeLinks,
+} from "../setup/backend_chain.ts";
 import { HELP } from "../setup/settings.ts";
 import type { ServerSettings } from "../setup/settings.ts";
 import type { Backend } from "../../core/backend.ts";
@@ -55,11 +61,8 @@ export async function checkCommand(
 /** Probes, prints the findings, and returns the exit code. */
 async function report(ready: Prepared): Promise<number> {
   const { settings, backend } = ready;
-  const [tokenizer, upstream] = await Promise.all([
-    probeTokenizer(backend, settings.contextLength, {
-      backend: settings.config.backend,
-      url: settings.config.tokenizerUrl,
-    }),
+  const [probes, upstream] = await Promise.all([
+    probeLinks(settings, backend),
     settings.upstream === undefined
       ? undefined
       : probeUpstream(settings.upstream, {
@@ -69,14 +72,20 @@ async function report(ready: Prepared): Promise<number> {
         modelSource: settings.nameOf("INCONTEXT_BUDGET_MODEL"),
       }),
   ]);
-  const exact = tokenizer.status === "exact" &&
+  const [first, ...later] = probes;
+  const context = contextProbe(probes);
+  const exact = probes.every((p) => p.probe.status === "exact") &&
     (upstream === undefined ||
       (upstream.reachable && upstream.problem === undefined));
   const lines = [
     `backend:        ${backendLine(settings, backend)}`,
+    `why:            ${backendWhy(settings)}`,
     `window:         ${settings.window} tokens, from ${settings.windowSource}`,
-    `context length: ${contextLine(settings, backend, tokenizer)}`,
-    `tokenizer:      ${tokenizerLine(tokenizer)}`,
+    `context length: ${contextLine(settings, context.backend, context.probe)}`,
+    `tokenizer:      ${tokenizerLine(first!.probe)}`,
+    ...later.map((p) =>
+      `${`then ${p.name}:`.padEnd(16)}${tokenizerLine(p.probe)}`
+    ),
     `upstream:       ${upstreamLine(upstream)}`,
     exact
       ? "Budgeting is exact: every request gets min(its cap, W - its prompt tokens)."
@@ -84,13 +93,6 @@ async function report(ready: Prepared): Promise<number> {
   ];
   console.log(lines.join("\n"));
   return exact ? 0 : 1;
-}
-
-function backendLine(settings: ServerSettings, backend: Backend): string {
-  const url = settings.config.tokenizerUrl;
-  return `${settings.config.backend} (counts as ${backend.source})${
-    url === undefined ? "" : ` at ${publicUrl(url)}`
-  }`;
 }
 
 function contextLine(

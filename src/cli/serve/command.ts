@@ -20,11 +20,9 @@ import { configured } from "../config_failure.ts";
 import { configureConsoleLog, logSettings } from "../console_log.ts";
 import { publicUrl } from "../setup/endpoint_problem.ts";
 import { prepare, type Prepared } from "../setup/prepare.ts";
-import {
-  probeTokenizer,
-  probeUpstream,
-  type TokenizerProbe,
-} from "../setup/probes.ts";
+import { probeUpstream, type TokenizerProbe } from "../setup/probes.ts";
+import { type LinkProbe, probeLinks } from "../setup/backend_chain.ts";
+import type { ContextLengthMismatchError } from "../../core/errors.ts";
 import { HELP } from "../setup/settings.ts";
 import { listenProblem } from "../listen_problem.ts";
 import { hermesLive } from "../../bridges/hermes/live.ts";
@@ -110,11 +108,8 @@ async function serve(
 async function probe(
   { settings, backend }: Prepared,
 ): Promise<Omit<ReadinessProbe, "checkedAt">> {
-  const [tokenizer, upstream] = await Promise.all([
-    probeTokenizer(backend, settings.contextLength, {
-      backend: settings.config.backend,
-      url: settings.config.tokenizerUrl,
-    }),
+  const [probes, upstream] = await Promise.all([
+    probeLinks(settings, backend),
     probeUpstream(settings.upstream!, {
       contextLength: settings.contextLength,
       contextLengthSource: settings.contextLengthSource,
@@ -122,13 +117,21 @@ async function probe(
       modelSource: settings.nameOf("INCONTEXT_BUDGET_MODEL"),
     }),
   ]);
+  const [{ probe: tokenizer }, ...later] = probes as [
+    LinkProbe,
+    ...LinkProbe[],
+  ];
+  for (const { name, probe } of later) {
+    if (probe.status === "mismatch") throw mismatched(settings, probe.mismatch);
+    if (probe.status !== "failed") continue;
+    logger.warn(
+      "backend {name} of the chain not counting at start-up: {problem}; a model that moves to it gets the rough estimate until it counts",
+      { name, problem: probe.problem },
+    );
+  }
   switch (tokenizer.status) {
     case "mismatch":
-      throw new ConfigError([{
-        variable: settings.contextLengthSource,
-        rule:
-          `is ${tokenizer.mismatch.configured} but ${tokenizer.mismatch.servedBy} is ${tokenizer.mismatch.served}: set them equal`,
-      }]);
+      throw mismatched(settings, tokenizer.mismatch);
     case "failed":
       logger.warn(
         "tokenizer not counting at start-up: {problem}; requests get the rough estimate until it counts",
@@ -156,6 +159,18 @@ async function probe(
     tokenizer: TOKENIZER_READINESS[tokenizer.status],
     upstream: upstream.reachable ? "reachable" : "unreachable",
   };
+}
+
+/** The error of a context length a server contradicts. */
+function mismatched(
+  settings: Prepared["settings"],
+  mismatch: ContextLengthMismatchError,
+): ConfigError {
+  return new ConfigError([{
+    variable: settings.contextLengthSource,
+    rule:
+      `is ${mismatch.configured} but ${mismatch.servedBy} is ${mismatch.served}: set them equal`,
+  }]);
 }
 
 /** What a start-up probe's outcome means for readiness (a mismatch stops start-up). */

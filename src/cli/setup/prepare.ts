@@ -8,14 +8,14 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { backends } from "../../backends/registry.ts";
+import { backendNames } from "../../config/backend_choice.ts";
+import { linksOf, selectBackend } from "./backend_chain.ts";
 import { LocalBackend } from "../../backends/local/mod.ts";
 import { SglangBackend } from "../../backends/sglang/mod.ts";
 import { type CountCache, sharedCountCache } from "../../cache/mod.ts";
 import { loadBackendModules } from "../../config/plugins.ts";
 import type { Backend } from "../../core/backend.ts";
 import { ConfigError } from "../../core/config_error.ts";
-import { UnknownBackendError } from "../../core/registry.ts";
-import { suggestion } from "../suggestion.ts";
 import {
   type ResolveServerOptions,
   resolveServerSettings,
@@ -64,7 +64,7 @@ export async function prepare(
   // thread that serves requests.
   const cache = sharedCountCache({
     maxEntries: config.cacheEntries,
-    inProcess: config.backend !== "local",
+    inProcess: !backendNames(config).includes("local"),
   });
   const dispose = async () => {
     await settings.hermes?.watch?.[Symbol.asyncDispose]();
@@ -80,24 +80,14 @@ export async function prepare(
   }
 }
 
-function selectBackend(settings: ServerSettings): Backend {
-  try {
-    return backends.one(settings.config.backend, settings.config);
-  } catch (error) {
-    if (!(error instanceof UnknownBackendError)) throw error;
-    throw new ConfigError([{
-      variable: settings.nameOf("INCONTEXT_BACKEND"),
-      rule: `names no registered backend${
-        suggestion(settings.config.backend, error.registered)
-      }; registered: ${error.registered.join(", ")}`,
-    }]);
-  }
-}
-
 // Fails start-up, not the first request, when the files are missing or not
 // the expected ones; logs which files are used (their hashes, never content).
 // The local backend loads them where it counts: the cache's worker.
 async function loadFiles(backend: Backend): Promise<void> {
+  for (const link of linksOf(backend)) await loadFolder(link);
+}
+
+async function loadFolder(backend: Backend): Promise<void> {
   if (!(backend instanceof LocalBackend || backend instanceof SglangBackend)) {
     return;
   }

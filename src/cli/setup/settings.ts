@@ -19,7 +19,7 @@ import {
   type HermesBudget,
   hermesBudget,
 } from "../../bridges/hermes/budget.ts";
-import { suggestion } from "../suggestion.ts";
+import { unknownBackends } from "./backend_chain.ts";
 
 /** Flag name -> the variable it overrides. */
 const FLAGS: Record<string, string> = {
@@ -59,7 +59,9 @@ Flags (each overrides its environment variable):
                                                    anthropic, gemini, openai: the server's base URL
   --backend NAME          INCONTEXT_BACKEND        vllm (default), llamacpp, tgi, sglang, anthropic, gemini,
                                                    openai, local, or anchored: no count endpoint (Ollama,
-                                                   hosted gateways), counts from the last response's usage
+                                                   hosted gateways), counts from the last response's usage;
+                                                   or a chain such as local,vllm (the next counts a model
+                                                   whose count a response's usage contradicts)
   --help                  print this help
 
 Variables (a flag above wins over its variable):
@@ -92,6 +94,8 @@ export interface ServerSettings {
   readonly nameOf: (variable: string) => string;
   /** The window and routes a Hermes config gives, when one is named. */
   readonly hermes?: HermesBudget;
+  /** The flag or variable that named the backends; absent when the tokenizer settings chose them. */
+  readonly backendSource?: string;
 }
 
 /** Options for {@linkcode resolveServerSettings}. */
@@ -149,6 +153,9 @@ export async function resolveServerSettings(
     contextLength,
     contextLengthSource: contextLengthSource(sources, { config, hermes }),
     nameOf: (variable) => sources.named({ variable, rule: "" }).variable,
+    ...(sources.isSet(BACKEND) || sources.isSet(BACKEND_ALIAS)
+      ? { backendSource: sources.sourceOf(BACKEND, BACKEND_ALIAS) }
+      : {}),
     ...(hermes.budget === undefined ? {} : { hermes: hermes.budget }),
   };
 }
@@ -216,22 +223,13 @@ function readConfig(
     if (!(error instanceof ConfigError)) throw error;
     issues.push(...error.issues);
   }
-  const backend = config?.backend ?? merged.INCONTEXT_BACKEND?.trim() ??
-    merged.HERMES_DYNAMIC_BUDGET_BACKEND?.trim();
-  const known = options.knownBackends;
-  if (
-    known !== undefined && backend !== undefined && backend !== "" &&
-    !known.includes(backend)
-  ) {
-    issues.push({
-      variable: sources.readFrom(
-        "INCONTEXT_BACKEND",
-        "HERMES_DYNAMIC_BUDGET_BACKEND",
-      ),
-      rule: `names no known backend${suggestion(backend, known)}; use one of: ${
-        known.join(", ")
-      }`,
-    });
+  if (options.knownBackends !== undefined) {
+    issues.push(...unknownBackends({
+      config,
+      text: merged[BACKEND] ?? merged[BACKEND_ALIAS],
+      variable: sources.readFrom(BACKEND, BACKEND_ALIAS),
+      known: options.knownBackends,
+    }));
   }
   return config;
 }
@@ -335,6 +333,8 @@ function contextLengthSource(
 }
 
 const UPSTREAM = "INCONTEXT_UPSTREAM_URL";
+const BACKEND = "INCONTEXT_BACKEND";
+const BACKEND_ALIAS = "HERMES_DYNAMIC_BUDGET_BACKEND";
 const WINDOW = "INCONTEXT_COMPRESSION_WINDOW_TOKENS";
 const WINDOW_ALIAS = "HERMES_DYNAMIC_BUDGET_COMPRESSION_WINDOW_TOKENS";
 const CONTEXT = "INCONTEXT_CONTEXT_LENGTH";

@@ -41,7 +41,8 @@ export const VARIABLES: readonly VariableDoc[] = [
     name: "INCONTEXT_BACKEND",
     alias: "HERMES_DYNAMIC_BUDGET_BACKEND",
     default: "vllm",
-    meaning: "the backend's name",
+    meaning:
+      "the backend's name, or a chain such as local,vllm; unset: see configuration.md",
   },
   {
     name: "INCONTEXT_TOKENIZER_URL",
@@ -152,6 +153,12 @@ export const VARIABLES: readonly VariableDoc[] = [
     name: "INCONTEXT_BACKEND_MODULES",
     default: "none",
     meaning: "jsr:, npm: or file: modules that register backends",
+  },
+  {
+    name: "INCONTEXT_BACKEND_FALLBACK_TURNS",
+    default: "none (until restart)",
+    meaning:
+      "verified counts a model makes on a later backend of the chain, then the first again",
   },
   {
     name: "INCONTEXT_CACHE_ENTRIES",
