@@ -18,7 +18,7 @@ import { ANCHOR, ROUGH } from "../core/prompt_count.ts";
 import { effectiveField, modelLabel } from "../core/request.ts";
 import { errorType } from "../core/error_type.ts";
 import type { Usage } from "../anchors/usage.ts";
-import { Counter } from "./metrics.ts";
+import { Counter } from "../_internal/metrics.ts";
 
 const logger = getLogger(["incontext", "proxy"]);
 

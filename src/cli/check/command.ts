@@ -25,7 +25,6 @@ import {
 import { HELP } from "../setup/settings.ts";
 import type { ServerSettings } from "../setup/settings.ts";
 import type { Backend } from "../../core/backend.ts";
-import { publicUrl } from "../setup/endpoint_problem.ts";
 
 /**
  * Runs the check and prints its report on standard output.
