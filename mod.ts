@@ -85,9 +85,13 @@ export {
   sharedCountCache,
 } from "./src/cache/mod.ts";
 export type {
+  COUNT_CACHE_CORE,
   CountCache,
+  CountCacheCore,
   CountCacheKind,
   CountCacheOptions,
   CountCacheStats,
+  CountTier,
+  EngineCall,
 } from "./src/cache/mod.ts";
 export { VERSION } from "./src/core/version.ts";

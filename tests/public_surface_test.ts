@@ -70,7 +70,12 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     ],
     vllm: ["VllmBackend"],
     config: ["ConfigError", "loadConfig"],
-    cache: ["countCacheKey", "createCountCache", "sharedCountCache"],
+    cache: [
+      "COUNT_CACHE_CORE",
+      "countCacheKey",
+      "createCountCache",
+      "sharedCountCache",
+    ],
     worker: [],
     fetch: ["budgetedFetch"],
     middleware: ["budgetMiddleware"],

@@ -6,8 +6,12 @@
  */
 export type * from "../../core/contract_types.ts";
 export type {
+  COUNT_CACHE_CORE,
   CountCache,
+  CountCacheCore,
   CountCacheKind,
   CountCacheStats,
+  CountTier,
+  EngineCall,
 } from "../../cache/mod.ts";
 export type { HttpCountOptions } from "./http_count_options.ts";
