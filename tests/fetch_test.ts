@@ -3,7 +3,8 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText } from "ai";
 import OpenAI from "openai";
 import { budgetedFetch } from "../src/bridges/fetch.ts";
-import { createCountCache, VllmBackend } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { FakeBackend, serveFakeVllmTokenizer } from "../src/testing/mod.ts";
 import { serveUpstream } from "./_upstream.ts";
 

@@ -71,7 +71,7 @@ export async function prepare(
     await cache[Symbol.asyncDispose]();
   };
   try {
-    const backend = selectBackend(settings);
+    const backend = await selectBackend(settings);
     await loadFiles(backend);
     return { settings, backend, cache, [Symbol.asyncDispose]: dispose };
   } catch (error) {
@@ -80,9 +80,9 @@ export async function prepare(
   }
 }
 
-function selectBackend(settings: ServerSettings): Backend {
+async function selectBackend(settings: ServerSettings): Promise<Backend> {
   try {
-    return backends.one(settings.config.backend, settings.config);
+    return await backends.load(settings.config.backend, settings.config);
   } catch (error) {
     if (!(error instanceof UnknownBackendError)) throw error;
     throw new ConfigError([{
