@@ -10,9 +10,16 @@
  * falls back to a rough estimate with a safety margin; when everything fails
  * it leaves the request untouched. It never logs prompts or secrets.
  *
+ * This entry holds {@linkcode budget}, the {@linkcode Backend} contract and
+ * the arithmetic, and loads nothing else. Each backend has its own entry
+ * (`./vllm`, `./local`, `./llamacpp`, ...), the count cache is `./cache`,
+ * and choosing a backend from the environment is `./config`.
+ *
  * @example Budgeting a request with the vLLM backend
  * ```ts
- * import { budget, createCountCache, VllmBackend } from "@incontext/incontext";
+ * import { budget } from "@incontext/incontext";
+ * import { VllmBackend } from "@incontext/incontext/vllm";
+ * import { createCountCache } from "@incontext/incontext/cache";
  * import { serveFakeVllmTokenizer } from "@incontext/incontext/testing";
  * import { strictEqual } from "node:assert/strict";
  *
@@ -45,7 +52,6 @@ export {
 } from "./src/core/estimate.ts";
 export type { Estimator } from "./src/core/estimate.ts";
 export { Backend } from "./src/core/backend.ts";
-export type { HttpCountOptions } from "./src/backends/_shared/http_count_options.ts";
 export type {
   CapField,
   CapReading,
@@ -59,36 +65,4 @@ export type {
   RequestKind,
 } from "./src/core/backend.ts";
 export { ContextLengthMismatchError, CountError } from "./src/core/errors.ts";
-export {
-  createBackendRegistry,
-  DuplicateBackendError,
-  UnknownBackendError,
-} from "./src/core/registry.ts";
-export { backends } from "./src/backends/registry.ts";
-export type {
-  BackendFactory,
-  BackendPluginOptions,
-  BackendRegistry,
-} from "./src/core/registry.ts";
-export { loadBackendModules } from "./src/config/plugins.ts";
-export type { LoadBackendModulesOptions } from "./src/config/plugins.ts";
-export { VllmBackend } from "./src/backends/vllm/mod.ts";
-export type { VllmBackendOptions } from "./src/backends/vllm/mod.ts";
-export { ConfigError, loadConfig } from "./src/config/mod.ts";
-export type {
-  Config,
-  ConfigIssue,
-  LoadConfigOptions,
-} from "./src/config/mod.ts";
-export {
-  countCacheKey,
-  createCountCache,
-  sharedCountCache,
-} from "./src/cache/mod.ts";
-export type {
-  CountCache,
-  CountCacheKind,
-  CountCacheOptions,
-  CountCacheStats,
-} from "./src/cache/mod.ts";
 export { VERSION } from "./src/core/version.ts";

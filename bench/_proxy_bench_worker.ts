@@ -7,7 +7,8 @@
  *
  * @module
  */
-import { createCountCache, sharedCountCache, VllmBackend } from "../mod.ts";
+import { createCountCache, sharedCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { createProxyHandler } from "../src/proxy/mod.ts";
 import { startHttpServer } from "../src/server/http_server.ts";
 import { createFakeUpstreamHandler } from "../src/testing/mod.ts";

@@ -5,7 +5,9 @@
  *
  *     npx --yes deno@2.9.6 run --allow-net=127.0.0.1 --allow-read bench/budget_latency.ts
  */
-import { budget, createCountCache, VllmBackend } from "../mod.ts";
+import { budget } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { serveFakeVllmTokenizer } from "../src/testing/mod.ts";
 import { agentRequest } from "./_requests.ts";
 

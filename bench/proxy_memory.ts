@@ -24,7 +24,8 @@
  *
  *     deno run --v8-flags=--expose-gc bench/proxy_memory.ts
  */
-import { createCountCache, VllmBackend } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { createProxyHandler } from "../src/proxy/mod.ts";
 import { createFakeUpstreamHandler } from "../src/testing/mod.ts";
 import {

@@ -8,7 +8,9 @@
  *
  *     npx --yes deno@2.9.6 run --allow-net=127.0.0.1 --allow-read --allow-env bench/tokenize_timeout.ts
  */
-import { budget, createCountCache, VllmBackend } from "../mod.ts";
+import { budget } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { serveFakeVllmTokenizer } from "../src/testing/mod.ts";
 
 const CONTEXT = 65_536;

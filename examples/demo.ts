@@ -6,7 +6,8 @@
  *
  *     npx --yes deno@2.9.6 task start
  */
-import { createCountCache, VllmBackend } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { createProxyHandler } from "../src/proxy/mod.ts";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
 

@@ -1,4 +1,6 @@
-import { type Backend, createCountCache, VllmBackend } from "../mod.ts";
+import type { Backend } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { createProxyHandler, type ProxyOptions } from "../src/proxy/mod.ts";
 import { type FakeUpstream, serveFakeUpstream } from "../src/testing/mod.ts";
 

@@ -1,12 +1,8 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
-import {
-  backends,
-  budget,
-  createCountCache,
-  loadConfig,
-  sharedCountCache,
-  VllmBackend,
-} from "../mod.ts";
+import { budget } from "../mod.ts";
+import { createCountCache, sharedCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
+import { backends, loadConfig } from "../src/config/mod.ts";
 import {
   type FakeVllmFault,
   serveFakeVllmTokenizer,
@@ -132,7 +128,7 @@ Deno.test("the bundled vllm backend uses the process-wide cache by default", asy
     const options = { window: WINDOW, contextLength: CONTEXT };
     await budget(request("shared"), {
       ...options,
-      backend: backends.one("vllm", config),
+      backend: await backends.load("vllm", config),
     });
     // a second backend instance hits the same cache: no second request
     await budget(request("shared"), {

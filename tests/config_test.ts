@@ -775,7 +775,7 @@ Deno.test("loadConfig() requires what the selected backend requires", async (t) 
     );
   });
   await t.step(
-    "an unknown backend is left for backends.one() to report",
+    "an unknown backend is left for backends.load() to report",
     () => {
       strictEqual(
         loadConfig({ INCONTEXT_BACKEND: "not-registered-yet" }).backend,

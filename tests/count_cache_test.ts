@@ -1,10 +1,10 @@
+import { CountError } from "../mod.ts";
 import {
   type CountCache,
   countCacheKey,
-  CountError,
   createCountCache,
   sharedCountCache,
-} from "../mod.ts";
+} from "../src/cache/mod.ts";
 import {
   createCountCacheForTesting,
   terminateCountWorkerForTesting,
@@ -346,7 +346,7 @@ Deno.test("createCountCache() runs in a worker_threads worker", async (t) => {
   });
 
   await t.step("replaces a terminated worker", async () => {
-    await using cache = createCountCache();
+    await using cache = createCountCacheForTesting();
     await cache.getOrCount("cached", counter(1).compute);
     const pending = gate();
     const leader = cache.getOrCount("k", pending.compute);
@@ -369,6 +369,15 @@ Deno.test("createCountCache() runs in a worker_threads worker", async (t) => {
       ...NO_LOCAL,
     });
   });
+
+  await t.step(
+    "terminateCountWorkerForTesting() crashes only a testing cache's worker",
+    async () => {
+      await using cache = createCountCache();
+      await rejects(terminateCountWorkerForTesting(cache), TypeError);
+      strictEqual(await cache.getOrCount("k", counter(5).compute), 5);
+    },
+  );
 
   await t.step("rejects invalid bounds", () => {
     for (const maxEntries of [0, -1, 1.5, Number.NaN]) {
@@ -412,7 +421,7 @@ Deno.test("createCountCache() falls back in process when the worker cannot start
     for (const [name, url] of failing) {
       await t.step(name, async () => {
         records.length = 0;
-        await using cache = createCountCacheForTesting(url);
+        await using cache = createCountCacheForTesting({ workerUrl: url });
         const count = counter(3);
         const counts = await Promise.all(
           [1, 2, 3].map(() => cache.getOrCount("k", count.compute)),

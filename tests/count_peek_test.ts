@@ -7,10 +7,10 @@ import {
   type CountCache,
   countCacheKey,
   createCountCache,
-  VllmBackend,
-} from "../mod.ts";
+} from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
-import { peekCount } from "../src/cache/client.ts";
+import { peekCount } from "../src/cache/capability.ts";
 import { hashCountKey } from "../src/cache/key.ts";
 import { deepStrictEqual, rejects, strictEqual } from "node:assert/strict";
 

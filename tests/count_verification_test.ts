@@ -1,11 +1,8 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
-import {
-  type CountCheck,
-  CountError,
-  createCountCache,
-  VllmBackend,
-} from "../mod.ts";
+import { type CountCheck, CountError } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { LocalBackend } from "../src/backends/local/mod.ts";
 import { BackendChain, createProxyHandler } from "../src/proxy/mod.ts";
 import {

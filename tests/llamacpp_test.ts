@@ -20,7 +20,7 @@ import {
 import {
   LlamaCppBackend,
   type LlamaCppBackendOptions,
-  llamacppFromConfig,
+  llamaCppFromConfig,
 } from "../src/backends/llamacpp/mod.ts";
 import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
@@ -745,11 +745,11 @@ Deno.test("LlamaCppBackend.count() needs a positive integer context length", asy
   }
 });
 
-Deno.test("llamacppFromConfig() builds the backend from INCONTEXT_TOKENIZER_URL", () => {
+Deno.test("llamaCppFromConfig() builds the backend from INCONTEXT_TOKENIZER_URL", () => {
   const base = loadConfig({ INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8080" });
-  strictEqual(llamacppFromConfig(base).source, "llamacpp-tokenize");
+  strictEqual(llamaCppFromConfig(base).source, "llamacpp-tokenize");
   const { tokenizerUrl: _url, ...rest } = base;
-  throws(() => llamacppFromConfig(rest), (error: unknown) => {
+  throws(() => llamaCppFromConfig(rest), (error: unknown) => {
     ok(error instanceof ConfigError);
     ok(error.message.includes("INCONTEXT_TOKENIZER_URL"));
     return true;

@@ -5,7 +5,7 @@
  */
 import { dirname } from "node:path";
 import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
-import { createCountCache } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
 import {
   CountError,
   LocalBackend,

@@ -141,7 +141,7 @@ Deno.test("LocalBackend keeps the caller's event loop running while the worker l
 });
 
 Deno.test("LocalBackend survives its worker terminated mid-count", async () => {
-  await using cache = createCountCache();
+  await using cache = createCountCacheForTesting();
   await using backend = new LocalBackend({ dir: dirOf("gemma3"), cache });
   const request = { messages: [{ role: "user", content: "hello" }] };
   const pending = backend.count(request, C);
@@ -285,9 +285,9 @@ Deno.test("LocalBackend keeps piece counts in the shared cache's LRU", async () 
   }
   ok((await cache.stats()).entries <= 64);
   // A worker that cannot start: the in-process core counts the same way.
-  await using fallback = createCountCacheForTesting(
-    new URL("data:text/javascript,"),
-  );
+  await using fallback = createCountCacheForTesting({
+    workerUrl: new URL("data:text/javascript,"),
+  });
   await using other = new LocalBackend({
     dir: dirOf("qwen3"),
     cache: fallback,

@@ -1,11 +1,8 @@
 import { ok, strictEqual } from "node:assert/strict";
-import {
-  budget,
-  ConfigError,
-  createCountCache,
-  loadConfig,
-  VllmBackend,
-} from "../mod.ts";
+import { budget } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
+import { ConfigError, loadConfig } from "../src/config/mod.ts";
 import {
   type FakeVllmFault,
   serveFakeVllmTokenizer,

@@ -14,7 +14,7 @@ import {
   createFakeOpenAIHandler,
   serveFakeOpenAI,
 } from "../src/testing/fake_openai_server.ts";
-import { OpenAIBackend, openaiFromConfig } from "../src/backends/openai/mod.ts";
+import { OpenAIBackend, openAIFromConfig } from "../src/backends/openai/mod.ts";
 import * as kit from "./_backend_kit.ts";
 import { captureLogs } from "./_log_capture.ts";
 
@@ -533,7 +533,7 @@ Deno.test("new OpenAIBackend() validates its options", async (t) => {
   });
 });
 
-Deno.test("openaiFromConfig() sends the OpenAI key, and only it, to the configured URL", async () => {
+Deno.test("openAIFromConfig() sends the OpenAI key, and only it, to the configured URL", async () => {
   await using server = await serveFakeOpenAI({ apiKey: "sk-openai" });
   const config = loadConfig({
     INCONTEXT_BACKEND: "openai",
@@ -542,7 +542,7 @@ Deno.test("openaiFromConfig() sends the OpenAI key, and only it, to the configur
     INCONTEXT_ANTHROPIC_API_KEY: "sk-ant",
     INCONTEXT_OPENAI_API_KEY: "sk-openai",
   }, { registry: { requirements: () => [] } });
-  const backend = openaiFromConfig(config);
+  const backend = openAIFromConfig(config);
   strictEqual(backend.source, "openai-input-tokens");
   await backend.clearCache();
   const counted = await backend.count(

@@ -5,8 +5,9 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
+import type { Backend } from "../mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import {
-  type Backend,
   backends,
   ConfigError,
   createBackendRegistry,
@@ -14,13 +15,14 @@ import {
   loadBackendModules,
   loadConfig,
   UnknownBackendError,
-  VllmBackend,
-} from "../mod.ts";
+} from "../src/config/mod.ts";
 import { FakeBackend } from "../src/testing/mod.ts";
 import { LocalBackend } from "../src/backends/local/mod.ts";
+import { TgiBackend } from "../src/backends/tgi/mod.ts";
+import { BUNDLED as ENTRIES } from "../src/backends/registry.ts";
 
 Deno.test("createBackendRegistry() builds only the selected backend, once", async (t) => {
-  await t.step("lazy factories", () => {
+  await t.step("lazy factories", async () => {
     const registry = createBackendRegistry();
     const built: string[] = [];
     const factory = (name: string) => (): Backend => {
@@ -30,11 +32,48 @@ Deno.test("createBackendRegistry() builds only the selected backend, once", asyn
     registry.plugin("a", factory("a"));
     registry.plugin("b", factory("b"));
     deepStrictEqual(built, []);
-    const first = registry.one("b");
-    strictEqual(registry.one("b"), first);
+    const first = await registry.load("b");
+    strictEqual(await registry.load("b"), first);
     deepStrictEqual(built, ["b"]);
     deepStrictEqual(registry.names(), ["a", "b"]);
   });
+
+  await t.step(
+    "an asynchronous factory runs once for concurrent loads",
+    async () => {
+      const registry = createBackendRegistry();
+      let calls = 0;
+      const module = Promise.withResolvers<Backend>();
+      registry.plugin("a", () => (calls++, module.promise));
+      const loads = [registry.load("a"), registry.load("a")];
+      module.resolve(new FakeBackend({ source: "a" }));
+      const [one, two] = await Promise.all(loads);
+      strictEqual(one, two);
+      strictEqual(one!.source, "a");
+      strictEqual(calls, 1);
+    },
+  );
+
+  await t.step(
+    "a factory that failed runs again on the next load",
+    async () => {
+      const registry = createBackendRegistry();
+      const outcomes = [
+        () => Promise.reject(new TypeError("module not found")),
+        () => {
+          throw new RangeError("bad setting");
+        },
+        () => new FakeBackend({ source: "third" }),
+      ];
+      let calls = 0;
+      registry.plugin("a", () => outcomes[calls++]!());
+      await rejects(registry.load("a"), TypeError);
+      await rejects(registry.load("a"), RangeError);
+      strictEqual((await registry.load("a")).source, "third");
+      strictEqual((await registry.load("a")).source, "third");
+      strictEqual(calls, 3);
+    },
+  );
 
   await t.step("a duplicate name throws at registration", () => {
     const registry = createBackendRegistry();
@@ -49,11 +88,11 @@ Deno.test("createBackendRegistry() builds only the selected backend, once", asyn
     );
   });
 
-  await t.step("an unknown name lists the registered ones", () => {
+  await t.step("an unknown name lists the registered ones", async () => {
     const registry = createBackendRegistry();
     registry.plugin("a", () => new FakeBackend());
     registry.plugin("b", () => new FakeBackend());
-    throws(() => registry.one("c"), (error: unknown) => {
+    await rejects(registry.load("c"), (error: unknown) => {
       ok(error instanceof UnknownBackendError);
       strictEqual(
         error.message,
@@ -71,14 +110,14 @@ Deno.test("createBackendRegistry() builds only the selected backend, once", asyn
     deepStrictEqual(registry.requirements("missing"), []);
   });
 
-  await t.step("the factory receives the configuration", () => {
+  await t.step("the factory receives the configuration", async () => {
     const registry = createBackendRegistry();
     let seen: unknown;
     registry.plugin("a", (config) => {
       seen = config.model;
       return new FakeBackend();
     });
-    registry.one(
+    await registry.load(
       "a",
       loadConfig({ INCONTEXT_MODEL: "qwen", INCONTEXT_BACKEND: "a" }, {
         registry,
@@ -88,29 +127,52 @@ Deno.test("createBackendRegistry() builds only the selected backend, once", asyn
   });
 });
 
-Deno.test("backends registers the bundled local backend, which loads nothing until a count", () => {
+Deno.test("backends registers the bundled local backend, which loads nothing until a count", async () => {
   ok(backends.names().includes("local"));
   deepStrictEqual(backends.requirements("local"), ["INCONTEXT_TOKENIZER_DIR"]);
   const config = loadConfig({
     INCONTEXT_BACKEND: "local",
     INCONTEXT_TOKENIZER_DIR: "/nonexistent/model",
   });
-  const backend = backends.one("local", config);
-  strictEqual(backends.one("local", config), backend);
+  const backend = await backends.load("local", config);
+  strictEqual(await backends.load("local", config), backend);
   ok(backend instanceof LocalBackend);
   strictEqual(backend.source, "local-tokenizer");
 });
 
-Deno.test("backends registers the bundled vllm backend", () => {
-  ok(backends.names().includes("vllm"));
-  deepStrictEqual(backends.requirements("vllm"), ["INCONTEXT_TOKENIZER_URL"]);
-  throws(() => backends.one("vllm"), (error: unknown) => {
+// Before any other test selects tgi: a failed build is not kept.
+Deno.test("backends reports a missing setting of a bundled backend, and builds it once the setting is there", async () => {
+  await rejects(backends.load("tgi"), (error: unknown) => {
     ok(error instanceof ConfigError);
     deepStrictEqual(error.issues.map((i) => i.variable), [
       "INCONTEXT_TOKENIZER_URL",
     ]);
     return true;
   });
+  const config = loadConfig({
+    INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8080",
+  });
+  ok(await backends.load("tgi", config) instanceof TgiBackend);
+});
+
+Deno.test("backends registers the bundled vllm backend", async () => {
+  ok(backends.names().includes("vllm"));
+  deepStrictEqual(backends.requirements("vllm"), ["INCONTEXT_TOKENIZER_URL"]);
+  await rejects(backends.load("vllm"), (error: unknown) => {
+    ok(error instanceof ConfigError);
+    deepStrictEqual(error.issues.map((i) => i.variable), [
+      "INCONTEXT_TOKENIZER_URL",
+    ]);
+    return true;
+  });
+});
+
+Deno.test("each bundled entry declares the name and settings its folder's record declares", async () => {
+  for (const entry of ENTRIES) {
+    const record = await entry.load();
+    strictEqual(record.name, entry.name);
+    deepStrictEqual(record.requires, entry.requires, entry.name);
+  }
 });
 
 /** Every bundled backend: what it requires, and the source it counts under. */
@@ -142,7 +204,7 @@ Deno.test("every bundled backend is selectable by name from configuration", asyn
     INCONTEXT_GEMINI_API_KEY: "gemini-test",
   };
   for (const [name, requires, source] of BUNDLED) {
-    await t.step(name, () => {
+    await t.step(name, async () => {
       deepStrictEqual(backends.requirements(name), requires);
       if (requires.length > 0) {
         throws(
@@ -156,7 +218,7 @@ Deno.test("every bundled backend is selectable by name from configuration", asyn
       }
       const config = loadConfig({ ...complete, INCONTEXT_BACKEND: name });
       strictEqual(config.backend, name);
-      strictEqual(backends.one(config.backend, config).source, source);
+      strictEqual((await backends.load(config.backend, config)).source, source);
     });
   }
 });
@@ -165,7 +227,7 @@ Deno.test("loadBackendModules() imports a plugin module from a file specifier", 
   ok(!backends.names().includes("acme"));
   const specifier = new URL("./fixtures/acme_backend.ts", import.meta.url).href;
   await loadBackendModules([specifier], { importModule: (s) => import(s) });
-  const acme = backends.one("acme");
+  const acme = await backends.load("acme");
   strictEqual(acme.source, "acme-count");
   strictEqual(await acme.count({ a: 1 }, { contextLength: 10 }), 7);
   ok(!(acme instanceof VllmBackend));

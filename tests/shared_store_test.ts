@@ -1,7 +1,7 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { AnchorStore } from "../src/anchors/store.ts";
 import { createCountCache } from "../src/cache/mod.ts";
-import { attachCountTier } from "../src/cache/client.ts";
+import { attachCountTier } from "../src/cache/capability.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { ConfigError } from "../src/core/config_error.ts";
 import { sharedCountTier } from "../src/replicas/count_tier.ts";

@@ -1,5 +1,7 @@
 import { deepStrictEqual, rejects, strictEqual } from "node:assert/strict";
-import { CountError, createCountCache, VllmBackend } from "../mod.ts";
+import { CountError } from "../mod.ts";
+import { createCountCache } from "../src/cache/mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import {
   createFakeVllmTokenizerHandler,
   serveFakeVllmTokenizer,

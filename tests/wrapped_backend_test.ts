@@ -1,5 +1,5 @@
 import { strictEqual } from "node:assert/strict";
-import { VllmBackend } from "../mod.ts";
+import { VllmBackend } from "../src/backends/vllm/mod.ts";
 import { FakeBackend } from "../src/testing/mod.ts";
 import { TimedBackend } from "../src/proxy/timed_backend.ts";
 

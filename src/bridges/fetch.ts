@@ -6,7 +6,7 @@
  * @example With the openai SDK
  * ```ts ignore
  * import OpenAI from "openai";
- * import { VllmBackend } from "@incontext/incontext";
+ * import { VllmBackend } from "@incontext/incontext/vllm";
  * import { budgetedFetch } from "@incontext/incontext/fetch";
  *
  * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });

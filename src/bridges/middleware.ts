@@ -5,7 +5,7 @@
  *
  * @example In front of a forwarding handler with Deno.serve
  * ```ts ignore
- * import { VllmBackend } from "@incontext/incontext";
+ * import { VllmBackend } from "@incontext/incontext/vllm";
  * import { budgetMiddleware } from "@incontext/incontext/middleware";
  *
  * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });

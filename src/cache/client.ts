@@ -13,57 +13,26 @@ import {
   fromErrorData,
   toErrorData,
 } from "./protocol.ts";
-import { type Link, openLocalLink, WorkerLink } from "./links.ts";
+import {
+  type Link,
+  type LinkEvents,
+  openLocalLink,
+  WorkerLink,
+} from "./links.ts";
 import { CountCore } from "./core.ts";
-import type { EngineCall, EngineChannel, EngineLoader } from "./engine.ts";
-import type {
-  CountCache,
-  CountCacheKind,
-  CountCacheOptions,
-  CountCacheStats,
+import type { EngineCall, EngineLoader } from "./engine.ts";
+import {
+  COUNT_CACHE_CORE,
+  type CountCache,
+  type CountCacheCore,
+  type CountCacheKind,
+  type CountCacheOptions,
+  type CountCacheStats,
 } from "./types.ts";
 import { CountError } from "../core/errors.ts";
 import { errorType } from "../core/error_type.ts";
 import { SentMessages } from "./message_delta.ts";
 import { type CountTier, throughTier } from "./tier.ts";
-
-/**
- * The engine channel of `cache`: a cache this module made runs its engine
- * calls in its core (its worker, or in process); any other cache has none.
- */
-export function engineChannelOf(
-  cache: CountCache | null,
-): EngineChannel | undefined {
-  return cache instanceof CountCacheClient ? cache : undefined;
-}
-
-/**
- * The count `cache` holds under `key()`, read at once: only a cache of this
- * module whose core runs in this thread answers so (a hit in its stats);
- * undefined otherwise, and `key` is not called.
- */
-export function peekCount(
-  cache: CountCache | null,
-  key: () => string,
-): number | undefined {
-  return cache instanceof CountCacheClient ? cache.peek(key) : undefined;
-}
-
-/**
- * Puts `tier` behind `cache` (or takes it away, with `undefined`): a key's
- * leader asks the tier before counting and writes its count to it. Only a
- * cache of this module has the slot; any other is left as it is.
- *
- * @returns Whether the cache took the tier.
- */
-export function attachCountTier(
-  cache: CountCache,
-  tier: CountTier | undefined,
-): boolean {
-  if (!(cache instanceof CountCacheClient)) return false;
-  CountCacheClient.setTier(cache, tier);
-  return true;
-}
 
 const DEFAULT_SETTINGS: CoreSettings = {
   maxEntries: 4096,
@@ -115,13 +84,35 @@ export interface ClientSetup {
   readonly engine?: EngineLoader;
   /** Called once when the cache is disposed. */
   readonly onDispose?: () => void;
+  /**
+   * Opens the link to a core in a worker.
+   *
+   * @default {(url, settings, events) => new WorkerLink(url, settings, events)}
+   */
+  readonly openWorker?: WorkerOpener;
+}
+
+/** Opens the link to a core in a worker loaded from `url`. */
+export type WorkerOpener = (
+  url: URL,
+  settings: CoreSettings,
+  events: LinkEvents,
+) => Link;
+
+function openWorkerLink(
+  url: URL,
+  settings: CoreSettings,
+  events: LinkEvents,
+): Link {
+  return new WorkerLink(url, settings, events);
 }
 
 /** The client side: ids, aborts, leading computations and the link to the core. */
-export class CountCacheClient implements CountCache, EngineChannel {
+export class CountCacheClient implements CountCache {
   readonly #settings: CoreSettings;
   readonly #engine: EngineLoader | undefined;
   readonly #onDispose: (() => void) | undefined;
+  readonly #openWorker: WorkerOpener;
   #workerUrl: URL | undefined;
   #kind: CountCacheKind;
   #link: Link | undefined;
@@ -133,8 +124,10 @@ export class CountCacheClient implements CountCache, EngineChannel {
   readonly #closing = new Set<Promise<void>>();
   /** The message lists sent to the current core, for deltas. */
   readonly #sent = new SentMessages();
-  /** A shared store asked before a count: see {@linkcode attachCountTier}. */
+  /** A shared store asked before a count: see {@linkcode CountCacheCore.attachTier}. */
   #tier: CountTier | undefined;
+  /** What this cache offers the package's backends and the proxy's shared store. */
+  readonly [COUNT_CACHE_CORE]: CountCacheCore;
 
   constructor(setup: ClientSetup) {
     this.#settings = setup.settings;
@@ -144,6 +137,14 @@ export class CountCacheClient implements CountCache, EngineChannel {
       : "worker_threads";
     this.#engine = setup.engine;
     this.#onDispose = setup.onDispose;
+    this.#openWorker = setup.openWorker ?? openWorkerLink;
+    this[COUNT_CACHE_CORE] = {
+      runEngine: (call, signal) => this.#runEngine(call, signal),
+      peek: (key) => this.#peek(key),
+      attachTier: (tier) => {
+        this.#tier = tier;
+      },
+    };
   }
 
   get kind(): CountCacheKind {
@@ -213,7 +214,7 @@ export class CountCacheClient implements CountCache, EngineChannel {
    * A stored count at once, when the core runs in this thread (a hit in the
    * stats); undefined on a miss, with a worker, or once disposed.
    */
-  peek(key: () => string): number | undefined {
+  #peek(key: () => string): number | undefined {
     const link = this.#link;
     if (this.#disposing !== undefined || link?.peek === undefined) {
       return undefined;
@@ -228,7 +229,7 @@ export class CountCacheClient implements CountCache, EngineChannel {
     return link.peek(text);
   }
 
-  runEngine(call: EngineCall, signal?: AbortSignal): Promise<unknown> {
+  #runEngine(call: EngineCall, signal?: AbortSignal): Promise<unknown> {
     return this.#call(
       (id) => this.#engineRequest(id, call),
       (response) => response.type === "result" ? response : undefined,
@@ -268,21 +269,6 @@ export class CountCacheClient implements CountCache, EngineChannel {
   [Symbol.asyncDispose](): Promise<void> {
     this.#disposing ??= this.#dispose();
     return this.#disposing;
-  }
-
-  /** {@linkcode attachCountTier}'s way in. */
-  static setTier(cache: CountCacheClient, tier: CountTier | undefined): void {
-    cache.#tier = tier;
-  }
-
-  /** Testing hook: stops the worker abruptly, as a crash would. */
-  static async terminate(cache: CountCache): Promise<void> {
-    if (!(cache instanceof CountCacheClient)) {
-      throw new TypeError(
-        "Cannot terminate a cache this module did not create",
-      );
-    }
-    if (cache.#link instanceof WorkerLink) await cache.#link.terminate();
   }
 
   async #lead(
@@ -406,7 +392,7 @@ export class CountCacheClient implements CountCache, EngineChannel {
     };
     const link: Link = this.#workerUrl === undefined
       ? openLocalLink(new CountCore(this.#settings, this.#engine), events)
-      : new WorkerLink(this.#workerUrl, this.#settings, events);
+      : this.#openWorker(this.#workerUrl, this.#settings, events);
     return link;
   }
 

@@ -29,8 +29,11 @@ export interface EngineStore {
  * list may cross to the core as a delta of an earlier call's list.
  */
 export interface EngineCall {
+  /** The operation, by a name the engine knows. */
   readonly op: string;
+  /** The request the operation works on, if any. */
   readonly payload?: { readonly messages?: unknown };
+  /** The operation's other data. */
   readonly [field: string]: unknown;
 }
 

@@ -28,10 +28,14 @@ import type { CountCache, CountCacheOptions } from "./types.ts";
 
 export type {
   CountCache,
+  CountCacheCore,
   CountCacheKind,
   CountCacheOptions,
   CountCacheStats,
 } from "./types.ts";
+export { COUNT_CACHE_CORE } from "./types.ts";
+export type { EngineCall } from "./engine.ts";
+export type { CountTier } from "./tier.ts";
 
 /**
  * Creates a count cache with its own worker. The worker starts on the first

@@ -1,9 +1,65 @@
 /**
- * The count cache's contract: its options, its counters and the interface
- * every cache implements.
+ * The count cache's contract: its options, its counters, the interface
+ * every cache implements, and its one optional capability, the core the
+ * cache counts in (see `capability.ts` for how the package reads it).
  *
  * @module
  */
+import type { EngineCall } from "./engine.ts";
+import type { CountTier } from "./tier.ts";
+
+/**
+ * The key of a count cache's optional core: see {@linkcode CountCacheCore}.
+ *
+ * @example The caches this package makes carry a core
+ * ```ts
+ * import { COUNT_CACHE_CORE, createCountCache } from "@incontext/incontext/cache";
+ * import { strictEqual } from "node:assert/strict";
+ *
+ * await using cache = createCountCache({ inProcess: true });
+ * strictEqual(typeof cache[COUNT_CACHE_CORE]?.runEngine, "function");
+ * ```
+ */
+export const COUNT_CACHE_CORE: unique symbol = Symbol(
+  "incontext.countCacheCore",
+);
+
+/**
+ * The core a count cache counts in (its worker, or this thread), as the
+ * package's own layers use it: the local backend counts there, so that its
+ * tokenizer and templates load once per cache, off the caller's thread; an
+ * HTTP backend reads a stored count there without a round trip; the proxy's
+ * shared store sits behind it as a second tier.
+ */
+export interface CountCacheCore {
+  /**
+   * Runs one call of the engine the core holds (the local counting engine,
+   * for the caches this package makes); `signal` rejects this caller only.
+   *
+   * @param call The operation and its data.
+   * @param signal Rejects this caller only.
+   * @returns The call's value.
+   * @throws {CountError} If the core runs no engine, or its worker stops.
+   */
+  runEngine(call: EngineCall, signal?: AbortSignal): Promise<unknown>;
+  /**
+   * The count stored under `key()`, read at once when the core runs in this
+   * thread (a hit in the stats); `undefined` on a miss, with a worker, or
+   * once the cache is disposed, and then `key` is not called.
+   *
+   * @param key Makes the key; called at most once.
+   * @returns The stored count, or `undefined`.
+   */
+  peek(key: () => string): number | undefined;
+  /**
+   * Puts `tier` behind the cache, or takes it away with `undefined`: the
+   * caller that leads a missing key's count asks the tier first and writes
+   * its count to it.
+   *
+   * @param tier The store of counts behind the cache's own.
+   */
+  attachTier(tier: CountTier | undefined): void;
+}
 
 /** Which implementation serves a {@linkcode CountCache}. */
 export type CountCacheKind = "worker_threads" | "in-process";
@@ -54,7 +110,13 @@ export interface CountCacheStats {
   readonly segmentMisses: number;
 }
 
-/** A bounded cache of counts, shared by its callers, with singleflight. */
+/**
+ * A bounded cache of counts, shared by its callers, with singleflight. Any
+ * object with these members is a cache: a backend takes one of another make
+ * as it takes one from {@linkcode createCountCache}, and only what the
+ * optional {@linkcode COUNT_CACHE_CORE} member offers then runs on the
+ * caller's thread instead of the cache's core.
+ */
 export interface CountCache extends AsyncDisposable {
   /**
    * Which implementation currently serves calls. It changes to
@@ -95,4 +157,11 @@ export interface CountCache extends AsyncDisposable {
    * @throws {CountError} If the cache is disposed.
    */
   stats(): Promise<CountCacheStats>;
+  /**
+   * Optional: the core the cache counts in. {@linkcode createCountCache} and
+   * {@linkcode sharedCountCache} set it; a cache that leaves it out still
+   * serves every count, and the local backend then counts on the caller's
+   * thread.
+   */
+  readonly [COUNT_CACHE_CORE]?: CountCacheCore;
 }

@@ -1,8 +1,13 @@
 /**
- * Typed configuration from environment variables: {@linkcode loadConfig}
- * reads `INCONTEXT_*` variables (and the original plugin's legacy aliases),
- * applies the defaults and checks every rule at once, so a bad environment
- * fails at startup with one {@linkcode ConfigError} that lists every problem.
+ * Typed configuration from environment variables, and the backend it
+ * selects: {@linkcode loadConfig} reads `INCONTEXT_*` variables (and the
+ * original plugin's legacy aliases), applies the defaults and checks every
+ * rule at once, so a bad environment fails at startup with one
+ * {@linkcode ConfigError} that lists every problem. {@linkcode backends}
+ * binds each backend name to a lazy factory: `backends.load(config.backend,
+ * config)` imports and builds the selected backend alone, and
+ * {@linkcode loadBackendModules} imports third-party modules that register
+ * more names.
  *
  * @example Loading the configuration of a vLLM deployment
  * ```ts
@@ -40,14 +45,28 @@ import { TOKENIZER_MODES } from "../local/tokenizer_mode.ts";
 import { chainProblems, chooseBackends, splitChain } from "./backend_choice.ts";
 
 export { type Config, ConfigError, type ConfigIssue };
+export { backends } from "../backends/registry.ts";
+export {
+  createBackendRegistry,
+  DuplicateBackendError,
+  UnknownBackendError,
+} from "../core/registry.ts";
+export type {
+  BackendFactory,
+  BackendPluginOptions,
+  BackendRegistry,
+} from "../core/registry.ts";
+export { loadBackendModules } from "./plugins.ts";
+export type { LoadBackendModulesOptions } from "./plugins.ts";
+// The Backend contract's types, which the registry's API names.
+export type * from "../core/contract_types.ts";
 
 /**
  * Options for {@linkcode loadConfig}.
  *
  * @example Selecting a backend that needs no tokenizer URL
  * ```ts
- * import { createBackendRegistry } from "@incontext/incontext";
- * import { loadConfig } from "@incontext/incontext/config";
+ * import { createBackendRegistry, loadConfig } from "@incontext/incontext/config";
  * import { FakeBackend } from "@incontext/incontext/testing";
  * import { strictEqual } from "node:assert/strict";
  *
@@ -410,7 +429,7 @@ function checkWindow(parsed: Parsed, issues: ConfigIssue[]): void {
 }
 
 // An unknown backend is not an error here: plugin modules register after the
-// configuration loads, and `backends.one()` reports unknown names.
+// configuration loads, and `backends.load()` reports unknown names.
 function checkRequirements(
   env: Env,
   issues: ConfigIssue[],

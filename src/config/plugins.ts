@@ -11,9 +11,9 @@ import { errorType } from "../core/error_type.ts";
 /** Options for {@linkcode loadBackendModules}. */
 export interface LoadBackendModulesOptions {
   /**
-   * Imports one module specifier. The published library holds no dynamic
-   * `import()`; the application supplies it, usually
-   * `(specifier) => import(specifier)`.
+   * Imports one module specifier. The published library imports no
+   * specifier it does not name itself; the application supplies the
+   * importer, usually `(specifier) => import(specifier)`.
    */
   readonly importModule: (specifier: string) => Promise<unknown>;
 }
@@ -22,7 +22,7 @@ export interface LoadBackendModulesOptions {
  * Imports third-party backend modules (the `INCONTEXT_BACKEND_MODULES`
  * specifiers), each of which registers its backends with `backends.plugin()`
  * when imported: the counterpart of Python entry points. Call it after
- * `loadConfig()` and before `backends.one()`.
+ * `loadConfig()` and before `backends.load()`.
  *
  * @param specifiers Module specifiers (`jsr:`, `npm:`, `file:`), imported in order.
  * @param options The importer.
@@ -31,7 +31,7 @@ export interface LoadBackendModulesOptions {
  *
  * @example Importing modules, and naming the ones that fail
  * ```ts
- * import { ConfigError, loadBackendModules } from "@incontext/incontext";
+ * import { ConfigError, loadBackendModules } from "@incontext/incontext/config";
  * import { deepStrictEqual, rejects } from "node:assert/strict";
  *
  * const imported: string[] = [];

@@ -194,7 +194,8 @@ export abstract class Backend {
    *
    * @example A backend with its own count cache
    * ```ts
-   * import { Backend, type CountOptions, createCountCache, type JsonObject } from "@incontext/incontext";
+   * import { Backend, type CountOptions, type JsonObject } from "@incontext/incontext";
+   * import { createCountCache } from "@incontext/incontext/cache";
    * import { strictEqual } from "node:assert/strict";
    *
    * class LengthBackend extends Backend {

@@ -423,7 +423,7 @@ export const CONFIG_VARIABLES: {
 /**
  * The configuration with every default and nothing from the environment: what
  * `loadConfig({})` yields before validation, and what a backend factory gets
- * when `backends.one()` is called without a configuration.
+ * when `backends.load()` is called without a configuration.
  */
 export const DEFAULT_CONFIG: Config = Object.freeze({
   backend: "vllm",

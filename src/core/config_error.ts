@@ -19,7 +19,7 @@ export interface ConfigIssue {
  *
  * @example Reading the issues
  * ```ts
- * import { ConfigError } from "@incontext/incontext";
+ * import { ConfigError } from "@incontext/incontext/config";
  * import { strictEqual } from "node:assert/strict";
  *
  * const error = new ConfigError([{ variable: "INCONTEXT_MODEL", rule: "must not be blank" }]);

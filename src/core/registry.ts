@@ -1,15 +1,20 @@
 /**
  * The contract of a registry of counting backends: names bound to lazy
- * factories, each built at most once. The bundled backends are registered
- * in `backends/registry.ts`.
+ * factories, each built at most once. A factory may be asynchronous, so a
+ * name can stand for a module that is imported only when it is selected:
+ * the bundled registry in `backends/registry.ts` binds each bundled name to
+ * an `import()` of that backend's folder alone.
  *
  * @module
  */
 import type { Backend } from "./backend.ts";
 import { type Config, DEFAULT_CONFIG } from "./config.ts";
 
-/** Builds a backend from the loaded configuration. Called at most once per registry. */
-export type BackendFactory = (config: Config) => Backend;
+/**
+ * Builds a backend from the loaded configuration, at once or once its module
+ * is imported. Called at most once per registry, unless it fails.
+ */
+export type BackendFactory = (config: Config) => Backend | Promise<Backend>;
 
 /** What a registered backend needs from the environment. */
 export interface BackendPluginOptions {
@@ -27,7 +32,8 @@ export interface BackendPluginOptions {
  *
  * @example Catching a duplicate registration
  * ```ts
- * import { createBackendRegistry, DuplicateBackendError, VllmBackend } from "@incontext/incontext";
+ * import { createBackendRegistry, DuplicateBackendError } from "@incontext/incontext/config";
+ * import { VllmBackend } from "@incontext/incontext/vllm";
  * import { throws } from "node:assert/strict";
  *
  * const registry = createBackendRegistry();
@@ -56,10 +62,10 @@ export class DuplicateBackendError extends Error {
  *
  * @example Listing the names that exist
  * ```ts
- * import { backends, UnknownBackendError } from "@incontext/incontext";
- * import { ok, throws } from "node:assert/strict";
+ * import { backends, UnknownBackendError } from "@incontext/incontext/config";
+ * import { ok, rejects } from "node:assert/strict";
  *
- * throws(() => backends.one("nope"), (error: unknown) => {
+ * await rejects(backends.load("nope"), (error: unknown) => {
  *   ok(error instanceof UnknownBackendError);
  *   ok(error.message.includes("vllm"));
  *   return true;
@@ -103,11 +109,17 @@ export interface BackendRegistry {
   ): void;
   /**
    * Builds the backend registered under `name` on the first call and returns
-   * the same instance afterwards. Only this name's factory is ever called.
+   * the same instance afterwards; concurrent first calls share one build.
+   * Only this name's factory is ever called, so only its module is loaded. A
+   * factory that fails is called again by the next call.
    *
+   * @param name The registered name.
+   * @param config The configuration the factory reads; every setting's default when omitted.
+   * @returns The backend.
    * @throws {UnknownBackendError} When `name` is not registered.
+   * @throws The factory's error, such as a `ConfigError` naming a missing variable.
    */
-  one(name: string, config?: Config): Backend;
+  load(name: string, config?: Config): Promise<Backend>;
   /** The registered names, in registration order. */
   names(): string[];
   /** The environment variables the named backend requires (empty when unknown). */
@@ -117,7 +129,7 @@ export interface BackendRegistry {
 interface Entry {
   readonly factory: BackendFactory;
   readonly requires: readonly string[];
-  instance?: Backend;
+  building?: Promise<Backend>;
 }
 
 /**
@@ -128,13 +140,15 @@ interface Entry {
  *
  * @example Registering and selecting a backend
  * ```ts
- * import { createBackendRegistry, VllmBackend } from "@incontext/incontext";
+ * import { createBackendRegistry } from "@incontext/incontext/config";
+ * import { VllmBackend } from "@incontext/incontext/vllm";
  * import { strictEqual } from "node:assert/strict";
  *
  * const registry = createBackendRegistry();
  * registry.plugin("local-vllm", () => new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" }));
- * strictEqual(registry.one("local-vllm"), registry.one("local-vllm"));
- * strictEqual(registry.one("local-vllm").source, "vllm-tokenize");
+ * const backend = await registry.load("local-vllm");
+ * strictEqual(await registry.load("local-vllm"), backend);
+ * strictEqual(backend.source, "vllm-tokenize");
  * ```
  */
 export function createBackendRegistry(): BackendRegistry {
@@ -144,13 +158,23 @@ export function createBackendRegistry(): BackendRegistry {
       if (entries.has(name)) throw new DuplicateBackendError(name);
       entries.set(name, { factory, requires: [...(options.requires ?? [])] });
     },
-    one(name, config) {
+    load(name, config) {
       const entry = entries.get(name);
       if (entry === undefined) {
-        throw new UnknownBackendError(name, [...entries.keys()]);
+        return Promise.reject(
+          new UnknownBackendError(name, [...entries.keys()]),
+        );
       }
-      entry.instance ??= entry.factory(config ?? DEFAULT_CONFIG);
-      return entry.instance;
+      if (entry.building === undefined) {
+        const building = build(entry.factory, config ?? DEFAULT_CONFIG);
+        entry.building = building;
+        // A missing setting or a module that failed to load may be fixed by
+        // the next call: only a built backend is kept.
+        building.catch(() => {
+          if (entry.building === building) delete entry.building;
+        });
+      }
+      return entry.building;
     },
     names() {
       return [...entries.keys()];
@@ -159,4 +183,11 @@ export function createBackendRegistry(): BackendRegistry {
       return entries.get(name)?.requires ?? [];
     },
   };
+}
+
+async function build(
+  factory: BackendFactory,
+  config: Config,
+): Promise<Backend> {
+  return await factory(config);
 }

@@ -10,7 +10,8 @@
  *
  * @example The default User-Agent of the vLLM backend
  * ```ts
- * import { VERSION, VllmBackend } from "@incontext/incontext";
+ * import { VERSION } from "@incontext/incontext";
+ * import { VllmBackend } from "@incontext/incontext/vllm";
  * import { createFakeVllmTokenizerHandler } from "@incontext/incontext/testing";
  * import { strictEqual } from "node:assert/strict";
  *

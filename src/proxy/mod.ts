@@ -10,7 +10,7 @@
  *
  * @example Serving it with Deno
  * ```ts ignore
- * import { VllmBackend } from "@incontext/incontext";
+ * import { VllmBackend } from "@incontext/incontext/vllm";
  * import { createProxyHandler } from "@incontext/incontext/proxy";
  *
  * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
@@ -52,7 +52,11 @@ export {
 export type * from "../bridges/entry_types.ts";
 export type * from "../anchors/types.ts";
 export type {
+  COUNT_CACHE_CORE,
   CountCache,
+  CountCacheCore,
   CountCacheKind,
   CountCacheStats,
+  CountTier,
+  EngineCall,
 } from "../cache/mod.ts";

@@ -38,6 +38,7 @@ export {
   createCountCacheForTesting,
   terminateCountWorkerForTesting,
 } from "./count_cache.ts";
+export type { CountCacheForTestingOptions } from "./count_cache.ts";
 // The types the doubles' API names, so that this entry stands on its own.
 export type {
   Backend,
@@ -52,10 +53,14 @@ export type {
   RequestKind,
 } from "../core/backend.ts";
 export type {
+  COUNT_CACHE_CORE,
   CountCache,
+  CountCacheCore,
   CountCacheKind,
   CountCacheOptions,
   CountCacheStats,
+  CountTier,
+  EngineCall,
 } from "../cache/mod.ts";
 export {
   createFakeUpstreamHandler,

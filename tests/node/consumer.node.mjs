@@ -92,11 +92,11 @@ function runNode(code, timeout) {
 test("every entry in exports imports by the package name", () => {
   strictEqual(typeof root.budget, "function");
   strictEqual(typeof root.VERSION, "string");
-  // One module instance per file: the subpaths re-export the same classes.
-  strictEqual(vllm.VllmBackend, root.VllmBackend);
-  strictEqual(config.loadConfig, root.loadConfig);
-  strictEqual(config.ConfigError, root.ConfigError);
-  strictEqual(cache.createCountCache, root.createCountCache);
+  // One module instance per file: the entries share the contract's classes.
+  ok(vllm.VllmBackend.prototype instanceof root.Backend);
+  strictEqual(vllm.CountError, root.CountError);
+  strictEqual(vllm.ConfigError, config.ConfigError);
+  strictEqual(typeof cache.createCountCache, "function");
   // The worker entry exports nothing and does nothing on the main thread.
   strictEqual(Object.keys(worker).length, 0);
   strictEqual(typeof testing.createFakeVllmTokenizerHandler, "function");
@@ -138,6 +138,26 @@ test("usage anchors keep a parsed '__proto__' key apart under Node", async () =>
   deepStrictEqual(store.lookup("m", [odd]), { ...usage, prefixLength: 1 });
 });
 
+test("backends.load() imports each bundled backend by name under Node", async () => {
+  const loaded = config.loadConfig({
+    INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize",
+    INCONTEXT_TOKENIZER_DIR: "/nonexistent/model",
+    INCONTEXT_ANTHROPIC_API_KEY: "sk-ant-test",
+    INCONTEXT_GEMINI_API_KEY: "gemini-test",
+  });
+  const names = config.backends.names();
+  strictEqual(names.length, 9);
+  for (const name of names) {
+    const backend = await config.backends.load(name, loaded);
+    const entry = await import(`@incontext/incontext/${name}`);
+    const classes = Object.values(entry).filter((value) =>
+      typeof value === "function" && value.prototype instanceof root.Backend
+    );
+    strictEqual(classes.length, 1, name);
+    ok(backend instanceof classes[0], name);
+  }
+});
+
 test("loadConfig() reads an environment object under Node", () => {
   const loaded = config.loadConfig({
     INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize",
@@ -156,11 +176,11 @@ test("budget() with VllmBackend budgets against a node:http vLLM server", async 
     countTokens: () => COUNT,
   });
   const server = await serve(fake.handler);
-  const countCache = root.createCountCache();
+  const countCache = cache.createCountCache();
   const options = {
     window: WINDOW,
     contextLength: CONTEXT,
-    backend: new root.VllmBackend({ url: server.url, cache: countCache }),
+    backend: new vllm.VllmBackend({ url: server.url, cache: countCache }),
   };
   try {
     await t.test(
@@ -221,7 +241,7 @@ test("budget() with VllmBackend budgets against a node:http vLLM server", async 
 
 test("LocalBackend loads, counts and tokenizes inside the worker under Node", async () => {
   const dir = fileURLToPath(new URL("./model_folder/", import.meta.url));
-  const countCache = root.createCountCache();
+  const countCache = cache.createCountCache();
   const inWorker = new local.LocalBackend({ dir, cache: countCache });
   const here = new local.LocalBackend({ dir, cache: null });
   const request = { messages: [{ role: "user", content: "hello world" }] };

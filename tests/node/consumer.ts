@@ -6,15 +6,9 @@
  *
  * @module
  */
+import { Backend, budget, type BudgetResult } from "@incontext/incontext";
 import {
-  budget,
-  type BudgetResult,
-  type CountCache,
-  createCountCache,
   VllmBackend,
-} from "@incontext/incontext";
-import {
-  VllmBackend as SubpathVllmBackend,
   type VllmBackendOptions,
 } from "@incontext/incontext/vllm";
 import {
@@ -23,8 +17,10 @@ import {
   loadConfig,
 } from "@incontext/incontext/config";
 import {
+  type CountCache,
   countCacheKey,
   type CountCacheKind,
+  createCountCache,
   sharedCountCache,
 } from "@incontext/incontext/cache";
 import "@incontext/incontext/count-worker";
@@ -50,9 +46,9 @@ export async function budgetOnce(
   cache: CountCache = sharedCountCache(),
 ): Promise<number | undefined> {
   const options: VllmBackendOptions = { url, cache, timeoutSeconds: 5 };
-  const backend = new SubpathVllmBackend(options);
-  if (!(backend instanceof VllmBackend)) {
-    throw new TypeError("The subpath and the root export different classes");
+  const backend = new VllmBackend(options);
+  if (!(backend instanceof Backend)) {
+    throw new TypeError("The subpath and the root export different contracts");
   }
   const result: BudgetResult = await budget({
     model: "qwen",

@@ -20,8 +20,8 @@
  * `exports` the `.js` modules that entry reaches, found by Deno's own module
  * graph (`deno info --json` on the packed `.js`) plus any packed `.js` file
  * that a reached module names in a relative string literal (the count
- * worker, which is loaded by URL). It fails when the root entry reaches more
- * than 400 KB or the package holds more than 1,550 KB (1 KB = 1000 bytes).
+ * worker, which is loaded by URL). It fails when the root entry or the
+ * package exceeds the budgets in `_sizes.ts` (1 KB = 1000 bytes).
  * Every failure is reported; the exit code is 1 if there was any.
  *
  * @module

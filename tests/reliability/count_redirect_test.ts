@@ -7,13 +7,8 @@
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
-import {
-  type Backend,
-  backends,
-  budget,
-  type JsonObject,
-  loadConfig,
-} from "../../mod.ts";
+import { type Backend, budget, type JsonObject } from "../../mod.ts";
+import { backends, loadConfig } from "../../src/config/mod.ts";
 import { MODEL_FILES } from "../_model_files.ts";
 
 const CONTEXT = 65536;
@@ -103,7 +98,7 @@ Deno.test("backend.count() does not follow a redirect from a count endpoint", as
         INCONTEXT_CONTEXT_LENGTH: String(CONTEXT),
         INCONTEXT_COMPRESSION_WINDOW_TOKENS: "50000",
       });
-      const backend: Backend = backends.one(name, config);
+      const backend: Backend = await backends.load(name, config);
       const [request, kind] = requestFor(name);
       let failure: unknown;
       try {

@@ -14,8 +14,8 @@ import {
   type OutputFieldOptions,
   type OutputLimitOptions,
   roughEstimate,
-  VllmBackend,
 } from "../../mod.ts";
+import { VllmBackend } from "../../src/backends/vllm/mod.ts";
 import { FakeBackend, type FakeBackendOptions } from "../../src/testing/mod.ts";
 import { resultProblem } from "./_fuzz_invariants.ts";
 import {

@@ -4,7 +4,7 @@
  * `/incontext/context` put behind INCONTEXT_ADMIN_TOKEN; health stays open.
  */
 import { ok, strictEqual, throws } from "node:assert/strict";
-import { loadConfig } from "../../mod.ts";
+import { loadConfig } from "../../src/config/mod.ts";
 import { createProxyHandler, type ProxyOptions } from "../../src/proxy/mod.ts";
 import { FakeBackend } from "../../src/testing/mod.ts";
 import { spawnProxy } from "./_proxy_spawn.ts";

@@ -6,7 +6,9 @@
  * a normal request right after still works.
  */
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
-import { budget, createCountCache, VllmBackend } from "../../mod.ts";
+import { budget } from "../../mod.ts";
+import { createCountCache } from "../../src/cache/mod.ts";
+import { VllmBackend } from "../../src/backends/vllm/mod.ts";
 import { budgetedFetch } from "../../src/bridges/fetch.ts";
 import { budgetMiddleware } from "../../src/bridges/middleware.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";

@@ -13,7 +13,8 @@ import {
   serveFakeUpstream,
 } from "../../src/testing/mod.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
-import { createCountCache, VllmBackend } from "../../mod.ts";
+import { createCountCache } from "../../src/cache/mod.ts";
+import { VllmBackend } from "../../src/backends/vllm/mod.ts";
 import { serveSecretUpstream } from "./_proxy_secret_upstream.ts";
 import { postJson, serveProxy } from "./_proxy_serve.ts";
 import {

@@ -10,13 +10,8 @@
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
-import {
-  type Backend,
-  backends,
-  budget,
-  type JsonObject,
-  loadConfig,
-} from "../../mod.ts";
+import { type Backend, budget, type JsonObject } from "../../mod.ts";
+import { backends, loadConfig } from "../../src/config/mod.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
 import { captureLogs } from "../_log_capture.ts";
 import { MODEL_FILES } from "../_model_files.ts";
@@ -141,7 +136,7 @@ Deno.test("no bundled backend leaks a key, the URL token or the prompt", async (
         INCONTEXT_CONTEXT_LENGTH: String(CONTEXT),
         INCONTEXT_COMPRESSION_WINDOW_TOKENS: "50000",
       });
-      const backend: Backend = backends.one(name, config);
+      const backend: Backend = await backends.load(name, config);
       echo.seen.length = 0;
       await using logs = await captureLogs();
       const request = requestFor(name);

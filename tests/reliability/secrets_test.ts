@@ -7,7 +7,9 @@
  * only its own key.
  */
 import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
-import { CountError, createCountCache, VllmBackend } from "../../mod.ts";
+import { CountError } from "../../mod.ts";
+import { createCountCache } from "../../src/cache/mod.ts";
+import { VllmBackend } from "../../src/backends/vllm/mod.ts";
 import { captureLogs } from "../_log_capture.ts";
 import { HANG_MS } from "../_hang.ts";
 import {

@@ -8,10 +8,10 @@ import {
   budget,
   type BudgetResult,
   CountError,
-  createCountCache,
   type JsonObject,
-  VllmBackend,
 } from "../../mod.ts";
+import { createCountCache } from "../../src/cache/mod.ts";
+import { VllmBackend } from "../../src/backends/vllm/mod.ts";
 import {
   type FakeVllmFault,
   serveFakeVllmTokenizer,

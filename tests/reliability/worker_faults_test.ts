@@ -4,15 +4,13 @@
  * cache's bounds hold in it.
  */
 import { deepStrictEqual, rejects, strictEqual } from "node:assert/strict";
+import { budget, type BudgetOptions, CountError } from "../../mod.ts";
+import type { CountCache } from "../../src/cache/mod.ts";
+import { VllmBackend } from "../../src/backends/vllm/mod.ts";
 import {
-  budget,
-  type BudgetOptions,
-  type CountCache,
-  CountError,
-  createCountCache,
-  VllmBackend,
-} from "../../mod.ts";
-import { terminateCountWorkerForTesting } from "../../src/testing/mod.ts";
+  createCountCacheForTesting,
+  terminateCountWorkerForTesting,
+} from "../../src/testing/mod.ts";
 import { resultProblem } from "./_fuzz_invariants.ts";
 import { serveHeldTokenizer } from "./_tokenizer_held.ts";
 import { settleWithin } from "./_tokenizer_guard.ts";
@@ -43,7 +41,7 @@ Deno.test("a count worker killed with 100 counts in flight takes no call down", 
     maxModelLen: CONTEXT,
     countTokens: () => PROMPT_TOKENS,
   });
-  await using cache = createCountCache({
+  await using cache = createCountCacheForTesting({
     maxEntries: MAX_ENTRIES,
     maxKeyBytes: MAX_KEY_BYTES,
   });

@@ -44,11 +44,6 @@ export function requireConfig<K extends keyof Config>(
   return config as Config & RequiredSettings<K>;
 }
 
-/** The variables of the settings `backend` requires, for the registry. */
-export function requiredVariables(backend: BundledBackend): string[] {
-  return backend.requires.map((key) => CONFIG_VARIABLES[key].name);
-}
-
 /** The options {@linkcode httpOptionsFromConfig} reads. */
 export interface ConfiguredHttpOptions {
   readonly url?: string;

@@ -12,7 +12,7 @@ import type { CountCache } from "../../cache/mod.ts";
  *
  * @example The same settings for two backends
  * ```ts
- * import { type HttpCountOptions, VllmBackend } from "@incontext/incontext";
+ * import { type HttpCountOptions, VllmBackend } from "@incontext/incontext/vllm";
  * import { TgiBackend } from "@incontext/incontext/tgi";
  *
  * const shared: HttpCountOptions = { timeoutSeconds: 5, userAgent: "my-agent/1.0", cache: null };

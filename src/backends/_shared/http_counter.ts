@@ -10,7 +10,7 @@
 import type { JsonObject } from "../../core/backend.ts";
 import type { CountCache } from "../../cache/mod.ts";
 import type { Deadline } from "../../_internal/deadline.ts";
-import { peekCount } from "../../cache/client.ts";
+import { peekCount } from "../../cache/capability.ts";
 import { hashCountKey } from "../../cache/key.ts";
 import {
   cachedCount,

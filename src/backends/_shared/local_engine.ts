@@ -8,7 +8,7 @@
 import type { JsonObject } from "../../core/request.ts";
 import { CountError } from "../../core/errors.ts";
 import type { CountCache } from "../../cache/types.ts";
-import { engineChannelOf } from "../../cache/client.ts";
+import { engineChannelOf } from "../../cache/capability.ts";
 import type { EngineChannel } from "../../cache/engine.ts";
 import type { LocalCall } from "../../local/engine.ts";
 import type { LocalCountJob, ModelSpec } from "../../local/models.ts";

@@ -48,6 +48,7 @@
  */
 export { AnchoredBackend, anchoredFromConfig } from "./anchored_backend.ts";
 export type { AnchoredBackendOptions } from "./anchored_backend.ts";
+export { CountError, TemplateRejectedError } from "../../core/errors.ts";
 export { AnchorStore } from "../../anchors/store.ts";
 export { recordResponseUsage } from "../../anchors/record_usage.ts";
 export type {
@@ -56,6 +57,7 @@ export type {
   ConversationKeys,
 } from "../../anchors/store.ts";
 export type { Usage } from "../../anchors/usage.ts";
+// The types AnchoredBackend's API names, so that this entry stands on its own.
 export type * from "../../core/contract_types.ts";
 export type { Estimator } from "../../core/estimate.ts";
 export type { Config } from "../../core/config.ts";

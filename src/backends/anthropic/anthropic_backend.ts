@@ -148,8 +148,7 @@ export class AnthropicBackend extends Backend {
    *
    * @example Failing on an error status
    * ```ts
-   * import { CountError } from "@incontext/incontext";
-   * import { AnthropicBackend } from "@incontext/incontext/anthropic";
+   * import { CountError, AnthropicBackend } from "@incontext/incontext/anthropic";
    * import { createFakeAnthropicHandler } from "@incontext/incontext/testing";
    * import { rejects } from "node:assert/strict";
    *
@@ -265,7 +264,7 @@ export class AnthropicBackend extends Backend {
  * strictEqual(anthropicFromConfig(config).source, "anthropic-count-tokens");
  * ```
  */
-export function anthropicFromConfig(config: Config): Backend {
+export function anthropicFromConfig(config: Config): AnthropicBackend {
   const { anthropicApiKey } = requireConfig(ANTHROPIC, config);
   return new AnthropicBackend({
     ...httpOptionsFromConfig(config, anthropicApiKey),

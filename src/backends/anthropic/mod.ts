@@ -24,6 +24,7 @@ export {
   anthropicFromConfig,
 } from "./anthropic_backend.ts";
 export type { AnthropicBackendOptions } from "./anthropic_backend.ts";
+export { CountError } from "../../core/errors.ts";
+export { ConfigError } from "../../core/config_error.ts";
 // The types AnthropicBackend's API names, so that this entry stands on its own.
 export type * from "../_shared/entry_types.ts";
-export type { Config } from "../../core/config.ts";

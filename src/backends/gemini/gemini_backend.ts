@@ -337,7 +337,7 @@ export class GeminiBackend extends Backend {
  * strictEqual(geminiFromConfig(config).source, "gemini-count-tokens");
  * ```
  */
-export function geminiFromConfig(config: Config): Backend {
+export function geminiFromConfig(config: Config): GeminiBackend {
   const { geminiApiKey } = requireConfig(GEMINI, config);
   return new GeminiBackend({
     ...httpOptionsFromConfig(config, geminiApiKey),

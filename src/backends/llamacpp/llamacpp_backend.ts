@@ -139,8 +139,7 @@ export class LlamaCppBackend extends Backend {
    *
    * @example A context length that is not the server's
    * ```ts
-   * import { CountError } from "@incontext/incontext";
-   * import { LlamaCppBackend } from "@incontext/incontext/llamacpp";
+   * import { CountError, LlamaCppBackend } from "@incontext/incontext/llamacpp";
    * import { createFakeLlamaCppHandler } from "@incontext/incontext/testing";
    * import { rejects } from "node:assert/strict";
    *
@@ -432,14 +431,14 @@ function isTokenId(value: unknown): boolean {
  * @example From configuration
  * ```ts
  * import { loadConfig } from "@incontext/incontext/config";
- * import { llamacppFromConfig } from "@incontext/incontext/llamacpp";
+ * import { llamaCppFromConfig } from "@incontext/incontext/llamacpp";
  * import { strictEqual } from "node:assert/strict";
  *
  * const config = loadConfig({ INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8080" });
- * strictEqual(llamacppFromConfig(config).source, "llamacpp-tokenize");
+ * strictEqual(llamaCppFromConfig(config).source, "llamacpp-tokenize");
  * ```
  */
-export function llamacppFromConfig(config: Config): Backend {
+export function llamaCppFromConfig(config: Config): LlamaCppBackend {
   const { tokenizerUrl } = requireConfig(LLAMACPP, config);
   return new LlamaCppBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),
@@ -451,5 +450,5 @@ export function llamacppFromConfig(config: Config): Backend {
 export const LLAMACPP: BundledBackend<"tokenizerUrl"> = {
   name: "llamacpp",
   requires: ["tokenizerUrl"],
-  factory: llamacppFromConfig,
+  factory: llamaCppFromConfig,
 };

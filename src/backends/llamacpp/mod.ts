@@ -19,8 +19,9 @@
  *
  * @module
  */
-export { LlamaCppBackend, llamacppFromConfig } from "./llamacpp_backend.ts";
+export { LlamaCppBackend, llamaCppFromConfig } from "./llamacpp_backend.ts";
 export type { LlamaCppBackendOptions } from "./llamacpp_backend.ts";
+export { CountError, TemplateRejectedError } from "../../core/errors.ts";
+export { ConfigError } from "../../core/config_error.ts";
 // The types LlamaCppBackend's API names, so that this entry stands on its own.
 export type * from "../_shared/entry_types.ts";
-export type { Config } from "../../core/config.ts";

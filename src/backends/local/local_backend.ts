@@ -470,8 +470,29 @@ function disposedError(): CountError {
   return new CountError(`Cannot count as ${WHAT} is disposed`);
 }
 
-/** Builds the `local` backend from configuration; nothing is read until its first count. */
-function localFromConfig(config: Config): Backend {
+/**
+ * Builds the `local` backend from configuration: the model folder from
+ * `INCONTEXT_TOKENIZER_DIR`; `INCONTEXT_CHAT_TEMPLATE`,
+ * `INCONTEXT_TOKENIZER_SHA256`, `INCONTEXT_VLLM_VERSION`,
+ * `INCONTEXT_VLLM_TOKENIZER_MODE` and
+ * `INCONTEXT_CHAT_TEMPLATE_CONTENT_FORMAT` are optional.
+ *
+ * @param config The loaded configuration.
+ * @returns The backend, counting in the process-wide count cache; nothing is
+ * read until its first count.
+ * @throws {ConfigError} If `INCONTEXT_TOKENIZER_DIR` is missing.
+ *
+ * @example From configuration
+ * ```ts
+ * import { loadConfig } from "@incontext/incontext/config";
+ * import { LocalBackend, localFromConfig } from "@incontext/incontext/local";
+ * import { ok } from "node:assert/strict";
+ *
+ * const config = loadConfig({ INCONTEXT_BACKEND: "local", INCONTEXT_TOKENIZER_DIR: "/models/qwen3" });
+ * ok(localFromConfig(config) instanceof LocalBackend);
+ * ```
+ */
+export function localFromConfig(config: Config): LocalBackend {
   const { tokenizerDir } = requireConfig(LOCAL, config);
   return new LocalBackend({
     dir: tokenizerDir,

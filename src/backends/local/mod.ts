@@ -18,9 +18,10 @@
  *
  * @module
  */
-export { LocalBackend } from "./local_backend.ts";
+export { LocalBackend, localFromConfig } from "./local_backend.ts";
 export type { LocalBackendOptions } from "./local_backend.ts";
+export { CountError, TemplateRejectedError } from "../../core/errors.ts";
+export { ConfigError } from "../../core/config_error.ts";
 // The types LocalBackend's API names, so that this entry stands on its own.
 export type * from "../_shared/entry_types.ts";
-export { CountError, TemplateRejectedError } from "../../core/errors.ts";
 export type { FilesSha256 } from "../../local/chat_render.ts";

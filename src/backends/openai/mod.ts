@@ -21,9 +21,8 @@
  *
  * @module
  */
-export { OpenAIBackend, openaiFromConfig } from "./openai_backend.ts";
+export { OpenAIBackend, openAIFromConfig } from "./openai_backend.ts";
 export type { OpenAIBackendOptions } from "./openai_backend.ts";
+export { CountError } from "../../core/errors.ts";
 // The types OpenAIBackend's API names, so that this entry stands on its own.
 export type * from "../_shared/entry_types.ts";
-export type { Config } from "../../core/config.ts";
-export { CountError } from "../../core/errors.ts";

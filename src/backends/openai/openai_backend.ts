@@ -326,15 +326,15 @@ function chatPayload(request: JsonObject): Record<string, unknown> {
  *
  * @example Selecting OpenAI
  * ```ts
- * import { openaiFromConfig } from "@incontext/incontext/openai";
+ * import { openAIFromConfig } from "@incontext/incontext/openai";
  * import { loadConfig } from "@incontext/incontext/config";
  * import { strictEqual } from "node:assert/strict";
  *
  * const config = loadConfig({ INCONTEXT_TOKENIZER_URL: "https://api.openai.com" });
- * strictEqual(openaiFromConfig(config).source, "openai-input-tokens");
+ * strictEqual(openAIFromConfig(config).source, "openai-input-tokens");
  * ```
  */
-export function openaiFromConfig(config: Config): Backend {
+export function openAIFromConfig(config: Config): OpenAIBackend {
   return new OpenAIBackend(httpOptionsFromConfig(config, config.openaiApiKey));
 }
 
@@ -347,5 +347,5 @@ export function openaiFromConfig(config: Config): Backend {
 export const OPENAI: BundledBackend<never> = {
   name: "openai",
   requires: [],
-  factory: openaiFromConfig,
+  factory: openAIFromConfig,
 };

@@ -24,8 +24,8 @@ export type {
   SglangBackendOptions,
   SglangOutputLimitOptions,
 } from "./sglang_backend.ts";
+export { CountError, TemplateRejectedError } from "../../core/errors.ts";
+export { ConfigError } from "../../core/config_error.ts";
 // The types SglangBackend's API names, so that this entry stands on its own.
 export type * from "../_shared/entry_types.ts";
-export type { Config } from "../../core/config.ts";
-export { CountError, TemplateRejectedError } from "../../core/errors.ts";
 export type { FilesSha256 } from "../../local/chat_render.ts";

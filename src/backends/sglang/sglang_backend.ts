@@ -401,7 +401,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
  * strictEqual(backend.source, "sglang-tokenize");
  * ```
  */
-export function sglangFromConfig(config: Config): Backend {
+export function sglangFromConfig(config: Config): SglangBackend {
   const { tokenizerUrl, tokenizerDir } = requireConfig(SGLANG, config);
   return new SglangBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),

@@ -20,6 +20,7 @@
  */
 export { TgiBackend, tgiFromConfig } from "./tgi_backend.ts";
 export type { TgiBackendOptions } from "./tgi_backend.ts";
+export { CountError, TemplateRejectedError } from "../../core/errors.ts";
+export { ConfigError } from "../../core/config_error.ts";
 // The types TgiBackend's API names, so that this entry stands on its own.
 export type * from "../_shared/entry_types.ts";
-export type { Config } from "../../core/config.ts";

@@ -134,8 +134,7 @@ export class TgiBackend extends Backend {
    *
    * @example A context length that is not TGI's max_total_tokens
    * ```ts
-   * import { CountError } from "@incontext/incontext";
-   * import { TgiBackend } from "@incontext/incontext/tgi";
+   * import { CountError, TgiBackend } from "@incontext/incontext/tgi";
    * import { createFakeTgiHandler } from "@incontext/incontext/testing";
    * import { rejects } from "node:assert/strict";
    *
@@ -351,7 +350,7 @@ export class TgiBackend extends Backend {
  * strictEqual(tgiFromConfig(config).source, "tgi-chat-tokenize");
  * ```
  */
-export function tgiFromConfig(config: Config): Backend {
+export function tgiFromConfig(config: Config): TgiBackend {
   const { tokenizerUrl } = requireConfig(TGI, config);
   return new TgiBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),

@@ -18,7 +18,9 @@
  *
  * @module
  */
-export { VllmBackend } from "./vllm_backend.ts";
+export { VllmBackend, vllmFromConfig } from "./vllm_backend.ts";
 export type { VllmBackendOptions } from "./vllm_backend.ts";
+export { CountError, TemplateRejectedError } from "../../core/errors.ts";
+export { ConfigError } from "../../core/config_error.ts";
 // The types VllmBackend's API names, so that this entry stands on its own.
 export type * from "../_shared/entry_types.ts";

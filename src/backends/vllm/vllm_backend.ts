@@ -154,8 +154,7 @@ export class VllmBackend extends Backend {
    *
    * @example Failing on purpose
    * ```ts
-   * import { CountError } from "@incontext/incontext";
-   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { CountError, VllmBackend } from "@incontext/incontext/vllm";
    * import { rejects } from "node:assert/strict";
    *
    * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize", cache: null });
@@ -371,8 +370,26 @@ function readCount(body: JsonObject, contextLength: number): number {
   return count;
 }
 
-/** Builds the `vllm` backend from configuration: `INCONTEXT_TOKENIZER_URL` is its `/tokenize`. */
-function vllmFromConfig(config: Config): Backend {
+/**
+ * Builds the `vllm` backend from configuration: `INCONTEXT_TOKENIZER_URL` is
+ * its `/tokenize`, `INCONTEXT_TOKENIZER_API_KEY` the server's `--api-key`,
+ * and `INCONTEXT_VLLM_VERSION` the release whose rules it follows.
+ *
+ * @param config The loaded configuration.
+ * @returns The backend, using the process-wide count cache.
+ * @throws {ConfigError} If `INCONTEXT_TOKENIZER_URL` is missing.
+ *
+ * @example From configuration
+ * ```ts
+ * import { loadConfig } from "@incontext/incontext/config";
+ * import { VllmBackend, vllmFromConfig } from "@incontext/incontext/vllm";
+ * import { ok } from "node:assert/strict";
+ *
+ * const config = loadConfig({ INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize" });
+ * ok(vllmFromConfig(config) instanceof VllmBackend);
+ * ```
+ */
+export function vllmFromConfig(config: Config): VllmBackend {
   const { tokenizerUrl } = requireConfig(VLLM, config);
   return new VllmBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),

@@ -8,7 +8,7 @@
  * @module
  */
 import { AnchoredBackend } from "../../backends/anchored/mod.ts";
-import { attachCountTier } from "../../cache/client.ts";
+import { attachCountTier } from "../../cache/capability.ts";
 import type { Backend } from "../../core/backend.ts";
 import type { ProxyReporter } from "../../proxy/options.ts";
 import { redisConnection } from "../../replicas/connection.ts";

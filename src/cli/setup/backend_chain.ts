@@ -62,11 +62,14 @@ export function unknownBackends(
  *
  * @throws {ConfigError} Naming the variable when a name is not registered.
  */
-export function selectBackend(settings: ChainSettings): Backend {
+export async function selectBackend(
+  settings: ChainSettings,
+): Promise<Backend> {
   const { config } = settings;
-  const links = backendNames(config).map((name) => {
+  const links: Backend[] = [];
+  for (const name of backendNames(config)) {
     try {
-      return backends.one(name, config);
+      links.push(await backends.load(name, config));
     } catch (error) {
       if (!(error instanceof UnknownBackendError)) throw error;
       throw new ConfigError([{
@@ -76,7 +79,7 @@ export function selectBackend(settings: ChainSettings): Backend {
         }; registered: ${error.registered.join(", ")}`,
       }]);
     }
-  });
+  }
   if (links.length === 1) return links[0]!;
   return new BackendChain(links, {
     ...(config.backendFallbackTurns === undefined

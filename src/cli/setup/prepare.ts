@@ -71,7 +71,7 @@ export async function prepare(
     await cache[Symbol.asyncDispose]();
   };
   try {
-    const backend = selectBackend(settings);
+    const backend = await selectBackend(settings);
     await loadFiles(backend);
     return { settings, backend, cache, [Symbol.asyncDispose]: dispose };
   } catch (error) {
