@@ -132,6 +132,8 @@ export function report(
     "of which reading + counting p50 / p99 ms",
     "count = usage",
   ], rows);
+  const all = samples.get("incontext") ?? [];
+  console.log(`count = usage over every turn: ${agreement(all)}`);
 }
 
 /**
