@@ -7,8 +7,8 @@
  *
  * With `--usage-from-bench`, `usage.prompt_tokens` (and the length check) of
  * a chat request is the count the benchmark posted to `USAGE_PATH` for its
- * messages, and a quarter of the messages' JSON length for one it did not.
- * Chat replies follow `replyTo()` either way.
+ * messages, and a quarter of the messages' JSON length for one it did not;
+ * chat replies follow `replyTo()`.
  *
  * @module
  */
@@ -25,12 +25,15 @@ function countTokens(body: { readonly [key: string]: unknown }): number {
     Math.ceil(JSON.stringify(body.messages ?? body.prompt ?? "").length / 4);
 }
 
+function reply(body: { readonly [key: string]: unknown }): string {
+  return replyTo(Array.isArray(body.messages) ? body.messages : []);
+}
+
 const fake = createFakeUpstreamHandler({
   maxModelLen,
   // A benchmark only needs answers, not the fake's record of every request.
   recordRequests: false,
-  reply: (body) => replyTo(Array.isArray(body.messages) ? body.messages : []),
-  ...(fromBench ? { countTokens } : {}),
+  ...(fromBench ? { countTokens, reply } : {}),
 });
 
 async function handle(request: Request): Promise<Response> {

@@ -96,7 +96,8 @@ async function readLines(
 
 /**
  * The fake vLLM upstream; with `usageFromBench`, its `usage` reports the
- * counts the benchmark posts (see `_bench_usage.ts`).
+ * counts the benchmark posts and its replies follow `replyTo()` (see
+ * `_bench_upstream_rules.ts`).
  */
 export async function startUpstream(
   { usageFromBench = false }: { readonly usageFromBench?: boolean } = {},

@@ -8,7 +8,7 @@
  * local backend) through the Portkey gateway, in an order that alternates;
  * the figures are per turn near 8k, 32k and 128k tokens.
  *
- *     deno run -A bench/agent_turn.ts
+ *     deno run --config tests/deno.json -A bench/agent_turn.ts
  *
  * Before a conversation's turns are sent, the reference tokenizer (vLLM's
  * own `/tokenize` when its environment is given, the project's tokenize
@@ -233,7 +233,9 @@ async function withProxy(
     ...env,
     // Its access records tell the time to the budget decision per request.
     INCONTEXT_LOG_FORMAT: "json",
-    // The warm-up's usage is the fake's rough count: no anchor warnings.
+    // A turn's anchor (the last turn's usage plus a rough estimate of what
+    // was appended) is off by more than the default 2% on invented words:
+    // no warning a turn.
     INCONTEXT_ANCHOR_TOLERANCE: "0.5",
   }, { denoArgs: profile, onLine: readAccessRecord });
   const targets = new Map<Path, Target>([
