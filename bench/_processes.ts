@@ -94,8 +94,14 @@ async function readLines(
   }
 }
 
-/** The fake vLLM upstream. */
-export async function startUpstream(): Promise<ServerProcess> {
+/**
+ * The fake vLLM upstream; with `usageFromBench`, its `usage` reports the
+ * counts the benchmark posts and its replies follow `replyTo()` (see
+ * `_bench_upstream_rules.ts`).
+ */
+export async function startUpstream(
+  { usageFromBench = false }: { readonly usageFromBench?: boolean } = {},
+): Promise<ServerProcess> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -104,6 +110,7 @@ export async function startUpstream(): Promise<ServerProcess> {
       CONFIG,
       new URL("./_bench_upstream.ts", import.meta.url).pathname,
       String(CONTEXT_LENGTH),
+      ...(usageFromBench ? ["--usage-from-bench"] : []),
     ],
     stdin: "null",
     stdout: "piped",

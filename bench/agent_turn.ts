@@ -1,25 +1,36 @@
 /**
  * The real agent turn, every server its own process: the fake vLLM upstream,
- * `incontext serve` in front of it, and (for the vllm backend) the project's
- * tokenize server over the Qwen3 files. Conversations grow by ~1,000 tokens
- * of fresh prose a turn to ~128k tokens, so every turn is a new request, as
- * an agent sends it. Each turn goes direct to the upstream, through incontext
- * and (with the local backend) through the Portkey gateway, in an order that
- * alternates; the figures are per turn near 8k, 32k and 128k tokens.
+ * `incontext serve` in front of it, the project's tokenize server over the
+ * Qwen3 files and, when its environment is given, vLLM's own API server over
+ * the same files. Conversations grow by ~1,000 tokens of fresh prose a turn
+ * to ~128k tokens, so every turn is a new request, as an agent sends it.
+ * Each turn goes direct to the upstream, through incontext and (with the
+ * local backend) through the Portkey gateway, in an order that alternates;
+ * the figures are per turn near 8k, 32k and 128k tokens.
  *
- *     deno run -A bench/agent_turn.ts
+ *     deno run --config tests/deno.json -A bench/agent_turn.ts
  *
+ * Before a conversation's turns are sent, the reference tokenizer (vLLM's
+ * own `/tokenize` when its environment is given, the project's tokenize
+ * server otherwise) counts each, in order and timed on its own, and the
+ * upstream reports those counts in `usage`, as a real vLLM would: the column
+ * `count = usage` is how often the proxy's count equalled it.
+ *
+ * The passes: `local` (the local backend), `vllm` (the vllm backend over the
+ * project's tokenize server) and `vllm-api` (the vllm backend over vLLM's own
+ * API server, `AGENT_TURN_VLLM_PYTHON` and `AGENT_TURN_VLLM_SRC`, see
+ * `_vllm_server.ts`; skipped when they are not set).
+ * `AGENT_TURN_BACKENDS` (default `local,vllm,vllm-api`) picks the passes,
  * `AGENT_TURN_CONVERSATIONS` (default 12) sets how many conversations the
- * local backend gets, `AGENT_TURN_VLLM_CONVERSATIONS` (default 3) the vllm
- * backend, `AGENT_TURN_BACKENDS` (default `local,vllm`) which backends
- * run; `AGENT_TURN_PROFILE=DIR` writes a V8 CPU profile of each proxy
+ * local backend gets, `AGENT_TURN_VLLM_CONVERSATIONS` (default 3) each vllm
+ * pass; `AGENT_TURN_PROFILE=DIR` writes a V8 CPU profile of each proxy
  * process into DIR. The proxy logs JSON lines: its access records give each
  * request's time to the budget decision, reported beside the totals.
  *
  * @module
  */
 import { ProseGenerator } from "./_local_bench_text.ts";
-import { printMachine, printTable } from "./_proxy_bench_setup.ts";
+import { printMachine } from "./_proxy_bench_setup.ts";
 import {
   portkeyHeaders,
   QWEN3_DIR,
@@ -29,32 +40,37 @@ import {
   startTokenizeServer,
   startUpstream,
 } from "./_processes.ts";
+import {
+  type Path,
+  type ReferenceSample,
+  report,
+  reportReference,
+  type Sample,
+  verifications,
+} from "./_agent_turn_report.ts";
+import { replyTo, USAGE_PATH, usageKey } from "./_bench_upstream_rules.ts";
+import {
+  SERVED_MODEL,
+  startVllmServer,
+  vllmEnvironment,
+} from "./_vllm_server.ts";
 
 const CONVERSATIONS = Number(Deno.env.get("AGENT_TURN_CONVERSATIONS") ?? 12);
-// The tokenize server re-tokenizes each whole conversation per turn (~0.7 s
-// at 128k tokens): fewer conversations keep this backend's pass in minutes.
+// vLLM's own /tokenize re-tokenizes each whole conversation per turn, in
+// Python: fewer conversations keep a vllm pass in minutes.
 const VLLM_CONVERSATIONS = Number(
   Deno.env.get("AGENT_TURN_VLLM_CONVERSATIONS") ?? 3,
 );
+const BACKENDS = (Deno.env.get("AGENT_TURN_BACKENDS") ?? "local,vllm,vllm-api")
+  .split(",");
 const TURNS = 128;
 /** ~1,000 Qwen3 tokens of the generator's prose. */
 const TURN_CHARS = 3400;
-/** The turns each figure is taken from: five turns ending near the size. */
-const BUCKETS = [
-  { label: "8k", turns: [6, 10] },
-  { label: "32k", turns: [30, 34] },
-  { label: "128k", turns: [124, 128] },
-] as const;
 const PROFILE_DIR = Deno.env.get("AGENT_TURN_PROFILE");
 
-type Path = "direct" | "incontext" | "portkey";
-
-interface Sample {
-  readonly turn: number;
-  readonly ms: number;
-  readonly promptTokens?: number;
-  /** The request id sent, to find the proxy's access record. */
-  readonly id: string;
+interface Target {
+  readonly url: string;
+  readonly headers: Record<string, string>;
 }
 
 /** What the proxy's access records say of a request: its time to the budget decision. */
@@ -68,13 +84,13 @@ function readAccessRecord(line: string): void {
 
 const encoder = new TextEncoder();
 
-async function timedPost(
+async function post(
   url: string,
-  body: Uint8Array<ArrayBuffer>,
-  headers: Record<string, string>,
+  body: Uint8Array<ArrayBuffer> | string,
+  headers: Record<string, string> = {},
 ): Promise<{ ms: number; response: Response; json: Record<string, unknown> }> {
   const start = performance.now();
-  const response = await fetch(`${url}/v1/chat/completions`, {
+  const response = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body,
@@ -87,127 +103,121 @@ async function timedPost(
   return { ms, response, json };
 }
 
-/** Runs every conversation through every path; returns the samples per path. */
-async function conversations(
-  targets: ReadonlyMap<Path, { url: string; headers: Record<string, string> }>,
-  count: number,
-  turns: number,
-  seedBase: number,
-): Promise<Map<Path, Sample[]>> {
-  const samples = new Map<Path, Sample[]>(
-    [...targets.keys()].map((path) => [path, []]),
-  );
-  const paths = [...targets.keys()];
-  for (let c = 0; c < count; c++) {
-    const prose = new ProseGenerator(seedBase + c);
-    const messages: { role: string; content: string }[] = [{
-      role: "system",
-      content: `You are a coding agent. Session ${seedBase + c}.`,
-    }];
-    for (let turn = 1; turn <= turns; turn++) {
-      messages.push({ role: "user", content: prose.text(TURN_CHARS) });
-      const body = encoder.encode(JSON.stringify({
-        model: "Qwen/Qwen3-8B",
-        max_tokens: 8192,
-        messages,
-      }));
-      // Rotate the order so that no path always goes first.
-      const order = paths.map((_, i) => paths[(i + turn + c) % paths.length]!);
-      let reply = "";
-      for (const path of order) {
-        const target = targets.get(path)!;
-        const id = `${seedBase}-${c}-${turn}-${path}`;
-        const { ms, response, json } = await timedPost(
-          target.url,
-          body,
-          { ...target.headers, "x-request-id": id },
-        );
-        const tokens = response.headers.get("x-incontext-prompt-tokens");
-        samples.get(path)!.push({
-          turn,
-          ms,
-          id,
-          ...(tokens === null ? {} : { promptTokens: Number(tokens) }),
-        });
-        const choices = json.choices as { message: { content: string } }[];
-        reply = choices[0]!.message.content;
-      }
-      messages.push({ role: "assistant", content: reply });
-    }
+type Message = { readonly role: string; readonly content: string };
+
+/** A conversation's requests, one per turn, each the whole conversation so far. */
+function conversationTurns(seed: number, turns: number): Message[][] {
+  const prose = new ProseGenerator(seed);
+  const messages: Message[] = [{
+    role: "system",
+    content: `You are a coding agent. Session ${seed}.`,
+  }];
+  const requests: Message[][] = [];
+  for (let turn = 1; turn <= turns; turn++) {
+    messages.push({ role: "user", content: prose.text(TURN_CHARS) });
+    requests.push([...messages]);
+    messages.push({ role: "assistant", content: replyTo(messages) });
+  }
+  return requests;
+}
+
+/**
+ * Counts each turn with the reference tokenizer, in the order an agent sends
+ * them, and tells the upstream each count. This runs before a conversation's
+ * timed turns, not between them: the reference's work after it answers (a
+ * Python server's garbage, its log line) would land in the timed turns.
+ */
+async function countReference(
+  requests: readonly Message[][],
+): Promise<ReferenceSample[]> {
+  const samples: ReferenceSample[] = [];
+  for (const [index, messages] of requests.entries()) {
+    const { ms, json } = await post(
+      `${reference.url}/tokenize`,
+      JSON.stringify({ model: SERVED_MODEL, messages }),
+    );
+    const count = json.count as number;
+    const told = await fetch(`${upstream.url}${USAGE_PATH}`, {
+      method: "POST",
+      body: JSON.stringify({ key: usageKey(messages), count }),
+    });
+    await told.body?.cancel();
+    samples.push({ turn: index + 1, ms, count });
   }
   return samples;
 }
 
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.ceil((p / 100) * sorted.length) - 1;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))]!;
+/** Sends one turn by one path. */
+async function send(
+  target: Target,
+  body: Uint8Array<ArrayBuffer>,
+  { turn, id, expected }: {
+    readonly turn: number;
+    readonly id: string;
+    readonly expected: string;
+  },
+): Promise<Sample> {
+  const { ms, response, json } = await post(
+    `${target.url}/v1/chat/completions`,
+    body,
+    { ...target.headers, "x-request-id": id },
+  );
+  const choices = json.choices as { message: { content: string } }[];
+  if (choices[0]!.message.content !== expected) {
+    throw new Error(`${id}: the upstream's reply is not replyTo()'s`);
+  }
+  const tokens = response.headers.get("x-incontext-prompt-tokens");
+  const usage = json.usage as { prompt_tokens?: number } | undefined;
+  return {
+    turn,
+    ms,
+    id,
+    ...(tokens === null ? {} : { promptTokens: Number(tokens) }),
+    ...(usage?.prompt_tokens === undefined
+      ? {}
+      : { usageTokens: usage.prompt_tokens }),
+  };
 }
 
-const f = (ms: number) => ms.toFixed(2);
-const signed = (ms: number) => `${ms >= 0 ? "+" : ""}${ms.toFixed(2)}`;
-
-function report(title: string, samples: Map<Path, Sample[]>): void {
-  console.log(`\n${title}`);
-  const rows: string[][] = [];
-  for (const bucket of BUCKETS) {
-    const inBucket = (path: Path) =>
-      (samples.get(path) ?? []).filter((s) =>
-        s.turn >= bucket.turns[0] && s.turn <= bucket.turns[1]
-      );
-    const direct = inBucket("direct").map((s) => s.ms);
-    const tokens = inBucket("incontext").map((s) => s.promptTokens ?? 0);
-    const meanTokens = tokens.reduce((a, b) => a + b, 0) / tokens.length;
-    const d50 = percentile(direct, 50);
-    const d99 = percentile(direct, 99);
-    for (const path of ["incontext", "portkey"] as const) {
-      const through = inBucket(path).map((s) => s.ms);
-      if (through.length === 0) continue;
-      const p50 = percentile(through, 50);
-      const p99 = percentile(through, 99);
-      const counts = inBucket(path).flatMap((s) => {
-        const ms = countTimes.get(s.id);
-        return ms === undefined ? [] : [ms];
-      });
-      rows.push([
-        bucket.label,
-        String(Math.round(meanTokens)),
-        path,
-        String(through.length),
-        `${f(d50)} / ${f(d99)}`,
-        `${f(p50)} / ${f(p99)}`,
-        signed(p50 - d50),
-        signed(p99 - d99),
-        (p99 / p50).toFixed(2),
-        counts.length === 0
-          ? "-"
-          : `${f(percentile(counts, 50))} / ${f(percentile(counts, 99))}`,
-      ]);
+/** Runs every conversation through every path; returns the samples per path and the reference's. */
+async function conversations(
+  targets: ReadonlyMap<Path, Target>,
+  { count, turns, seedBase }: {
+    readonly count: number;
+    readonly turns: number;
+    readonly seedBase: number;
+  },
+): Promise<{ paths: Map<Path, Sample[]>; reference: ReferenceSample[] }> {
+  const paths = new Map<Path, Sample[]>(
+    [...targets.keys()].map((path) => [path, []]),
+  );
+  const referenceSamples: ReferenceSample[] = [];
+  const names = [...targets.keys()];
+  for (let c = 0; c < count; c++) {
+    const requests = conversationTurns(seedBase + c, turns);
+    referenceSamples.push(...await countReference(requests));
+    for (const [index, messages] of requests.entries()) {
+      const turn = index + 1;
+      const body = encoder.encode(JSON.stringify({
+        model: SERVED_MODEL,
+        max_tokens: 8192,
+        messages,
+      }));
+      // Rotate the order so that no path always goes first.
+      const order = names.map((_, i) => names[(i + turn + c) % names.length]!);
+      for (const path of order) {
+        paths.get(path)!.push(
+          await send(targets.get(path)!, body, {
+            turn,
+            id: `${seedBase}-${c}-${turn}-${path}`,
+            expected: replyTo(messages),
+          }),
+        );
+      }
     }
   }
-  printTable([
-    "near",
-    "mean prompt tokens",
-    "path",
-    "turns",
-    "direct p50 / p99 ms",
-    "through p50 / p99 ms",
-    "added p50",
-    "added p99",
-    "p99 / p50",
-    "of which reading + counting p50 / p99 ms",
-  ], rows);
+  return { paths, reference: referenceSamples };
 }
-
-const started = performance.now();
-printMachine();
-console.log(
-  `${CONVERSATIONS} conversations with the local backend, ${VLLM_CONVERSATIONS} with vllm, ${TURNS} turns of ~1,000 tokens each; every server its own process`,
-);
-
-await using upstream = await startUpstream();
-await using portkey = await startPortkey();
-const direct = { url: upstream.url, headers: {} };
 
 async function withProxy(
   name: string,
@@ -223,14 +233,13 @@ async function withProxy(
     ...env,
     // Its access records tell the time to the budget decision per request.
     INCONTEXT_LOG_FORMAT: "json",
-    // The fake upstream's usage is a rough count: no anchor warnings.
+    // A turn's anchor (the last turn's usage plus a rough estimate of what
+    // was appended) is off by more than the default 2% on invented words:
+    // no warning a turn.
     INCONTEXT_ANCHOR_TOLERANCE: "0.5",
   }, { denoArgs: profile, onLine: readAccessRecord });
-  const targets = new Map<
-    Path,
-    { url: string; headers: Record<string, string> }
-  >([
-    ["direct", direct],
+  const targets = new Map<Path, Target>([
+    ["direct", { url: upstream.url, headers: {} }],
     ["incontext", { url: proxy.url, headers: {} }],
     ...(peer
       ? [
@@ -242,14 +251,40 @@ async function withProxy(
       : []),
   ]);
   // Warm-up: compiles the paths of every process; not reported.
-  await conversations(targets, 1, 12, 9000);
-  const samples = await conversations(targets, count, TURNS, 1);
-  report(`backend ${name}`, samples);
+  await conversations(targets, { count: 1, turns: 12, seedBase: 9000 });
+  const { paths, reference: calls } = await conversations(targets, {
+    count,
+    turns: TURNS,
+    seedBase: 1,
+  });
+  report(`backend ${name}`, paths, countTimes);
+  const metrics = await fetch(`${proxy.url}/incontext/metrics`);
+  console.log(verifications(await metrics.text()));
+  reportReference(`${reference.name} /tokenize, the same turns`, calls);
 }
 
-const BACKENDS = (Deno.env.get("AGENT_TURN_BACKENDS") ?? "local,vllm").split(
-  ",",
+const started = performance.now();
+printMachine();
+console.log(
+  `${CONVERSATIONS} conversations with the local backend, ${VLLM_CONVERSATIONS} with each vllm pass, ${TURNS} turns of ~1,000 tokens each; every server its own process`,
 );
+
+const vllmEnv = vllmEnvironment();
+await using upstream = await startUpstream({ usageFromBench: true });
+await using portkey = await startPortkey();
+await using tokenizeServer = await startTokenizeServer();
+await using vllm = vllmEnv === undefined
+  ? undefined
+  : await startVllmServer(vllmEnv);
+const reference = vllm === undefined
+  ? { name: "the project's tokenize server", url: tokenizeServer.url }
+  : { name: "vLLM's own API server", url: vllm.url };
+console.log(
+  vllm === undefined
+    ? "vLLM's own API server: not run, as AGENT_TURN_VLLM_PYTHON and AGENT_TURN_VLLM_SRC are not both set; the reference tokenizer is the project's tokenize server"
+    : `vLLM's own API server: ${vllm.versions}; it is the reference tokenizer`,
+);
+
 if (BACKENDS.includes("local")) {
   await withProxy("local", {
     INCONTEXT_BACKEND: "local",
@@ -257,10 +292,21 @@ if (BACKENDS.includes("local")) {
   }, { peer: true, count: CONVERSATIONS });
 }
 if (BACKENDS.includes("vllm")) {
-  await using tokenizer = await startTokenizeServer();
-  await withProxy("vllm", {
+  await withProxy("vllm, over the project's tokenize server", {
     INCONTEXT_BACKEND: "vllm",
-    INCONTEXT_TOKENIZER_URL: `${tokenizer.url}/tokenize`,
+    INCONTEXT_TOKENIZER_URL: `${tokenizeServer.url}/tokenize`,
   }, { peer: false, count: VLLM_CONVERSATIONS });
+}
+if (BACKENDS.includes("vllm-api")) {
+  if (vllm === undefined) {
+    console.log(
+      "\nbackend vllm, over vLLM's own API server: skipped, as AGENT_TURN_VLLM_PYTHON and AGENT_TURN_VLLM_SRC are not both set",
+    );
+  } else {
+    await withProxy("vllm, over vLLM's own API server", {
+      INCONTEXT_BACKEND: "vllm",
+      INCONTEXT_TOKENIZER_URL: `${vllm.url}/tokenize`,
+    }, { peer: false, count: VLLM_CONVERSATIONS });
+  }
 }
 console.log(`\n${((performance.now() - started) / 1000).toFixed(0)} s`);

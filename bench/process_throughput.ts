@@ -11,7 +11,7 @@
  * Each run is bounded in time (4 s); the paths run twice, in the order
  * A B C D D C B A, so drift hits all alike.
  *
- *     deno run -A bench/process_throughput.ts
+ *     deno run --config tests/deno.json -A bench/process_throughput.ts
  *
  * @module
  */
