@@ -7,7 +7,7 @@ import {
   parseLayers,
   readSpecifiers,
   readTree,
-} from "./_architecture.ts";
+} from "./_kit/architecture.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
