@@ -265,3 +265,154 @@ export async function readTree(
   }
   return files;
 }
+
+/**
+ * Where tests sit. Each folder of `tests/` mirrors a folder of the source
+ * (`tests/proxy/` mirrors `src/proxy/`, `tests/backends/vllm/` mirrors
+ * `src/backends/vllm/`), but the folders named here.
+ */
+export interface TestLayout {
+  /**
+   * Folders directly under `tests/` that mirror nothing: suites across
+   * layers, the shared helpers, the fixtures.
+   */
+  readonly crossCutting: readonly string[];
+  /**
+   * Folders directly under `tests/` that mirror the repository folder of
+   * the same name instead of one under `src/` (`tests/examples/`).
+   */
+  readonly outsideSrc: readonly string[];
+}
+
+/** The layout of this repository's `tests/`. */
+export const TEST_LAYOUT: TestLayout = {
+  crossCutting: ["conformance", "reliability", "node", "_kit", "fixtures"],
+  outsideSrc: ["examples"],
+};
+
+/**
+ * The modules a test file's header says it covers: the repository paths of
+ * its `// Covers: a.ts, b.ts` line, read among the comments that open the
+ * file; undefined when it has none.
+ */
+export function coveredModules(text: string): string[] | undefined {
+  for (const line of text.split("\n")) {
+    const trimmed = line.trim();
+    const covers = /^\/\/ Covers:(.*)$/.exec(trimmed);
+    if (covers !== null) {
+      return covers[1]!.split(",").map((path) => path.trim())
+        .filter((path) => path !== "");
+    }
+    const comment = trimmed === "" || trimmed.startsWith("//") ||
+      trimmed.startsWith("/*") || trimmed.startsWith("*");
+    if (!comment) return undefined;
+  }
+  return undefined;
+}
+
+/** The source folder a folder of `tests/` mirrors (`tests/proxy` -> `src/proxy`). */
+function mirrorOf(testFolder: string, layout: TestLayout): string {
+  const rest = testFolder.split("/").slice(1);
+  return layout.outsideSrc.includes(rest[0]!)
+    ? rest.join("/")
+    : ["src", ...rest].join("/");
+}
+
+/**
+ * Every test file of `tests` (paths from the repository root to their text)
+ * that breaks the layout, one line each:
+ * - a folder of `tests/` mirrors an existing source folder, but the
+ *   cross-cutting ones of `layout`;
+ * - a `*_test.ts` in such a folder is named after a module of the folder it
+ *   mirrors (`tests/proxy/handler_test.ts`, `src/proxy/handler.ts`), or its
+ *   header names the modules it covers, each existing and one of them in
+ *   that folder;
+ * - the top of `tests/` holds no helper (they live in `tests/_kit/`) and no
+ *   test named after a module, which belongs beside that module's mirror.
+ *
+ * @param sources The repository paths of every source file (`src/`, and the
+ * folders `layout.outsideSrc` names).
+ */
+export function checkTestLayout(
+  tests: ReadonlyMap<string, string>,
+  sources: ReadonlySet<string>,
+  layout: TestLayout,
+): string[] {
+  const folders = new Set<string>();
+  for (const path of sources) {
+    const parts = path.split("/");
+    for (let end = 1; end < parts.length; end++) {
+      folders.add(parts.slice(0, end).join("/"));
+    }
+  }
+  const problems: string[] = [];
+  const unmirrored = new Set<string>();
+  for (const path of [...tests.keys()].sort()) {
+    const parts = path.split("/");
+    if (parts.length === 2) {
+      problems.push(...topLevelProblems(path, sources));
+      continue;
+    }
+    if (layout.crossCutting.includes(parts[1]!)) continue;
+    const folder = parts.slice(0, -1).join("/");
+    const mirror = mirrorOf(folder, layout);
+    if (!folders.has(mirror)) {
+      if (!unmirrored.has(folder)) {
+        problems.push(
+          `${folder}/ mirrors no source folder: ${mirror}/ does not exist`,
+        );
+      }
+      unmirrored.add(folder);
+      continue;
+    }
+    if (!path.endsWith("_test.ts")) continue;
+    const problem = testProblem(path, tests.get(path)!, mirror, sources);
+    if (problem !== undefined) problems.push(problem);
+  }
+  return problems;
+}
+
+function testProblem(
+  path: string,
+  text: string,
+  mirror: string,
+  sources: ReadonlySet<string>,
+): string | undefined {
+  const base = path.slice(path.lastIndexOf("/") + 1, -"_test.ts".length);
+  const named = `${mirror}/${base}.ts`;
+  const covered = coveredModules(text);
+  if (covered === undefined) {
+    return sources.has(named)
+      ? undefined
+      : `${path} names no module: ${named} does not exist, and its header names none it covers`;
+  }
+  const missing = covered.filter((module) => !sources.has(module));
+  if (missing.length > 0) {
+    return `${path} covers modules that do not exist: ${missing.join(", ")}`;
+  }
+  const beside = covered.some((module) =>
+    module.slice(0, module.lastIndexOf("/")) === mirror
+  );
+  return beside || sources.has(named)
+    ? undefined
+    : `${path} covers no module of ${mirror}/, the folder it mirrors`;
+}
+
+function topLevelProblems(
+  path: string,
+  sources: ReadonlySet<string>,
+): string[] {
+  const name = path.slice("tests/".length);
+  if (!name.endsWith("_test.ts")) {
+    return name.endsWith(".ts")
+      ? [
+        `${path} is a helper at the top of tests/: helpers live in tests/_kit/`,
+      ]
+      : [];
+  }
+  const module = `/${name.slice(0, -"_test.ts".length)}.ts`;
+  const twin = [...sources].sort().find((source) => source.endsWith(module));
+  if (twin === undefined) return [];
+  const folder = twin.slice(0, twin.lastIndexOf("/")).replace(/^src\//, "");
+  return [`${path} is named after ${twin}: it belongs in tests/${folder}/`];
+}
