@@ -8,7 +8,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import { MODEL_FILES } from "../tests/_model_files.ts";
+import { MODEL_FILES } from "../tests/_kit/model_files.ts";
 
 const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;

@@ -34,7 +34,7 @@ import {
 } from "../src/testing/mod.ts";
 import { serveFakeLlamaCpp } from "../src/testing/fake_llamacpp_server.ts";
 import { serveFakeTgi } from "../src/testing/fake_tgi_server.ts";
-import { MODEL_FILES } from "../tests/_model_files.ts";
+import { MODEL_FILES } from "../tests/_kit/model_files.ts";
 
 const CONTEXT = 32768;
 const WARMUP = 50;

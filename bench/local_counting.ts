@@ -35,7 +35,7 @@ import { compileChatTemplate } from "../src/template/chat_template.ts";
 import { loadTokenizer, readModelFolder } from "../src/tokenizer/tokenizer.ts";
 import { PrefixCounter } from "../src/local/prefix.ts";
 import { isLineChunkSafe } from "../src/local/line_chunks.ts";
-import { MODEL_FILES, type ModelFiles } from "../tests/_model_files.ts";
+import { MODEL_FILES, type ModelFiles } from "../tests/_kit/model_files.ts";
 import { ProseGenerator } from "./_local_bench_text.ts";
 import { nativeEncodeTimes } from "./_local_bench_native.ts";
 import type { LoadReport } from "./_local_bench_load_worker.ts";

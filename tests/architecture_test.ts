@@ -1,13 +1,17 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import {
   checkArchitecture,
+  checkTestLayout,
+  coveredModules,
   findCycles,
   importGraph,
   type Layering,
   parseLayers,
   readSpecifiers,
   readTree,
-} from "./_architecture.ts";
+  TEST_LAYOUT,
+  type TestLayout,
+} from "./_kit/architecture.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -276,4 +280,180 @@ Deno.test("parseLayers() reads the layers block, lowest last in the document", (
     "```",
   ].join("\n");
   deepStrictEqual(parseLayers(markdown).layers, ["_internal", "core", "proxy"]);
+});
+
+/** The repository paths of every source file a test folder may mirror. */
+async function projectSources(): Promise<Set<string>> {
+  const folders = ["src", ...TEST_LAYOUT.outsideSrc];
+  const sources = new Set<string>();
+  for (const folder of folders) {
+    for (const path of (await readTree(ROOT, folder)).keys()) sources.add(path);
+  }
+  return sources;
+}
+
+Deno.test("checkTestLayout() finds nothing to report in tests/", async () => {
+  const tests = await readTree(ROOT, "tests");
+  deepStrictEqual(
+    checkTestLayout(tests, await projectSources(), TEST_LAYOUT),
+    [],
+  );
+  const mirrored = [...tests.keys()].filter((path) =>
+    path.endsWith("_test.ts") && path.split("/").length > 2 &&
+    !TEST_LAYOUT.crossCutting.includes(path.split("/")[1]!)
+  );
+  ok(mirrored.length > 50, `only ${mirrored.length} tests checked`);
+});
+
+Deno.test("every folder the test layout names is a folder of tests/", async () => {
+  const folders: string[] = [];
+  for await (const entry of Deno.readDir(new URL("tests/", ROOT))) {
+    if (entry.isDirectory) folders.push(entry.name);
+  }
+  for (const name of [...TEST_LAYOUT.crossCutting, ...TEST_LAYOUT.outsideSrc]) {
+    ok(folders.includes(name), `tests/${name}/ does not exist`);
+  }
+});
+
+const TEST_LAYOUT_OF_TREE: TestLayout = {
+  crossCutting: ["conformance", "_kit", "fixtures"],
+  outsideSrc: ["examples"],
+};
+
+Deno.test("checkTestLayout() reports each broken rule", async (t) => {
+  const sources = new Set([
+    "src/core/budget.ts",
+    "src/core/kind.ts",
+    "src/proxy/handler.ts",
+    "src/proxy/forward.ts",
+    "src/backends/vllm/vllm_backend.ts",
+    "examples/server.ts",
+  ]);
+  const clean: Record<string, string> = {
+    "tests/architecture_test.ts": "",
+    "tests/_kit/hang.ts": "",
+    "tests/fixtures/plugin.ts": "",
+    "tests/conformance/oracle_test.ts": "",
+    "tests/core/budget_test.ts": "",
+    "tests/core/budget_kinds_test.ts":
+      "// Covers: src/core/budget.ts, src/core/kind.ts\nimport {} from 'x';",
+    "tests/proxy/handler_test.ts":
+      "// Covers: src/proxy/handler.ts, src/proxy/forward.ts\n",
+    "tests/proxy/_fixture.ts": "",
+    "tests/backends/vllm/vllm_backend_test.ts": "",
+    "tests/examples/server_test.ts": "",
+  };
+  const check = (files: Record<string, string>) =>
+    checkTestLayout(
+      new Map(Object.entries(files)),
+      sources,
+      TEST_LAYOUT_OF_TREE,
+    );
+
+  await t.step("a tree that keeps every rule passes", () => {
+    deepStrictEqual(check(clean), []);
+  });
+
+  await t.step("a test folder that mirrors no source folder", () => {
+    deepStrictEqual(check({ ...clean, "tests/prxy/handler_test.ts": "" }), [
+      "tests/prxy/ mirrors no source folder: src/prxy/ does not exist",
+    ]);
+  });
+
+  await t.step("a nested test folder that mirrors no source folder", () => {
+    deepStrictEqual(
+      check({
+        ...clean,
+        "tests/backends/tgi/tgi_backend_test.ts": "",
+        "tests/backends/tgi/payload_test.ts": "",
+      }),
+      [
+        "tests/backends/tgi/ mirrors no source folder: src/backends/tgi/ does not exist",
+      ],
+    );
+  });
+
+  await t.step("a test named after no module, without a Covers line", () => {
+    deepStrictEqual(
+      check({ ...clean, "tests/core/budget_hooks_test.ts": "" }),
+      [
+        "tests/core/budget_hooks_test.ts names no module: src/core/budget_hooks.ts does not exist, and its header names none it covers",
+      ],
+    );
+  });
+
+  await t.step("a Covers line below the code does not count", () => {
+    const late = "import {} from 'x';\n// Covers: src/core/budget.ts\n";
+    deepStrictEqual(
+      check({ ...clean, "tests/core/budget_late_test.ts": late }),
+      [
+        "tests/core/budget_late_test.ts names no module: src/core/budget_late.ts does not exist, and its header names none it covers",
+      ],
+    );
+  });
+
+  await t.step("a Covers line naming a module that does not exist", () => {
+    deepStrictEqual(
+      check({
+        ...clean,
+        "tests/proxy/handler_test.ts":
+          "// Covers: src/proxy/handler.ts, src/proxy/gone.ts\n",
+      }),
+      ["tests/proxy/handler_test.ts covers modules that do not exist: src/proxy/gone.ts"],
+    );
+  });
+
+  await t.step("a Covers line naming no module of the mirrored folder", () => {
+    deepStrictEqual(
+      check({
+        ...clean,
+        "tests/proxy/budget_flow_test.ts": "// Covers: src/core/budget.ts\n",
+      }),
+      [
+        "tests/proxy/budget_flow_test.ts covers no module of src/proxy/, the folder it mirrors",
+      ],
+    );
+  });
+
+  await t.step("a test of an example named after no example", () => {
+    deepStrictEqual(check({ ...clean, "tests/examples/demo_test.ts": "" }), [
+      "tests/examples/demo_test.ts names no module: examples/demo.ts does not exist, and its header names none it covers",
+    ]);
+  });
+
+  await t.step("a helper at the top of tests/", () => {
+    deepStrictEqual(check({ ...clean, "tests/_hang.ts": "" }), [
+      "tests/_hang.ts is a helper at the top of tests/: helpers live in tests/_kit/",
+    ]);
+  });
+
+  await t.step("a test at the top of tests/ named after a module", () => {
+    deepStrictEqual(
+      check({
+        ...clean,
+        "tests/handler_test.ts": "",
+        "tests/server_test.ts": "",
+      }),
+      [
+        "tests/handler_test.ts is named after src/proxy/handler.ts: it belongs in tests/proxy/",
+        "tests/server_test.ts is named after examples/server.ts: it belongs in tests/examples/",
+      ],
+    );
+  });
+});
+
+Deno.test("coveredModules() reads the Covers line among the comments that open a file", () => {
+  deepStrictEqual(
+    coveredModules("// Covers: src/a.ts, src/b/c.ts\nimport {} from 'x';"),
+    ["src/a.ts", "src/b/c.ts"],
+  );
+  deepStrictEqual(
+    coveredModules("/**\n * A test.\n */\n\n// Covers: src/a.ts\n"),
+    ["src/a.ts"],
+  );
+  strictEqual(coveredModules("// A test.\nimport {} from 'x';"), undefined);
+  strictEqual(
+    coveredModules("const a = 1;\n// Covers: src/a.ts\n"),
+    undefined,
+  );
 });

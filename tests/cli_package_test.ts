@@ -7,7 +7,7 @@
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { serveFakeUpstream } from "../src/testing/mod.ts";
-import { collect, freePort } from "./_cli_process.ts";
+import { collect, freePort } from "./_kit/cli_process.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

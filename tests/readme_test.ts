@@ -5,7 +5,7 @@
  * free ports for 8000 and 8787 (other runs may hold those).
  */
 import { ok, strictEqual } from "node:assert/strict";
-import { collect, freePort } from "./_cli_process.ts";
+import { collect, freePort } from "./_kit/cli_process.ts";
 import { DEMO_LISTEN } from "../src/cli/demo_upstream/settings.ts";
 
 const ROOT = new URL("../", import.meta.url);

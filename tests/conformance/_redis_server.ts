@@ -3,7 +3,7 @@
  * of replicas sharing a store: started, killed as a crash would, and started
  * again on the same port.
  */
-import { collect, freePort } from "../_cli_process.ts";
+import { collect, freePort } from "../_kit/cli_process.ts";
 
 /** What a test is told when the server is not installed. */
 export const REDIS_MISSING =

@@ -3,7 +3,7 @@
  * front: the test balancer stands in for any load balancer, with no sticky
  * routing, and says which replica served each request.
  */
-import { freePort, type RunningCli, spawnCli } from "../_cli_process.ts";
+import { freePort, type RunningCli, spawnCli } from "../_kit/cli_process.ts";
 
 /** The replicas and their front. */
 export interface Replicas extends AsyncDisposable {

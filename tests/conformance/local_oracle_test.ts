@@ -17,8 +17,8 @@ import {
 import { PyFloat } from "../../src/template/chat_template.ts";
 import { pyFloatRepr } from "../../src/template/py.ts";
 import { specialTokensOf } from "../../src/tokenizer/config.ts";
-import { MODEL_FILES } from "../_model_files.ts";
-import { CONVERSATIONS } from "../_tokenizer_conversations.ts";
+import { MODEL_FILES } from "../_kit/model_files.ts";
+import { CONVERSATIONS } from "../_kit/tokenizer_conversations.ts";
 import { jinja2Render, nativeEncode } from "./_oracles.ts";
 
 const NOW = "2026-03-07T15:04:05";

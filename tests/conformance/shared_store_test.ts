@@ -16,7 +16,7 @@ import {
 } from "../../src/replicas/records.ts";
 import { prefixDigests } from "../../src/replicas/prefix_digests.ts";
 import { startRedisServer } from "./_redis_server.ts";
-import { until } from "../_hang.ts";
+import { until } from "../_kit/hang.ts";
 import { metric, type Replicas, startReplicas } from "./_replicas.ts";
 
 /** Every prompt costs 1000 tokens a message: an anchored count shows it, an estimate does not. */

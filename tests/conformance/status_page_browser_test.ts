@@ -7,7 +7,7 @@ import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { chromium } from "playwright-core";
-import { C, postJson, proxyFixture, W } from "../_proxy_fixture.ts";
+import { C, postJson, proxyFixture, W } from "../_kit/proxy_fixture.ts";
 import { FakeBackend } from "../../src/testing/mod.ts";
 
 const CHROMIUM = "/usr/bin/chromium";

@@ -10,7 +10,7 @@ import {
   TemplateRaisedError,
   TemplateUnsupportedError,
 } from "../../src/template/chat_template.ts";
-import { mulberry32, type Rand } from "../_prng.ts";
+import { mulberry32, type Rand } from "../_kit/prng.ts";
 import { type Jinja2Outcome, jinja2Render } from "./_oracles.ts";
 
 /** The values templates read; `missing` is never defined (jinja2's Undefined). */

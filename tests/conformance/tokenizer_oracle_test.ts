@@ -11,9 +11,9 @@ import {
   loadTokenizer,
   type LocalTokenizer,
 } from "../../src/tokenizer/tokenizer.ts";
-import { MODEL_FILES, type ModelFiles } from "../_model_files.ts";
-import { PLAIN_TEXTS, textsWithTokens } from "../_tokenizer_corpus.ts";
-import { CONVERSATIONS } from "../_tokenizer_conversations.ts";
+import { MODEL_FILES, type ModelFiles } from "../_kit/model_files.ts";
+import { PLAIN_TEXTS, textsWithTokens } from "../_kit/tokenizer_corpus.ts";
+import { CONVERSATIONS } from "../_kit/tokenizer_conversations.ts";
 import { nativeEncode } from "./_oracles.ts";
 
 /** Renders each conversation with the family's template, skipping those it rejects. */

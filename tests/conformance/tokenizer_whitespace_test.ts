@@ -5,7 +5,7 @@
 // whitespace, and requires the same ids.
 import { deepStrictEqual } from "node:assert/strict";
 import { loadTokenizer } from "../../src/tokenizer/tokenizer.ts";
-import { MODEL_FILES } from "../_model_files.ts";
+import { MODEL_FILES } from "../_kit/model_files.ts";
 import { nativeEncode } from "./_oracles.ts";
 
 const QWEN3 = MODEL_FILES.find((model) => model.family === "qwen3")!;

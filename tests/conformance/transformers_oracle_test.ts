@@ -8,8 +8,11 @@ import { deepStrictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
 import { LocalBackend } from "../../src/backends/local/mod.ts";
 import { buildTokenizePayload } from "../../src/backends/_shared/vllm_payload.ts";
-import { MODEL_FILES } from "../_model_files.ts";
-import { CONVERSATIONS, WEATHER_TOOL } from "../_tokenizer_conversations.ts";
+import { MODEL_FILES } from "../_kit/model_files.ts";
+import {
+  CONVERSATIONS,
+  WEATHER_TOOL,
+} from "../_kit/tokenizer_conversations.ts";
 import { transformersCount } from "./_oracles.ts";
 
 /** The model type a served folder's config.json names, per family. */

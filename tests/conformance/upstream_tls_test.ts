@@ -6,7 +6,7 @@
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { serveFakeUpstream } from "../../src/testing/mod.ts";
-import { freePort, spawnCli } from "../_cli_process.ts";
+import { freePort, spawnCli } from "../_kit/cli_process.ts";
 import { authoritySignedCertificate } from "./_openssl.ts";
 
 Deno.test("incontext serve reaches an HTTPS upstream signed by a private authority given in DENO_CERT", async () => {

@@ -14,7 +14,7 @@ import {
 import { createCountCache } from "../../src/cache/mod.ts";
 import { buildTokenizePayload } from "../../src/backends/_shared/vllm_payload.ts";
 import { detectContentFormat } from "../../src/local/preprocess.ts";
-import { WEATHER_TOOL } from "../_tokenizer_conversations.ts";
+import { WEATHER_TOOL } from "../_kit/tokenizer_conversations.ts";
 import { transformersCountAll } from "./_oracles.ts";
 
 type Request = Record<string, unknown>;

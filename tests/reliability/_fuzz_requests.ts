@@ -5,9 +5,9 @@
  * `constructor` keys made own properties by JSON.parse.
  */
 
-import type { Rand } from "../_prng.ts";
+import type { Rand } from "../_kit/prng.ts";
 
-export { mulberry32, type Rand } from "../_prng.ts";
+export { mulberry32, type Rand } from "../_kit/prng.ts";
 
 export function int(rand: Rand, below: number): number {
   return Math.floor(rand() * below);

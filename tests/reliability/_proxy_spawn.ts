@@ -4,7 +4,7 @@
  * disposal that always reaps it.
  */
 
-import { HANG_MS } from "../_hang.ts";
+import { HANG_MS } from "../_kit/hang.ts";
 
 const SERVER = new URL("../../examples/server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;

@@ -9,7 +9,7 @@ import { ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
 import { type Backend, budget, type JsonObject } from "../../mod.ts";
 import { backends, loadConfig } from "../../src/config/mod.ts";
-import { MODEL_FILES } from "../_model_files.ts";
+import { MODEL_FILES } from "../_kit/model_files.ts";
 
 const CONTEXT = 65536;
 const PROMPT = "CANARY-REDIRECTED-PROMPT-71c0";

@@ -6,7 +6,7 @@
  * and with a cap above the file limit, where accepts fail for want of a
  * descriptor.
  */
-import { until } from "../_hang.ts";
+import { until } from "../_kit/hang.ts";
 import { ok, strictEqual } from "node:assert/strict";
 import { spawnProxy } from "./_proxy_spawn.ts";
 import { rawResponse, serveRaw } from "./_raw_wire.ts";

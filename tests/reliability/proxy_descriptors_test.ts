@@ -8,8 +8,8 @@
  * crashes.
  */
 import { ok, strictEqual } from "node:assert/strict";
-import { collect, hasStackTrace } from "../_cli_process.ts";
-import { unlessHung } from "../_hang.ts";
+import { collect, hasStackTrace } from "../_kit/cli_process.ts";
+import { unlessHung } from "../_kit/hang.ts";
 
 const HOG = new URL("./_descriptor_hog_server.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;

@@ -6,7 +6,7 @@
 import { ok, strictEqual } from "node:assert/strict";
 import type { CountOptions, JsonObject } from "../../mod.ts";
 import { FakeBackend } from "../../src/testing/mod.ts";
-import { captureLogs } from "../_log_capture.ts";
+import { captureLogs } from "../_kit/log_capture.ts";
 import { serveProxy } from "./_proxy_serve.ts";
 import { rawResponse, serveRaw } from "./_raw_wire.ts";
 

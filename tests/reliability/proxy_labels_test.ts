@@ -7,7 +7,7 @@ import { ok, strictEqual } from "node:assert/strict";
 import { MODEL_LABEL_CHARS, modelLabel } from "../../src/core/request.ts";
 import { FakeBackend } from "../../src/testing/mod.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
-import { captureLogs } from "../_log_capture.ts";
+import { captureLogs } from "../_kit/log_capture.ts";
 
 const FORGED = "m\n2026-01-01 ERROR forged record\r\u2028\u0000";
 

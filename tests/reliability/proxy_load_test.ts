@@ -26,7 +26,7 @@ import {
 } from "./_proxy_load.ts";
 import { judge, latency, tally } from "./_proxy_verdict.ts";
 import { sampleRss, spawnProxy } from "./_proxy_spawn.ts";
-import { HANG_MS, until } from "../_hang.ts";
+import { HANG_MS, until } from "../_kit/hang.ts";
 
 // Every request is issued and judged, however long that takes: how fast the
 // proxy serves them is bench/proxy_load.ts's figure, not this test's.

@@ -6,7 +6,7 @@
  * exits as soon as it is answered, before the grace is over.
  */
 import { ok, strictEqual } from "node:assert/strict";
-import { unlessHung } from "../_hang.ts";
+import { unlessHung } from "../_kit/hang.ts";
 import { spawnProxy } from "./_proxy_spawn.ts";
 
 const BODY = "x".repeat(100_000);

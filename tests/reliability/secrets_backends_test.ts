@@ -13,9 +13,9 @@ import { dirname } from "node:path";
 import { type Backend, budget, type JsonObject } from "../../mod.ts";
 import { backends, loadConfig } from "../../src/config/mod.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
-import { captureLogs } from "../_log_capture.ts";
-import { MODEL_FILES } from "../_model_files.ts";
-import { errorTexts } from "../_backend_kit.ts";
+import { captureLogs } from "../_kit/log_capture.ts";
+import { MODEL_FILES } from "../_kit/model_files.ts";
+import { errorTexts } from "../_kit/backend_kit.ts";
 
 const CONTEXT = 65536;
 const KEYS = {

@@ -10,8 +10,8 @@ import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { CountError } from "../../mod.ts";
 import { createCountCache } from "../../src/cache/mod.ts";
 import { VllmBackend } from "../../src/backends/vllm/mod.ts";
-import { captureLogs } from "../_log_capture.ts";
-import { HANG_MS } from "../_hang.ts";
+import { captureLogs } from "../_kit/log_capture.ts";
+import { HANG_MS } from "../_kit/hang.ts";
 import {
   CANARY,
   leaked,

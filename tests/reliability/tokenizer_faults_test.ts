@@ -18,7 +18,7 @@ import {
 } from "../../src/testing/mod.ts";
 import { resultProblem } from "./_fuzz_invariants.ts";
 import { GuardFired, settleWithin } from "./_tokenizer_guard.ts";
-import { HANG_MS } from "../_hang.ts";
+import { HANG_MS } from "../_kit/hang.ts";
 
 const CONTEXT = 65_536;
 const WINDOW = 55_705;

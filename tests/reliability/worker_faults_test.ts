@@ -14,7 +14,7 @@ import {
 import { resultProblem } from "./_fuzz_invariants.ts";
 import { serveHeldTokenizer } from "./_tokenizer_held.ts";
 import { settleWithin } from "./_tokenizer_guard.ts";
-import { HANG_MS } from "../_hang.ts";
+import { HANG_MS } from "../_kit/hang.ts";
 
 const CONTEXT = 65_536;
 const WINDOW = 55_705;

@@ -11,10 +11,10 @@ import {
   type FakeUpstream,
   serveFakeUpstream,
 } from "../../../src/testing/mod.ts";
-import { MODEL_FILES } from "../../_model_files.ts";
-import { HANG_MS } from "../../_hang.ts";
+import { MODEL_FILES } from "../../_kit/model_files.ts";
+import { HANG_MS } from "../../_kit/hang.ts";
 import { type SpawnedProxy, spawnProxy } from "../_proxy_spawn.ts";
-import { freePort, type RunningCli, spawnCli } from "../../_cli_process.ts";
+import { freePort, type RunningCli, spawnCli } from "../../_kit/cli_process.ts";
 
 /** The body limit the suite's processes run with: small, so that bodies over it are quick to send. */
 export const LIMIT = 1024 * 1024;

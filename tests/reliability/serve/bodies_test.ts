@@ -21,7 +21,7 @@ import {
   stillServes,
   tempFile,
 } from "./_process.ts";
-import { until } from "../../_hang.ts";
+import { until } from "../../_kit/hang.ts";
 
 const encoder = new TextEncoder();
 
