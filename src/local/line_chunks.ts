@@ -15,7 +15,7 @@
  * line feed, so normalising the parts is normalising the whole. The
  * byte-level step maps each pre-token on its own. So the pre-tokens of the
  * whole are the pre-tokens of the parts, and BPE works per pre-token.
- * tests/line_chunks_test.ts checks the sum on adversarial text per family.
+ * tests/local/line_chunks_test.ts checks the sum on adversarial text per family.
  *
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * Exact tokenization from a model's `tokenizer.json`, with the pure-JS
  * `@huggingface/tokenizers`, which gives the same ids as the Rust
- * `tokenizers` crate that vLLM uses (see `tests/tokenizer_oracle_test.ts`).
+ * `tokenizers` crate that vLLM uses (see `tests/conformance/tokenizer_oracle_test.ts`).
  *
  * @module
  */
