@@ -8,8 +8,11 @@
  */
 import { printTable } from "./_proxy_bench_setup.ts";
 
-/** A path a turn is sent by. */
-export type Path = "direct" | "incontext" | "portkey";
+/**
+ * A path a turn is sent by: `baseline` is the proxy of another checkout, run
+ * beside this one to compare two versions of the code in the same run.
+ */
+export type Path = "direct" | "incontext" | "baseline" | "portkey";
 
 /** One turn sent by one path. */
 export interface Sample {
@@ -92,7 +95,7 @@ export function report(
     const tokens = mean(proxied.map((s) => s.promptTokens ?? 0));
     const d50 = percentile(direct, 50);
     const d99 = percentile(direct, 99);
-    for (const path of ["incontext", "portkey"] as const) {
+    for (const path of ["incontext", "baseline", "portkey"] as const) {
       const turns = inBucket(samples.get(path) ?? [], bucket);
       if (turns.length === 0) continue;
       const through = turns.map((s) => s.ms);

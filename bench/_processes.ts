@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 import { MODEL_FILES } from "../tests/_kit/model_files.ts";
 
 const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
@@ -165,6 +165,11 @@ export function startProxy(
     readonly denoArgs?: readonly string[];
     /** Receives each line the proxy logs to standard output. */
     readonly onLine?: (line: string) => void;
+    /**
+     * Another checkout of the project whose `incontext serve` runs instead
+     * of this one's, with its own `deno.json`: to compare two versions.
+     */
+    readonly root?: string;
   } = {},
 ): Promise<ServerProcess> {
   const extraDenoArgs = options.denoArgs ?? [];
@@ -174,8 +179,8 @@ export function startProxy(
     "-A",
     ...extraDenoArgs,
     "--config",
-    CONFIG,
-    CLI,
+    options.root === undefined ? CONFIG : resolve(options.root, "deno.json"),
+    options.root === undefined ? CLI : resolve(options.root, "src/cli/mod.ts"),
     "serve",
     "--upstream",
     upstream,

@@ -24,7 +24,11 @@
  * `AGENT_TURN_CONVERSATIONS` (default 12) sets how many conversations the
  * local backend gets, `AGENT_TURN_VLLM_CONVERSATIONS` (default 3) each vllm
  * pass; `AGENT_TURN_PROFILE=DIR` writes a V8 CPU profile of each proxy
- * process into DIR. The proxy logs JSON lines: its access records give each
+ * process into DIR. `AGENT_TURN_BASELINE=DIR` names another checkout of the
+ * project (such as `git worktree add DIR main`): its `incontext serve` runs
+ * beside this one's, with the same settings, and every turn goes through both
+ * in the rotating order, so that two versions of the code are compared in
+ * the same run. The proxy logs JSON lines: its access records give each
  * request's time to the budget decision, reported beside the totals.
  *
  * @module
@@ -67,6 +71,7 @@ const TURNS = 128;
 /** ~1,000 Qwen3 tokens of the generator's prose. */
 const TURN_CHARS = 3400;
 const PROFILE_DIR = Deno.env.get("AGENT_TURN_PROFILE");
+const BASELINE_DIR = Deno.env.get("AGENT_TURN_BASELINE");
 
 interface Target {
   readonly url: string;
@@ -229,7 +234,7 @@ async function withProxy(
     `--cpu-prof-dir=${PROFILE_DIR}`,
     `--cpu-prof-name=${name}.cpuprofile`,
   ];
-  await using proxy: ServerProcess = await startProxy(upstream.url, {
+  const proxyEnv = {
     ...env,
     // Its access records tell the time to the budget decision per request.
     INCONTEXT_LOG_FORMAT: "json",
@@ -237,10 +242,23 @@ async function withProxy(
     // was appended) is off by more than the default 2% on invented words:
     // no warning a turn.
     INCONTEXT_ANCHOR_TOLERANCE: "0.5",
-  }, { denoArgs: profile, onLine: readAccessRecord });
+  };
+  await using proxy: ServerProcess = await startProxy(upstream.url, proxyEnv, {
+    denoArgs: profile,
+    onLine: readAccessRecord,
+  });
+  await using baseline = BASELINE_DIR === undefined
+    ? undefined
+    : await startProxy(upstream.url, proxyEnv, {
+      root: BASELINE_DIR,
+      onLine: readAccessRecord,
+    });
   const targets = new Map<Path, Target>([
     ["direct", { url: upstream.url, headers: {} }],
     ["incontext", { url: proxy.url, headers: {} }],
+    ...(baseline === undefined
+      ? []
+      : [["baseline", { url: baseline.url, headers: {} }] as const]),
     ...(peer
       ? [
         ["portkey", {

@@ -13,6 +13,11 @@
  *
  *     deno run --config tests/deno.json -A bench/process_throughput.ts
  *
+ * `PROCESS_THROUGHPUT_BASELINE=DIR` names another checkout of the project
+ * (such as `git worktree add DIR main`): its `incontext serve` with the local
+ * backend joins the paths, to compare two versions of the code in the same
+ * run.
+ *
  * @module
  */
 import { ProseGenerator } from "./_local_bench_text.ts";
@@ -56,6 +61,14 @@ await using localProxy = await startProxy(upstream.url, {
   INCONTEXT_TOKENIZER_DIR: QWEN3_DIR,
   INCONTEXT_ANCHOR_TOLERANCE: "0.5",
 });
+const baselineDir = Deno.env.get("PROCESS_THROUGHPUT_BASELINE");
+await using baselineProxy = baselineDir === undefined
+  ? undefined
+  : await startProxy(upstream.url, {
+    INCONTEXT_BACKEND: "local",
+    INCONTEXT_TOKENIZER_DIR: QWEN3_DIR,
+    INCONTEXT_ANCHOR_TOLERANCE: "0.5",
+  }, { root: baselineDir });
 await using portkey = await startPortkey();
 
 const DIRECT = "direct to the upstream";
@@ -71,6 +84,11 @@ const targets: Target[] = [
     url: localProxy.url,
     headers: {},
   },
+  ...(baselineProxy === undefined ? [] : [{
+    label: `incontext serve, local backend, from ${baselineDir}`,
+    url: baselineProxy.url,
+    headers: {},
+  }]),
   {
     label: "Portkey gateway (peer)",
     url: portkey.url,
