@@ -45,6 +45,7 @@ import {
   startUpstream,
 } from "./_processes.ts";
 import {
+  earlySends,
   type Path,
   type ReferenceSample,
   report,
@@ -276,8 +277,10 @@ async function withProxy(
     seedBase: 1,
   });
   report(`backend ${name}`, paths, countTimes);
-  const metrics = await fetch(`${proxy.url}/incontext/metrics`);
-  console.log(verifications(await metrics.text()));
+  const metrics = await (await fetch(`${proxy.url}/incontext/metrics`))
+    .text();
+  console.log(verifications(metrics));
+  console.log(earlySends(metrics));
   reportReference(`${reference.name} /tokenize, the same turns`, calls);
 }
 
