@@ -43,8 +43,9 @@ import {
 import { observe } from "./bookkeeping.ts";
 import { AnchorStore } from "../anchors/store.ts";
 import { readUsage, tapFor, tapUsage, type Usage } from "../anchors/usage.ts";
-import { effectiveField } from "../core/request.ts";
-import { setImmediate } from "node:timers";
+import { effectiveField, type JsonObject } from "../core/request.ts";
+import { clearImmediate, setImmediate } from "node:timers";
+import { EARLY_SEND_BYTES, type EarlyBody, earlyBody } from "./early_send.ts";
 
 /**
  * Creates the budgeting proxy handler.
@@ -201,13 +202,36 @@ async function budgeted(
         `Cannot budget the request as its body exceeds ${settings.maxRequestBytes} bytes; reduce the length of the messages or the size of attached media`,
     });
   }
-  const decision = await decide(bytes, {
-    kind,
-    bridge: context.options.live
-      ? { ...bridge, ...context.options.live() }
-      : bridge,
-    signal: request.signal,
-  });
+  let early: EarlySend | undefined;
+  let pending: ReturnType<typeof setImmediate> | undefined;
+  const whileCounting = context.settings.earlySend &&
+      bytes.byteLength >= EARLY_SEND_BYTES
+    ? (parsed: JsonObject, text: string) => {
+      // Once the count's own steps on this thread have handed it over: the
+      // send would otherwise hold the count back.
+      pending = setImmediate(() => {
+        pending = undefined;
+        early = startEarly(request, { target, parsed, text, bytes }, context);
+      });
+    }
+    : undefined;
+  let decision: Awaited<ReturnType<typeof decide>>;
+  try {
+    decision = await decide(bytes, {
+      kind,
+      bridge: context.options.live
+        ? { ...bridge, ...context.options.live() }
+        : bridge,
+      signal: request.signal,
+      whileCounting,
+    });
+  } finally {
+    if (pending !== undefined) clearImmediate(pending);
+  }
+  // An early body ends only as the decision sends it.
+  if (decision.kind !== "send" || request.signal.aborted) {
+    early?.body.withdraw();
+  }
   if (request.signal.aborted) {
     // The client went away while its prompt was counted: nothing to send,
     // and no count to report.
@@ -240,7 +264,7 @@ async function budgeted(
     case "send":
       return await send(
         request,
-        { target, bytes, decision, kind, trace },
+        { target, bytes, decision, kind, trace, early },
         context,
       );
   }
@@ -254,20 +278,30 @@ interface Outgoing {
   readonly decision: Sending;
   readonly kind: RequestKind;
   readonly trace: AccessTrace;
+  /** The body already on its way, if it went while counted. */
+  readonly early: EarlySend | undefined;
 }
 
 /** Sends a budgeted request upstream and answers with the upstream's response. */
 async function send(
   request: Request,
-  { target, bytes, decision, kind, trace }: Outgoing,
+  { target, bytes, decision, kind, trace, early }: Outgoing,
   context: ProxyContext,
 ): Promise<Response> {
-  const body = decision.body === undefined ? bytes : decision.body;
-  const sent = performance.now();
-  const sending = sendUpstream(
-    { request, target, body, readsAnswer: true },
+  // The early body carries the decision when it differs from the request
+  // only in its caps; otherwise it is withdrawn and the body sent anew.
+  const committed = early !== undefined && early.body.commit(decision.sent);
+  const sent = committed ? early.sent : performance.now();
+  const upstream = committed ? early.sending : sendUpstream(
+    {
+      request,
+      target,
+      body: decision.body === undefined ? bytes : decision.body,
+      readsAnswer: true,
+    },
     context,
-  ).then(
+  );
+  const sending = upstream.then(
     (answer) => {
       trace.upstreamMs = performance.now() - sent;
       return answer;
@@ -288,6 +322,47 @@ async function send(
   const answer = await sending;
   context.state.upstreamSeconds.observe(trace.upstreamMs! / 1000);
   return finish(answer, { decision, conversation }, context);
+}
+
+/** A long body on its way upstream while its prompt is counted. */
+interface EarlySend {
+  readonly body: EarlyBody;
+  /** The upstream's answer, once the body is committed. */
+  readonly sending: Promise<UpstreamAnswer | Response>;
+  /** When it was sent, for the upstream's time. */
+  readonly sent: number;
+}
+
+/** Where an early body goes, and what it is made from. */
+interface EarlySource {
+  readonly target: string;
+  readonly parsed: JsonObject;
+  readonly text: string;
+  readonly bytes: Uint8Array;
+}
+
+/** Sends the body without its caps, or returns undefined when it cannot be written again exactly. */
+function startEarly(
+  request: Request,
+  { target, parsed, text, bytes }: EarlySource,
+  context: ProxyContext,
+): EarlySend | undefined {
+  const body = earlyBody(parsed, text, bytes);
+  if (body === undefined) return undefined;
+  void body.settled.then((kept) => {
+    context.state.earlySends.inc({
+      outcome: kept ? "committed" : "withdrawn",
+    });
+  });
+  const sent = performance.now();
+  const sending = sendUpstream({
+    request,
+    target,
+    body: body.stream,
+    readsAnswer: true,
+    early: body,
+  }, context);
+  return { body, sending, sent };
 }
 
 /**

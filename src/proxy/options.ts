@@ -66,6 +66,16 @@ export interface ProxyOptions extends BridgeOptions {
    * @default globalThis.fetch
    */
   readonly fetch?: typeof globalThis.fetch;
+  /**
+   * Whether a budgeted body of 64 KiB or more is sent upstream while its
+   * prompt is counted, its cap fields held back until the decision writes
+   * them (see `createExactFetch`). It takes a `fetch` that sends a stream
+   * body with the `content-length` its headers give (`framesByLength`);
+   * with any other it is off.
+   *
+   * @default true
+   */
+  readonly earlySend?: boolean;
   /** Parts of the server whose health and metrics the proxy's endpoints report. */
   readonly reporters?: readonly ProxyReporter[];
   /** The count cache whose hits and misses the metrics report. */
@@ -176,6 +186,8 @@ export interface ProxySettings {
   readonly upstreamTimeoutMs: number;
   /** How long a response body may wait for the upstream's next bytes. */
   readonly upstreamIdleTimeoutMs: number;
+  /** Whether long bodies are sent while they are counted. */
+  readonly earlySend: boolean;
 }
 
 /**
@@ -249,7 +261,14 @@ export function readSettings(options: ProxyOptions): ProxySettings {
       "upstreamIdleTimeoutSeconds",
       upstreamIdleTimeoutSeconds,
     ),
+    earlySend: options.earlySend !== false && framesByLength(options.fetch),
   };
+}
+
+/** Whether `fetch` says it sends a stream body with the length its headers give. */
+function framesByLength(fetch: typeof globalThis.fetch | undefined): boolean {
+  return (fetch as { framesByLength?: unknown } | undefined)?.framesByLength ===
+    true;
 }
 
 function timeoutMs(name: string, seconds: number): number {

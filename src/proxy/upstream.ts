@@ -74,7 +74,20 @@ export interface Upstream {
     | null;
   /** Whether the proxy reads the answer (a budgeted request). */
   readonly readsAnswer?: boolean;
+  /**
+   * A stream body sent before its decision: its length, and its end.
+   * Until `settled` resolves nothing the upstream says is the answer; when
+   * it resolves false (withdrawn) whatever came of the request is dropped
+   * without being counted as the upstream's.
+   */
+  readonly early?: {
+    readonly length: number;
+    readonly settled: Promise<boolean>;
+  };
 }
+
+/** What a withdrawn early send resolves to: nobody reads it. */
+const WITHDRAWN_STATUS = 499;
 
 /**
  * Sends the request to its target and returns the upstream's answer with
@@ -100,18 +113,22 @@ export async function forward(
  * parts, or the error Response.
  */
 export async function sendUpstream(
-  { request, target, body, readsAnswer = false }: Upstream,
+  { request, target, body, readsAnswer = false, early }: Upstream,
   context: ProxyContext,
 ): Promise<UpstreamAnswer | Response> {
   const { settings, state } = context;
   const abort = new AbortController();
   const unlink = linkAbort(abort, request.signal, context.options.signal);
+  const headers = forwardHeaders(request.headers, {
+    bodyChanged: typeof body === "string" || early !== undefined,
+    readsAnswer,
+  });
+  if (early !== undefined) {
+    headers.push(["content-length", String(early.length)]);
+  }
   const init: RequestInit & { duplex?: "half" } = {
     method: request.method,
-    headers: forwardHeaders(request.headers, {
-      bodyChanged: typeof body === "string",
-      readsAnswer,
-    }),
+    headers,
     signal: abort.signal,
     redirect: "manual",
   };
@@ -128,9 +145,18 @@ export async function sendUpstream(
     response = await (context.options.fetch ?? fetch)(target, init);
   } catch (error) {
     unlink();
+    if (early !== undefined && !await early.settled) return withdrawn();
     return failed(error, { request, own: abort.signal }, context);
   } finally {
     clearQueuedTimeout(timer);
+  }
+  // An upstream may answer before the body's end (a 401, a 413): that
+  // answer is the request's only if the body is committed.
+  if (early !== undefined && !await early.settled) {
+    unlink();
+    abort.abort();
+    await response.body?.cancel().catch(() => {});
+    return withdrawn();
   }
   state.upstream.inc({ status: String(response.status) });
   const contentType = response.headers.get("content-type");
@@ -162,6 +188,11 @@ export async function sendUpstream(
   }
   const guarded = guardIdle(response.body, { abort, unlink }, context);
   return { ...answer, stream: guarded.stream, tap: guarded.tap };
+}
+
+/** The answer to a withdrawn early send, which nobody reads. */
+function withdrawn(): Response {
+  return new Response(null, { status: WITHDRAWN_STATUS });
 }
 
 /**

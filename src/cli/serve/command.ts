@@ -227,6 +227,7 @@ async function listen(prepared: Prepared): Promise<Listening> {
     upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
     signal: graceOver.signal,
     contextEndpoint: config.contextEndpoint,
+    earlySend: config.earlySend,
     ...(config.adminToken === undefined
       ? {}
       : { adminToken: config.adminToken }),
