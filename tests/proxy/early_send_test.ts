@@ -12,6 +12,7 @@ import { createServer, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import {
   EARLY_SEND_BYTES,
+  EARLY_TAIL_BYTES,
   earlyBody,
   EarlySendWithdrawn,
 } from "../../src/proxy/early_send.ts";
@@ -68,6 +69,23 @@ Deno.test("earlyBody: a body with no cap, or only caps, still ends as valid JSON
     strictEqual(encoder.encode(body).byteLength, early.length);
     deepStrictEqual(JSON.parse(body), sent);
   }
+});
+
+Deno.test("earlyBody: a __proto__ member stays a member, and a Responses cap is a cap", async () => {
+  const text = '{"__proto__":{"x":1},"input":"hi","max_output_tokens":9}';
+  const request = JSON.parse(text);
+  const early = earlyBody(request, text, encoder.encode(text))!;
+  // The decision's copy, as `writeCap` builds it: the same values, a new cap.
+  const sent = Object.fromEntries([
+    ...Object.entries(request),
+    ["max_output_tokens", 5],
+  ]);
+  strictEqual(early.commit(sent), true);
+  const body = await readAll(early.stream);
+  ok(
+    body.startsWith('{"__proto__":{"x":1},"input":"hi","max_output_tokens":5 '),
+  );
+  deepStrictEqual(JSON.parse(body), sent);
 });
 
 Deno.test("earlyBody: the caller's own cap goes back as it came when the decision keeps it", async () => {
@@ -254,7 +272,7 @@ Deno.test("proxy: a long body is upstream before its count ends, and the decisio
   await until(
     () =>
       upstream.seen[0] !== undefined && upstream.seen[0].body > 0 &&
-      upstream.seen[0].body === upstream.seen[0].length! - 96,
+      upstream.seen[0].body === upstream.seen[0].length! - EARLY_TAIL_BYTES,
     "the body but its tail upstream",
   );
   count.release();
