@@ -204,10 +204,12 @@ async function conversations(
     referenceSamples.push(...await countReference(requests));
     for (const [index, messages] of requests.entries()) {
       const turn = index + 1;
+      // In the order the openai Python SDK writes a body (openai 3.22.1):
+      // the messages first, then the model and the cap.
       const body = encoder.encode(JSON.stringify({
+        messages,
         model: SERVED_MODEL,
         max_tokens: 8192,
-        messages,
       }));
       // Rotate the order so that no path always goes first.
       const order = names.map((_, i) => names[(i + turn + c) % names.length]!);

@@ -1,22 +1,27 @@
 /**
  * A long request's body sent upstream while its prompt is counted. Writing
  * a body of hundreds of kilobytes to the upstream's socket takes about as
- * long as the count itself, so the two overlap: the body leaves at once
- * with its cap fields (`max_tokens`, `max_completion_tokens`,
- * `max_output_tokens`) taken out,
- * and the decision, once made, writes them as a short tail of fixed width
- * that ends the body. The upstream reads the same JSON object the decision
- * would have sent, with the caps as its last members and spaces before the
- * closing brace (JSON allows both), and a `content-length` known from the
- * start. When the decision sends anything else (a refusal, or a change
- * beyond the caps) the body is withdrawn: the stream errors before its
- * last bytes, the connection is closed, and the upstream, which never had
- * a whole request, answers nothing.
+ * long as the count itself, so the two overlap: the body leaves at once,
+ * all but its cap (`max_tokens`, `max_completion_tokens` or
+ * `max_output_tokens`), and the decision, once made, writes the cap and
+ * what follows. A body whose one cap is a plain integer past its middle
+ * (where the openai Python SDK writes it, after the messages) goes as it came up
+ * to that number, and the decision's cap takes the number's place, padded
+ * with spaces: the same length, and the same bytes when the cap is kept.
+ * Any other body is written again without its caps, which the decision
+ * writes as the object's last members in a tail of fixed width. Either
+ * way the upstream reads the JSON object the decision would have sent
+ * (JSON allows spaces before a delimiter), under a `content-length` known
+ * from the start. When the decision sends anything else (a refusal, or a
+ * change beyond the caps) the body is withdrawn: the stream errors before
+ * its last bytes, the connection is closed, and the upstream, which never
+ * had a whole request, answers nothing.
  *
  * @module
  */
 import { isJsonObject, type JsonObject } from "../core/request.ts";
 import { CAP_FIELDS } from "../core/caps.ts";
+import { jsonMembers } from "./json_members.ts";
 import {
   holdsUnsafeNumber,
   numbersSurviveRewrite,
@@ -66,10 +71,10 @@ export interface EarlyBody {
 const encoder = new TextEncoder();
 
 /**
- * Starts `request`'s body without its caps, or returns undefined when it
- * cannot be written again exactly: a body that is not UTF-8 JSON text
- * (`bytes` begin elsewhere than at `{`, or hold UTF-16), numbers that
- * JavaScript cannot hold, nesting too deep to write.
+ * Starts `request`'s body before its decision, or returns undefined when it
+ * cannot be sent exactly: a body that is not UTF-8 JSON text (`bytes` begin
+ * elsewhere than at `{`, or hold UTF-16), or one that must be written again
+ * and holds numbers JavaScript cannot hold or nesting too deep to write.
  *
  * @param request The parsed body.
  * @param text The body's text, as parsed.
@@ -81,8 +86,62 @@ export function earlyBody(
   text: string,
   bytes: Uint8Array,
 ): EarlyBody | undefined {
-  // UTF-8 with no byte order mark: the text written again is UTF-8 too.
+  // UTF-8 with no byte order mark, as the scan and the writer both need.
   if (bytes[0] !== 0x7b || bytes[1] === 0) return undefined;
+  return inPlace(request, bytes) ?? rewritten(request, text);
+}
+
+/**
+ * The body as it came up to its one cap, a plain integer written after
+ * at least half of the body (where the openai Python SDK writes it: after
+ * the messages). The decision's cap then takes the number's
+ * place, padded with spaces, and the rest follows: the body keeps its
+ * length, and a cap the decision keeps leaves it byte for byte.
+ */
+function inPlace(
+  request: JsonObject,
+  bytes: Uint8Array,
+): EarlyBody | undefined {
+  const present = CAP_FIELDS.filter((field) => Object.hasOwn(request, field));
+  if (present.length !== 1) return undefined;
+  const alias = present[0]!;
+  // A key written with escapes, or twice, is not found once as written.
+  const caps = jsonMembers(bytes)?.filter((member) =>
+    capAlias(member.rawKey) !== undefined
+  );
+  if (caps?.length !== 1) return undefined;
+  const cap = caps[0]!;
+  if (capAlias(cap.rawKey) !== alias || cap.start < bytes.length / 2) {
+    return undefined;
+  }
+  const width = cap.end - cap.start;
+  for (let at = cap.start; at < cap.end; at++) {
+    if (bytes[at]! < 0x30 || bytes[at]! > 0x39) return undefined;
+  }
+  return started(bytes.subarray(0, cap.start), bytes.length, (sent) => {
+    if (!isJsonObject(sent) || !sameBesideCaps(request, sent)) return;
+    const aliases = CAP_FIELDS.filter((field) => Object.hasOwn(sent, field));
+    if (aliases.length !== 1 || aliases[0] !== alias) return;
+    const value = sent[alias];
+    if (value === request[alias]) return bytes.subarray(cap.start);
+    if (typeof value !== "number" || !Number.isSafeInteger(value)) return;
+    const written = String(value);
+    if (value < 0 || written.length > width) return;
+    const tail = new Uint8Array(bytes.length - cap.start);
+    tail.set(encoder.encode(written.padEnd(width, " ")));
+    tail.set(bytes.subarray(cap.end), width);
+    return tail;
+  });
+}
+
+/**
+ * The body written again without its caps, which the decision writes as
+ * the object's last members in a tail of fixed width.
+ */
+function rewritten(
+  request: JsonObject,
+  text: string,
+): EarlyBody | undefined {
   if (holdsUnsafeNumber(request) && !numbersSurviveRewrite(text)) {
     return undefined;
   }
@@ -100,6 +159,23 @@ export function earlyBody(
     // Nested too deeply to write again.
     return undefined;
   }
+  return started(
+    head,
+    head.byteLength + EARLY_TAIL_BYTES,
+    (sent) => capTail(request, sent, members > 0),
+  );
+}
+
+/**
+ * A body whose `head` goes at once and whose tail, `tailFor` the decided
+ * object, ends it: `length` bytes in all. A decision without a tail
+ * withdraws it.
+ */
+function started(
+  head: Uint8Array,
+  length: number,
+  tailFor: (sent: JsonObject) => Uint8Array | undefined,
+): EarlyBody {
   let body!: ReadableStreamDefaultController<Uint8Array>;
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -118,11 +194,11 @@ export function earlyBody(
   };
   return {
     stream,
-    length: head.byteLength + EARLY_TAIL_BYTES,
+    length,
     settled,
     commit(sent) {
       if (!open) return false;
-      const tail = capTail(request, sent, members > 0);
+      const tail = tailFor(sent);
       if (tail === undefined) {
         withdraw();
         return false;
@@ -141,6 +217,21 @@ export function earlyBody(
     withdraw,
   };
 }
+
+/** The cap alias a top-level key written as `rawKey` names, if any. */
+function capAlias(rawKey: Uint8Array): string | undefined {
+  for (const [alias, written] of WRITTEN_CAPS) {
+    if (
+      rawKey.byteLength === written.byteLength &&
+      rawKey.every((byte, at) => byte === written[at])
+    ) return alias;
+  }
+  return undefined;
+}
+
+/** Each cap alias as a key is written plainly, quotes included. */
+const WRITTEN_CAPS: readonly (readonly [string, Uint8Array])[] = CAP_FIELDS
+  .map((field) => [field, encoder.encode(`"${field}"`)]);
 
 /**
  * The tail that makes the body `sent`, padded to its width, or undefined

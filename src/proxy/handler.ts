@@ -46,6 +46,10 @@ import { readUsage, tapFor, tapUsage, type Usage } from "../anchors/usage.ts";
 import { effectiveField, type JsonObject } from "../core/request.ts";
 import { clearImmediate, setImmediate } from "node:timers";
 import { EARLY_SEND_BYTES, type EarlyBody, earlyBody } from "./early_send.ts";
+import { errorType } from "../core/error_type.ts";
+import { getLogger } from "@logtape/logtape";
+
+const logger = getLogger(["incontext", "proxy"]);
 
 /**
  * Creates the budgeting proxy handler.
@@ -211,7 +215,15 @@ async function budgeted(
       // send would otherwise hold the count back.
       pending = setImmediate(() => {
         pending = undefined;
-        early = startEarly(request, { target, parsed, text, bytes }, context);
+        try {
+          early = startEarly(request, { target, parsed, text, bytes }, context);
+        } catch (error) {
+          // Out of any request's await: a throw here would end the process.
+          // The body goes once decided instead.
+          logger.warn("early send not started: error={error}", {
+            error: errorType(error),
+          });
+        }
       });
     }
     : undefined;
@@ -362,6 +374,9 @@ function startEarly(
     readsAnswer: true,
     early: body,
   }, context);
+  // A withdrawn send's answer is never awaited: its failure must not go
+  // unhandled (which ends the process). A committed one is awaited.
+  sending.catch(() => {});
   return { body, sending, sent };
 }
 

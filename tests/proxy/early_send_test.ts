@@ -59,7 +59,8 @@ Deno.test("earlyBody: a body with no cap, or only caps, still ends as valid JSON
       [{ model: "m" }, { model: "m", max_tokens: 5 }],
       [{ model: "m" }, { model: "m" }],
       [{ max_tokens: 9 }, { max_tokens: 5 }],
-      [{ max_tokens: 9 }, {}],
+      // A cap before the middle: written again.
+      [{ max_tokens: 9, pad: "x".repeat(30) }, { pad: "x".repeat(30) }],
     ] as const
   ) {
     const text = JSON.stringify(request);
@@ -72,7 +73,7 @@ Deno.test("earlyBody: a body with no cap, or only caps, still ends as valid JSON
 });
 
 Deno.test("earlyBody: a __proto__ member stays a member, and a Responses cap is a cap", async () => {
-  const text = '{"__proto__":{"x":1},"input":"hi","max_output_tokens":9}';
+  const text = '{"max_output_tokens":9,"__proto__":{"x":1},"input":"hi"}';
   const request = JSON.parse(text);
   const early = earlyBody(request, text, encoder.encode(text))!;
   // The decision's copy, as `writeCap` builds it: the same values, a new cap.
@@ -128,6 +129,72 @@ Deno.test("earlyBody: bodies that cannot be written again exactly are not sent e
     earlyBody(JSON.parse(unsafe), unsafe, encoder.encode(unsafe)),
     undefined,
   );
+});
+
+/** A conversation as the Python SDK writes it: the messages first, the cap after. */
+function pythonOrder(cap: string, after = ',"stream":false'): string {
+  const messages = JSON.stringify([{
+    role: "user",
+    content: "é ".repeat(400),
+  }]);
+  return `{"messages":${messages},"model":"m","max_tokens":${cap}${after}}`;
+}
+
+Deno.test("earlyBody: a cap past the middle is replaced in place, and the body keeps its length", async () => {
+  const text = pythonOrder("65536");
+  const bytes = encoder.encode(text);
+  const request = JSON.parse(text);
+  const early = earlyBody(request, text, bytes)!;
+  strictEqual(early.length, bytes.byteLength);
+  strictEqual(early.commit({ ...request, max_tokens: 512 }), true);
+  const sent = await readAll(early.stream);
+  strictEqual(sent, text.replace('"max_tokens":65536', '"max_tokens":512  '));
+  deepStrictEqual(JSON.parse(sent), { ...request, max_tokens: 512 });
+});
+
+Deno.test("earlyBody: a cap the decision keeps leaves the body byte for byte", async () => {
+  const text = pythonOrder("4096", ',"tools":[{"type":"function"}]');
+  const bytes = encoder.encode(text);
+  const request = JSON.parse(text);
+  const early = earlyBody(request, text, bytes)!;
+  strictEqual(early.commit(request), true);
+  deepStrictEqual(
+    encoder.encode(await readAll(early.stream)),
+    bytes,
+  );
+});
+
+Deno.test("earlyBody: a cap wider than the number it replaces withdraws the body", async () => {
+  const text = pythonOrder("900");
+  const request = JSON.parse(text);
+  const early = earlyBody(request, text, encoder.encode(text))!;
+  strictEqual(early.length, encoder.encode(text).byteLength);
+  strictEqual(early.commit({ ...request, max_tokens: 1000 }), false);
+  await rejects(readAll(early.stream), EarlySendWithdrawn);
+});
+
+Deno.test("earlyBody: a cap written with escapes, twice, early, or not as an integer is written again", async () => {
+  for (
+    const text of [
+      pythonOrder("65536").replace('"max_tokens"', '"max\\u005ftokens"'),
+      pythonOrder("65536", ',"max_tokens":65536'),
+      `{"max_tokens":65536,${pythonOrder("1").slice(1)}`.replace(
+        ',"max_tokens":1',
+        "",
+      ),
+      pythonOrder("6.5e4"),
+      pythonOrder("65536", ',"max_completion_tokens":65536'),
+    ]
+  ) {
+    const request = JSON.parse(text);
+    const early = earlyBody(request, text, encoder.encode(text))!;
+    const sent = { ...request, max_tokens: 512 };
+    delete sent.max_completion_tokens;
+    strictEqual(early.commit(sent), true, text.slice(-60));
+    const body = await readAll(early.stream);
+    deepStrictEqual(JSON.parse(body), sent);
+    ok(/"max_tokens":512 +\}$/.test(body), body.slice(-60));
+  }
 });
 
 /** One connection as the raw upstream saw it. */
@@ -290,6 +357,32 @@ Deno.test("proxy: a long body is upstream before its count ends, and the decisio
     ['incontext_upstream_early_sends_total{outcome="committed"} 1'],
   );
   strictEqual(upstream.seen.length, 1, "sent once");
+});
+
+Deno.test("proxy: a long body as the Python SDK writes it goes as it came but for the cap's digits", async () => {
+  await using upstream = await rawUpstream();
+  const count = heldCount(100);
+  await using served = proxyTo(upstream.url, { backend: count.backend });
+  const messages = JSON.parse(LONG).messages;
+  const body = `{"messages":${
+    JSON.stringify(messages)
+  },"model":"m","max_tokens":65536,"stream":false}`;
+  const answer = served.proxy(post(body));
+  await until(
+    () =>
+      upstream.seen[0] !== undefined &&
+      upstream.seen[0].body === body.indexOf("65536"),
+    "the body up to its cap upstream",
+  );
+  strictEqual(upstream.seen[0]!.length, encoder.encode(body).byteLength);
+  count.release();
+  const response = await answer;
+  strictEqual(response.status, 200);
+  await response.body?.cancel();
+  strictEqual(
+    upstream.seen[0]!.text,
+    body.replace('"max_tokens":65536', '"max_tokens":55605'),
+  );
 });
 
 Deno.test("proxy: a refused long body is withdrawn short of its length and counts no upstream answer", async () => {

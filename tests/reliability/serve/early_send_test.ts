@@ -62,6 +62,33 @@ Deno.test("incontext serve sends a long body while it is counted, and its decisi
       await stillServes(proxy);
     },
   );
+
+  await t.step(
+    "a cap after the messages, as the Python SDK writes it",
+    async () => {
+      // Words of its own: a count the cache holds may come before the send.
+      const messages = [{
+        role: "user",
+        content: "other words ".repeat(20_000),
+      }];
+      const body = `{"messages":${
+        JSON.stringify(messages)
+      },"model":"m","max_tokens":65536}`;
+      await using file = await tempFile(body);
+      const answer = await curl(`${proxy.url}${CHAT}`, { body: file.path });
+      strictEqual(answer.status, 200);
+      const cap = /x-incontext-max-tokens: (\d+)/i.exec(answer.verbose)![1]!;
+      strictEqual(
+        sentLast().text,
+        body.replace(
+          '"max_tokens":65536',
+          `"max_tokens":${cap.padEnd(5, " ")}`,
+        ),
+      );
+      strictEqual(metric(await metrics(proxy), EARLY), 2);
+      await stillServes(proxy);
+    },
+  );
 });
 
 Deno.test("INCONTEXT_EARLY_SEND=off sends a long body once counted, written once whole", async (t) => {
