@@ -28,7 +28,10 @@
  * project (such as `git worktree add DIR main`): its `incontext serve` runs
  * beside this one's, with the same settings, and every turn goes through both
  * in the rotating order, so that two versions of the code are compared in
- * the same run. The proxy logs JSON lines: its access records give each
+ * the same run; `AGENT_TURN_BASELINE_ENV=NAME=VALUE,...` gives that one
+ * proxy settings of its own (with `AGENT_TURN_BASELINE=.`, the same code
+ * with a setting changed, such as `INCONTEXT_EARLY_SEND=off`). The proxy
+ * logs JSON lines: its access records give each
  * request's time to the budget decision, reported beside the totals.
  *
  * @module
@@ -73,6 +76,17 @@ const TURNS = 128;
 const TURN_CHARS = 3400;
 const PROFILE_DIR = Deno.env.get("AGENT_TURN_PROFILE");
 const BASELINE_DIR = Deno.env.get("AGENT_TURN_BASELINE");
+/** Settings only the baseline's proxy gets. */
+const BASELINE_ENV: Record<string, string> = Object.fromEntries(
+  (Deno.env.get("AGENT_TURN_BASELINE_ENV") ?? "").split(",").filter(Boolean)
+    .map((pair) => {
+      const at = pair.indexOf("=");
+      if (at < 1) {
+        throw new Error(`AGENT_TURN_BASELINE_ENV: ${pair} is not NAME=VALUE`);
+      }
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+);
 
 interface Target {
   readonly url: string;
@@ -252,7 +266,7 @@ async function withProxy(
   });
   await using baseline = BASELINE_DIR === undefined
     ? undefined
-    : await startProxy(upstream.url, proxyEnv, {
+    : await startProxy(upstream.url, { ...proxyEnv, ...BASELINE_ENV }, {
       root: BASELINE_DIR,
       onLine: readAccessRecord,
     });
