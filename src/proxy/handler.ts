@@ -303,7 +303,8 @@ async function send(
   // The early body carries the decision when it differs from the request
   // only in its caps; otherwise it is withdrawn and the body sent anew.
   const committed = early !== undefined && early.body.commit(decision.sent);
-  const sent = committed ? early.sent : performance.now();
+  // The upstream's time runs from the body's end: for an early body, now.
+  const sent = performance.now();
   const upstream = committed ? early.sending : sendUpstream(
     {
       request,
@@ -341,8 +342,6 @@ interface EarlySend {
   readonly body: EarlyBody;
   /** The upstream's answer, once the body is committed. */
   readonly sending: Promise<UpstreamAnswer | Response>;
-  /** When it was sent, for the upstream's time. */
-  readonly sent: number;
 }
 
 /** Where an early body goes, and what it is made from. */
@@ -366,7 +365,6 @@ function startEarly(
       outcome: kept ? "committed" : "withdrawn",
     });
   });
-  const sent = performance.now();
   const sending = sendUpstream({
     request,
     target,
@@ -377,7 +375,7 @@ function startEarly(
   // A withdrawn send's answer is never awaited: its failure must not go
   // unhandled (which ends the process). A committed one is awaited.
   sending.catch(() => {});
-  return { body, sending, sent };
+  return { body, sending };
 }
 
 /**

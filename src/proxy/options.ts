@@ -84,7 +84,8 @@ export interface ProxyOptions extends BridgeOptions {
    * How long the upstream may take to send its response headers, in seconds;
    * then the proxy answers 504 `upstream_timeout`. A server sends the headers
    * of a non-streamed generation only once it is complete, so leave room for
-   * the longest generation.
+   * the longest generation. For a body sent while it is counted
+   * (`earlySend`), the time runs from the body's end.
    *
    * @default 600
    */

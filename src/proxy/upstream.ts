@@ -136,19 +136,31 @@ export async function sendUpstream(
     init.body = body;
     init.duplex = "half";
   } else if (body !== null) init.body = body;
-  const timer = setQueuedTimeout(
-    () => abort.abort(new UpstreamTimeout("headers")),
-    settings.upstreamTimeoutMs,
-  );
+  let timer: ReturnType<typeof setQueuedTimeout> | undefined;
+  let answered = false;
+  const arm = () => {
+    if (answered) return;
+    timer = setQueuedTimeout(
+      () => abort.abort(new UpstreamTimeout("headers")),
+      settings.upstreamTimeoutMs,
+    );
+  };
+  // An early body waits for its decision, which is not the upstream's
+  // time: the upstream's clock starts once the body is whole.
+  if (early === undefined) arm();
+  else void early.settled.then((kept) => kept && arm());
   let response: Response;
   try {
     response = await (context.options.fetch ?? fetch)(target, init);
   } catch (error) {
+    // No clock once the request failed, even if its body is committed now.
+    answered = true;
     unlink();
     if (early !== undefined && !await early.settled) return withdrawn();
     return failed(error, { request, own: abort.signal }, context);
   } finally {
-    clearQueuedTimeout(timer);
+    answered = true;
+    if (timer !== undefined) clearQueuedTimeout(timer);
   }
   // An upstream may answer before the body's end (a 401, a 413): that
   // answer is the request's only if the body is committed.

@@ -385,6 +385,27 @@ Deno.test("proxy: a long body as the Python SDK writes it goes as it came but fo
   );
 });
 
+Deno.test("proxy: the upstream's headers timeout starts once an early body is whole, not while it is counted", async () => {
+  await using upstream = await rawUpstream();
+  const count = heldCount(100);
+  await using served = proxyTo(upstream.url, {
+    backend: count.backend,
+    upstreamTimeoutSeconds: 2,
+  });
+  const answer = served.proxy(post(LONG));
+  await until(() => (upstream.seen[0]?.body ?? 0) > 0, "the body upstream");
+  // Held past the upstream's timeout: the count's time is not the upstream's.
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  count.release();
+  const response = await answer;
+  strictEqual(response.status, 200);
+  await response.body?.cancel();
+  deepStrictEqual(
+    await metric(served.proxy, "incontext_upstream_timeouts_total{"),
+    [],
+  );
+});
+
 Deno.test("proxy: a refused long body is withdrawn short of its length and counts no upstream answer", async () => {
   await using upstream = await rawUpstream();
   const count = heldCount(55700);
