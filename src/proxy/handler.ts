@@ -352,7 +352,7 @@ interface EarlySource {
   readonly bytes: Uint8Array;
 }
 
-/** Sends the body without its caps, or returns undefined when it cannot be written again exactly. */
+/** Starts the body upstream, all but its cap, or returns undefined when it cannot be sent exactly. */
 function startEarly(
   request: Request,
   { target, parsed, text, bytes }: EarlySource,
