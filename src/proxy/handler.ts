@@ -43,13 +43,9 @@ import {
 import { observe } from "./bookkeeping.ts";
 import { AnchorStore } from "../anchors/store.ts";
 import { readUsage, tapFor, tapUsage, type Usage } from "../anchors/usage.ts";
-import { effectiveField, type JsonObject } from "../core/request.ts";
-import { clearImmediate, setImmediate } from "node:timers";
-import { EARLY_SEND_BYTES, type EarlyBody, earlyBody } from "./early_send.ts";
-import { errorType } from "../core/error_type.ts";
-import { getLogger } from "@logtape/logtape";
-
-const logger = getLogger(["incontext", "proxy"]);
+import { effectiveField } from "../core/request.ts";
+import { setImmediate } from "node:timers";
+import { type EarlySend, earlyStart } from "./early_start.ts";
 
 /**
  * Creates the budgeting proxy handler.
@@ -206,27 +202,7 @@ async function budgeted(
         `Cannot budget the request as its body exceeds ${settings.maxRequestBytes} bytes; reduce the length of the messages or the size of attached media`,
     });
   }
-  let early: EarlySend | undefined;
-  let pending: ReturnType<typeof setImmediate> | undefined;
-  const whileCounting = context.settings.earlySend &&
-      bytes.byteLength >= EARLY_SEND_BYTES
-    ? (parsed: JsonObject, text: string) => {
-      // Once the count's own steps on this thread have handed it over: the
-      // send would otherwise hold the count back.
-      pending = setImmediate(() => {
-        pending = undefined;
-        try {
-          early = startEarly(request, { target, parsed, text, bytes }, context);
-        } catch (error) {
-          // Out of any request's await: a throw here would end the process.
-          // The body goes once decided instead.
-          logger.warn("early send not started: error={error}", {
-            error: errorType(error),
-          });
-        }
-      });
-    }
-    : undefined;
+  const starting = earlyStart(request, { target, bytes }, context);
   let decision: Awaited<ReturnType<typeof decide>>;
   try {
     decision = await decide(bytes, {
@@ -235,11 +211,14 @@ async function budgeted(
         ? { ...bridge, ...context.options.live() }
         : bridge,
       signal: request.signal,
-      whileCounting,
+      whileCounting: starting?.whileCounting,
     });
-  } finally {
-    if (pending !== undefined) clearImmediate(pending);
+  } catch (error) {
+    // No decision will end a body already sent: it is withdrawn.
+    starting?.stop()?.body.withdraw();
+    throw error;
   }
+  const early = starting?.stop();
   // An early body ends only as the decision sends it.
   if (decision.kind !== "send" || request.signal.aborted) {
     early?.body.withdraw();
@@ -335,47 +314,6 @@ async function send(
   const answer = await sending;
   context.state.upstreamSeconds.observe(trace.upstreamMs! / 1000);
   return finish(answer, { decision, conversation }, context);
-}
-
-/** A long body on its way upstream while its prompt is counted. */
-interface EarlySend {
-  readonly body: EarlyBody;
-  /** The upstream's answer, once the body is committed. */
-  readonly sending: Promise<UpstreamAnswer | Response>;
-}
-
-/** Where an early body goes, and what it is made from. */
-interface EarlySource {
-  readonly target: string;
-  readonly parsed: JsonObject;
-  readonly text: string;
-  readonly bytes: Uint8Array;
-}
-
-/** Starts the body upstream, all but its cap, or returns undefined when it cannot be sent exactly. */
-function startEarly(
-  request: Request,
-  { target, parsed, text, bytes }: EarlySource,
-  context: ProxyContext,
-): EarlySend | undefined {
-  const body = earlyBody(parsed, text, bytes);
-  if (body === undefined) return undefined;
-  void body.settled.then((kept) => {
-    context.state.earlySends.inc({
-      outcome: kept ? "committed" : "withdrawn",
-    });
-  });
-  const sending = sendUpstream({
-    request,
-    target,
-    body: body.stream,
-    readsAnswer: true,
-    early: body,
-  }, context);
-  // A withdrawn send's answer is never awaited: its failure must not go
-  // unhandled (which ends the process). A committed one is awaited.
-  sending.catch(() => {});
-  return { body, sending };
 }
 
 /**

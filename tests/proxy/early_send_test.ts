@@ -5,7 +5,7 @@
  * closed short of its length, and nothing of it is counted as the
  * upstream's).
  *
- * Covers: src/proxy/early_send.ts, src/proxy/upstream.ts, src/proxy/handler.ts
+ * Covers: src/proxy/early_send.ts, src/proxy/upstream.ts, src/proxy/handler.ts, src/proxy/early_start.ts
  */
 import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { createServer, type Socket } from "node:net";
