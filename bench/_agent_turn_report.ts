@@ -165,20 +165,6 @@ export function reportReference(
   );
 }
 
-/** The proxy's early sends over a pass, from its metrics text. */
-export function earlySends(metrics: string): string {
-  const found: string[] = [];
-  for (const line of metrics.split("\n")) {
-    const match =
-      /^incontext_upstream_early_sends_total\{outcome="(\w+)"\}\s+(\S+)/
-        .exec(line);
-    if (match !== null) found.push(`${match[1]} ${match[2]}`);
-  }
-  return found.length === 0
-    ? "the proxy sent no body while it was counted"
-    : `bodies the proxy sent while they were counted: ${found.join(", ")}`;
-}
-
 /**
  * The proxy's own count verifications, from `incontext_count_verifications_total`
  * in its metrics, or a line saying it has none.

@@ -30,7 +30,7 @@
  * in the rotating order, so that two versions of the code are compared in
  * the same run; `AGENT_TURN_BASELINE_ENV=NAME=VALUE,...` gives that one
  * proxy settings of its own (with `AGENT_TURN_BASELINE=.`, the same code
- * with a setting changed, such as `INCONTEXT_EARLY_SEND=off`). The proxy
+ * with a setting changed, such as `INCONTEXT_ON_EXHAUSTED=reject`). The proxy
  * logs JSON lines: its access records give each
  * request's time to the budget decision, reported beside the totals.
  *
@@ -48,7 +48,6 @@ import {
   startUpstream,
 } from "./_processes.ts";
 import {
-  earlySends,
   type Path,
   type ReferenceSample,
   report,
@@ -296,7 +295,6 @@ async function withProxy(
   const metrics = await (await fetch(`${proxy.url}/incontext/metrics`))
     .text();
   console.log(verifications(metrics));
-  console.log(earlySends(metrics));
   reportReference(`${reference.name} /tokenize, the same turns`, calls);
 }
 

@@ -61,14 +61,6 @@ export interface DecideOptions {
   readonly bridge: BridgeOptions;
   /** Aborts the count; the rough estimate is used instead. */
   readonly signal?: AbortSignal | undefined;
-  /**
-   * Called with the parsed body and its text once its count has begun, for
-   * work that overlaps the count (the proxy starts sending a long body).
-   * It must not throw.
-   */
-  readonly whileCounting?:
-    | ((request: JsonObject, text: string) => void)
-    | undefined;
 }
 
 /**
@@ -91,13 +83,11 @@ export async function decide(
     return malformed("the body is not valid JSON");
   }
   if (!isJsonObject(parsed)) return malformed("the body is not a JSON object");
-  const counting = budget(parsed, {
+  const result = await budget(parsed, {
     ...bridge,
     kind,
     ...(signal ? { signal } : {}),
   });
-  options.whileCounting?.(parsed, text);
-  const result = await counting;
   const decision = exhaust(parsed, result, bridge);
   const final = decision.kind === "send"
     ? serialized(decision, parsed, text)

@@ -294,8 +294,6 @@ const SCHEMAS: {
   adminToken: headerValue,
   contextEndpoint: z.enum(["on", "off"], { error: "must be on or off" })
     .transform((value) => value === "on"),
-  earlySend: z.enum(["on", "off"], { error: "must be on or off" })
-    .transform((value) => value === "on"),
   logLevel: z.enum(["debug", "info", "warning", "error"], {
     error: "must be debug, info, warning or error",
   }),

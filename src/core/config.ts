@@ -316,15 +316,6 @@ export interface Config {
    */
   readonly contextEndpoint: boolean;
   /**
-   * `INCONTEXT_EARLY_SEND`: `on` sends a budgeted body of 64 KiB or more
-   * upstream while its prompt is counted, its caps moved to the end of the
-   * JSON object; `off` sends every body once counted, as it came but for
-   * its cap.
-   *
-   * @default true
-   */
-  readonly earlySend: boolean;
-  /**
    * `INCONTEXT_LOG_LEVEL`: the lowest level the command line logs: `debug`,
    * `info`, `warning` or `error`.
    *
@@ -418,7 +409,6 @@ export const CONFIG_VARIABLES: {
   maxConnections: { name: "INCONTEXT_MAX_CONNECTIONS" },
   adminToken: { name: "INCONTEXT_ADMIN_TOKEN" },
   contextEndpoint: { name: "INCONTEXT_CONTEXT_ENDPOINT" },
-  earlySend: { name: "INCONTEXT_EARLY_SEND" },
   logLevel: { name: "INCONTEXT_LOG_LEVEL" },
   logFormat: { name: "INCONTEXT_LOG_FORMAT" },
   backendModules: { name: "INCONTEXT_BACKEND_MODULES" },
@@ -459,7 +449,6 @@ export const DEFAULT_CONFIG: Config = Object.freeze({
   keepAliveTimeoutSeconds: 75,
   maxConnections: 512,
   contextEndpoint: true,
-  earlySend: true,
   logLevel: "info",
   logFormat: "text",
 });

@@ -198,7 +198,6 @@ async function metrics(
     ...state.upstreamSeconds.render(),
     ...state.upstream.render(),
     ...state.upstreamErrors.render(),
-    ...state.earlySends.render(),
     ...state.disconnects.render(),
     ...state.timeouts.render(),
     ...state.disagreements.render(),

@@ -17,12 +17,6 @@ import type { Agent, Dispatcher } from "undici";
 /** A `fetch` that owns connections: dispose it to close them. */
 export interface ExactFetch extends AsyncDisposable {
   (input: string | URL | Request, init?: RequestInit): Promise<Response>;
-  /**
-   * Always true: a stream body whose headers give its `content-length` is
-   * sent with that length, not chunked, which lets the proxy send a body
-   * before its last bytes are known.
-   */
-  readonly framesByLength: true;
 }
 
 /** Options of {@linkcode createExactFetch}. */
@@ -95,7 +89,6 @@ export function createExactFetch(options: ExactFetchOptions = {}): ExactFetch {
       })
       : send(await agentReady(), input, init);
   return Object.assign(exactFetch, {
-    framesByLength: true as const,
     [Symbol.asyncDispose]: async () => {
       if (agent !== undefined) await (await agent).destroy();
     },

@@ -45,7 +45,6 @@ import { AnchorStore } from "../anchors/store.ts";
 import { readUsage, tapFor, tapUsage, type Usage } from "../anchors/usage.ts";
 import { effectiveField } from "../core/request.ts";
 import { setImmediate } from "node:timers";
-import { type EarlySend, earlyStart } from "./early_start.ts";
 
 /**
  * Creates the budgeting proxy handler.
@@ -202,27 +201,13 @@ async function budgeted(
         `Cannot budget the request as its body exceeds ${settings.maxRequestBytes} bytes; reduce the length of the messages or the size of attached media`,
     });
   }
-  const starting = earlyStart(request, { target, bytes }, context);
-  let decision: Awaited<ReturnType<typeof decide>>;
-  try {
-    decision = await decide(bytes, {
-      kind,
-      bridge: context.options.live
-        ? { ...bridge, ...context.options.live() }
-        : bridge,
-      signal: request.signal,
-      whileCounting: starting?.whileCounting,
-    });
-  } catch (error) {
-    // No decision will end a body already sent: it is withdrawn.
-    starting?.stop()?.body.withdraw();
-    throw error;
-  }
-  const early = starting?.stop();
-  // An early body ends only as the decision sends it.
-  if (decision.kind !== "send" || request.signal.aborted) {
-    early?.body.withdraw();
-  }
+  const decision = await decide(bytes, {
+    kind,
+    bridge: context.options.live
+      ? { ...bridge, ...context.options.live() }
+      : bridge,
+    signal: request.signal,
+  });
   if (request.signal.aborted) {
     // The client went away while its prompt was counted: nothing to send,
     // and no count to report.
@@ -255,7 +240,7 @@ async function budgeted(
     case "send":
       return await send(
         request,
-        { target, bytes, decision, kind, trace, early },
+        { target, bytes, decision, kind, trace },
         context,
       );
   }
@@ -269,22 +254,16 @@ interface Outgoing {
   readonly decision: Sending;
   readonly kind: RequestKind;
   readonly trace: AccessTrace;
-  /** The body already on its way, if it went while counted. */
-  readonly early: EarlySend | undefined;
 }
 
 /** Sends a budgeted request upstream and answers with the upstream's response. */
 async function send(
   request: Request,
-  { target, bytes, decision, kind, trace, early }: Outgoing,
+  { target, bytes, decision, kind, trace }: Outgoing,
   context: ProxyContext,
 ): Promise<Response> {
-  // The early body carries the decision when it differs from the request
-  // only in its caps; otherwise it is withdrawn and the body sent anew.
-  const committed = early !== undefined && early.body.commit(decision.sent);
-  // The upstream's time runs from the body's end: for an early body, now.
   const sent = performance.now();
-  const upstream = committed ? early.sending : sendUpstream(
+  const upstream = sendUpstream(
     {
       request,
       target,

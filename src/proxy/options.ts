@@ -66,16 +66,6 @@ export interface ProxyOptions extends BridgeOptions {
    * @default globalThis.fetch
    */
   readonly fetch?: typeof globalThis.fetch;
-  /**
-   * Whether a budgeted body of 64 KiB or more is sent upstream while its
-   * prompt is counted, its cap fields held back until the decision writes
-   * them (see `createExactFetch`). It takes a `fetch` that sends a stream
-   * body with the `content-length` its headers give (`framesByLength`);
-   * with any other it is off.
-   *
-   * @default true
-   */
-  readonly earlySend?: boolean;
   /** Parts of the server whose health and metrics the proxy's endpoints report. */
   readonly reporters?: readonly ProxyReporter[];
   /** The count cache whose hits and misses the metrics report. */
@@ -84,8 +74,7 @@ export interface ProxyOptions extends BridgeOptions {
    * How long the upstream may take to send its response headers, in seconds;
    * then the proxy answers 504 `upstream_timeout`. A server sends the headers
    * of a non-streamed generation only once it is complete, so leave room for
-   * the longest generation. For a body sent while it is counted
-   * (`earlySend`), the time runs from the body's end.
+   * the longest generation.
    *
    * @default 600
    */
@@ -187,8 +176,6 @@ export interface ProxySettings {
   readonly upstreamTimeoutMs: number;
   /** How long a response body may wait for the upstream's next bytes. */
   readonly upstreamIdleTimeoutMs: number;
-  /** Whether long bodies are sent while they are counted. */
-  readonly earlySend: boolean;
 }
 
 /**
@@ -262,14 +249,7 @@ export function readSettings(options: ProxyOptions): ProxySettings {
       "upstreamIdleTimeoutSeconds",
       upstreamIdleTimeoutSeconds,
     ),
-    earlySend: options.earlySend !== false && framesByLength(options.fetch),
   };
-}
-
-/** Whether `fetch` says it sends a stream body with the length its headers give. */
-function framesByLength(fetch: typeof globalThis.fetch | undefined): boolean {
-  return (fetch as { framesByLength?: unknown } | undefined)?.framesByLength ===
-    true;
 }
 
 function timeoutMs(name: string, seconds: number): number {

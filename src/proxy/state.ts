@@ -97,10 +97,6 @@ export class ProxyState {
     "incontext_upstream_errors_total",
     "Upstream exchanges that failed without a complete answer: unreachable (no answer) or truncated (the body ended early).",
   );
-  readonly earlySends = new Counter(
-    "incontext_upstream_early_sends_total",
-    "Long bodies sent upstream while their prompt was counted: committed (the decision's caps ended the body) or withdrawn (the decision sent something else, and the connection was closed before the body's end).",
-  );
   readonly disconnects = new Counter(
     "incontext_client_disconnects_total",
     "Clients that went away before their answer began: while their request body was still arriving (phase upload), their prompt was counted (phase count) or the upstream was asked (phase upstream).",

@@ -74,20 +74,7 @@ export interface Upstream {
     | null;
   /** Whether the proxy reads the answer (a budgeted request). */
   readonly readsAnswer?: boolean;
-  /**
-   * A stream body sent before its decision: its length, and its end.
-   * Until `settled` resolves nothing the upstream says is the answer; when
-   * it resolves false (withdrawn) whatever came of the request is dropped
-   * without being counted as the upstream's.
-   */
-  readonly early?: {
-    readonly length: number;
-    readonly settled: Promise<boolean>;
-  };
 }
-
-/** What a withdrawn early send resolves to: nobody reads it. */
-const WITHDRAWN_STATUS = 499;
 
 /**
  * Sends the request to its target and returns the upstream's answer with
@@ -113,22 +100,18 @@ export async function forward(
  * parts, or the error Response.
  */
 export async function sendUpstream(
-  { request, target, body, readsAnswer = false, early }: Upstream,
+  { request, target, body, readsAnswer = false }: Upstream,
   context: ProxyContext,
 ): Promise<UpstreamAnswer | Response> {
   const { settings, state } = context;
   const abort = new AbortController();
   const unlink = linkAbort(abort, request.signal, context.options.signal);
-  const headers = forwardHeaders(request.headers, {
-    bodyChanged: typeof body === "string" || early !== undefined,
-    readsAnswer,
-  });
-  if (early !== undefined) {
-    headers.push(["content-length", String(early.length)]);
-  }
   const init: RequestInit & { duplex?: "half" } = {
     method: request.method,
-    headers,
+    headers: forwardHeaders(request.headers, {
+      bodyChanged: typeof body === "string",
+      readsAnswer,
+    }),
     signal: abort.signal,
     redirect: "manual",
   };
@@ -136,39 +119,18 @@ export async function sendUpstream(
     init.body = body;
     init.duplex = "half";
   } else if (body !== null) init.body = body;
-  let timer: ReturnType<typeof setQueuedTimeout> | undefined;
-  let answered = false;
-  const arm = () => {
-    if (answered) return;
-    timer = setQueuedTimeout(
-      () => abort.abort(new UpstreamTimeout("headers")),
-      settings.upstreamTimeoutMs,
-    );
-  };
-  // An early body waits for its decision, which is not the upstream's
-  // time: the upstream's clock starts once the body is whole.
-  if (early === undefined) arm();
-  else void early.settled.then((kept) => kept && arm());
+  const timer = setQueuedTimeout(
+    () => abort.abort(new UpstreamTimeout("headers")),
+    settings.upstreamTimeoutMs,
+  );
   let response: Response;
   try {
     response = await (context.options.fetch ?? fetch)(target, init);
   } catch (error) {
-    // No clock once the request failed, even if its body is committed now.
-    answered = true;
     unlink();
-    if (early !== undefined && !await early.settled) return withdrawn();
     return failed(error, { request, own: abort.signal }, context);
   } finally {
-    answered = true;
-    if (timer !== undefined) clearQueuedTimeout(timer);
-  }
-  // An upstream may answer before the body's end (a 401, a 413): that
-  // answer is the request's only if the body is committed.
-  if (early !== undefined && !await early.settled) {
-    unlink();
-    abort.abort();
-    await response.body?.cancel().catch(() => {});
-    return withdrawn();
+    clearQueuedTimeout(timer);
   }
   state.upstream.inc({ status: String(response.status) });
   const contentType = response.headers.get("content-type");
@@ -200,11 +162,6 @@ export async function sendUpstream(
   }
   const guarded = guardIdle(response.body, { abort, unlink }, context);
   return { ...answer, stream: guarded.stream, tap: guarded.tap };
-}
-
-/** The answer to a withdrawn early send, which nobody reads. */
-function withdrawn(): Response {
-  return new Response(null, { status: WITHDRAWN_STATUS });
 }
 
 /**

@@ -76,7 +76,6 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       keepAliveTimeoutSeconds: 75,
       maxConnections: 512,
       contextEndpoint: true,
-      earlySend: true,
       logLevel: "info",
       logFormat: "text",
     });
@@ -810,9 +809,7 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
       INCONTEXT_SHUTDOWN_GRACE_SECONDS: "10",
       INCONTEXT_LOG_LEVEL: "debug",
       INCONTEXT_LOG_FORMAT: "json",
-      INCONTEXT_EARLY_SEND: "off",
     });
-    strictEqual(config.earlySend, false);
     strictEqual(config.logLevel, "debug");
     strictEqual(config.logFormat, "json");
     strictEqual(config.upstreamUrl, "http://127.0.0.1:8000");
@@ -846,7 +843,6 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
           INCONTEXT_SHUTDOWN_GRACE_SECONDS: "forever",
           INCONTEXT_LOG_LEVEL: "verbose",
           INCONTEXT_LOG_FORMAT: "xml",
-          INCONTEXT_EARLY_SEND: "yes",
         }),
       (error: unknown) => {
         ok(error instanceof ConfigError);
@@ -860,7 +856,6 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
           "INCONTEXT_UPSTREAM_TIMEOUT_SECONDS",
           "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
           "INCONTEXT_SHUTDOWN_GRACE_SECONDS",
-          "INCONTEXT_EARLY_SEND",
           "INCONTEXT_LOG_LEVEL",
           "INCONTEXT_LOG_FORMAT",
         ]);

@@ -227,7 +227,6 @@ async function listen(prepared: Prepared): Promise<Listening> {
     upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
     signal: graceOver.signal,
     contextEndpoint: config.contextEndpoint,
-    earlySend: config.earlySend,
     ...(config.adminToken === undefined
       ? {}
       : { adminToken: config.adminToken }),

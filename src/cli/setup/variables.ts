@@ -246,11 +246,6 @@ export const VARIABLES: readonly VariableDoc[] = [
     meaning: "off answers 404 on /incontext/context",
   },
   {
-    name: "INCONTEXT_EARLY_SEND",
-    default: "on",
-    meaning: "off sends a body of 64 KiB or more only once it is counted",
-  },
-  {
     name: "INCONTEXT_SHARED_STORE",
     default: "none",
     meaning: "redis:// or rediss:// URL replicas share anchors and counts in",
