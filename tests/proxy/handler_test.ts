@@ -139,9 +139,11 @@ Deno.test("the proxy streams bytes through untouched, usage included", async (t)
     stream_options: { include_usage: true },
   };
   await t.step("bytes identical to the upstream's", async () => {
-    // The fake numbers its completions; everything else repeats byte for byte.
+    // The fake numbers its completions and stamps them with the second;
+    // everything else repeats byte for byte.
     const numbered = (text: string) =>
-      text.replace(/chatcmpl-fake-\d+/g, "chatcmpl-fake-N");
+      text.replace(/chatcmpl-fake-\d+/g, "chatcmpl-fake-N")
+        .replace(/"created":\d+/g, '"created":0');
     const upstream = await postJson(
       `${proxy.upstream.baseUrl}/chat/completions`,
       body,
