@@ -13,6 +13,7 @@
  */
 import { Readable } from "node:stream";
 import type { Agent, Dispatcher } from "undici";
+import { connectPlain } from "./upstream_socket.ts";
 
 /** A `fetch` that owns connections: dispose it to close them. */
 export interface ExactFetch extends AsyncDisposable {
@@ -65,16 +66,23 @@ export function createExactFetch(options: ExactFetchOptions = {}): ExactFetch {
   // loads, which a program importing the proxy without `--allow-env`, and
   // never using this fetch, must not need.
   let agent: Promise<Agent> | undefined;
+  const timeout = options.connectTimeoutMs ?? 10_000;
   const agentReady = () =>
-    agent ??= import("undici").then(({ Agent }) =>
-      new Agent({
+    agent ??= import("undici").then(({ Agent, buildConnector }) => {
+      const connectTls = buildConnector({ timeout });
+      return new Agent({
         keepAliveTimeout: options.keepAliveTimeoutMs ?? 4000,
-        connect: { timeout: options.connectTimeoutMs ?? 10_000 },
+        // Plain HTTP keeps an answer the upstream gives before it has read
+        // the body (`upstream_socket.ts`); TLS connects as undici does.
+        connect: (target, callback) =>
+          target.protocol === "https:"
+            ? connectTls(target, callback)
+            : connectPlain(target, timeout, callback),
         // The caller bounds the wait for headers and between body reads.
         headersTimeout: 0,
         bodyTimeout: 0,
-      })
-    );
+      });
+    });
   const exactFetch = async (
     input: string | URL | Request,
     init: RequestInit = {},
