@@ -28,6 +28,7 @@ import { listenProblem } from "../listen_problem.ts";
 import { hermesLive } from "../../bridges/hermes/live.ts";
 import { openSharedLayer, type SharedLayer } from "./replicas.ts";
 import { serverRefusals } from "./refusals.ts";
+import { chainMoves } from "./chain_moves.ts";
 import {
   connectionBounds,
   type HttpServer,
@@ -235,9 +236,8 @@ async function listen(prepared: Prepared): Promise<Listening> {
     // The anchored backend counts from the usage this proxy records: one store.
     ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),
     ...(shared === undefined ? {} : { anchors: shared.anchors }),
-    reporters: shared === undefined
-      ? [refusals.reporter]
-      : [refusals.reporter, shared.reporter],
+    reporters: [refusals.reporter, chainMoves(backend), shared?.reporter]
+      .filter((reporter) => reporter !== undefined),
     ...(config.model === undefined ? {} : { route: { model: config.model } }),
     ...(hermes === undefined ? {} : hermesLive(hermes, config)),
   });
