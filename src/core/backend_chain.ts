@@ -3,7 +3,9 @@
  * the first backend until a response's usage contradicts one of its
  * counts, then with the next. It is a backend of its own because the
  * proxy, budget() and the count cache only ever see one; the checks reach
- * it through {@linkcode Backend.countChecked}.
+ * it through {@linkcode Backend.countChecked}. Every move is counted; the
+ * log names the first of each pair of backends, then one a minute at most:
+ * model names are the clients' to choose, and could be new on each request.
  *
  * @module
  */
@@ -24,6 +26,7 @@ import {
 import { TemplateRejectedError } from "./errors.ts";
 import { errorType } from "./error_type.ts";
 import { effectiveField, safeLabel } from "./request.ts";
+import { LogLimit } from "../_internal/log_limit.ts";
 
 const logger = getLogger(["incontext", "chain"]);
 
@@ -44,6 +47,13 @@ export interface BackendChainOptions {
    * @default 1024
    */
   readonly maxModels?: number;
+  /**
+   * The clock, in milliseconds, that spaces the warnings of moves between
+   * the same two backends a minute apart.
+   *
+   * @default Date.now
+   */
+  readonly now?: () => number;
 }
 
 /** Where one model stands in the chain. */
@@ -95,6 +105,13 @@ export class BackendChain extends Backend {
   readonly #places = new Map<string, Place>();
   /** Each count label seen, with the backend that gave it. */
   readonly #labels = new Map<string, number>();
+  /** The moves between two backends, by their indices, in the order of the first. */
+  readonly #moves = new Map<
+    string,
+    { from: number; to: number; count: number }
+  >();
+  /** The log lines of moves, limited per pair of backends. */
+  readonly #log: LogLimit;
 
   /**
    * Creates a chain.
@@ -131,6 +148,9 @@ export class BackendChain extends Backend {
     this.#source = links.map((link) => link.source).join(",");
     this.#turns = fallbackTurns;
     this.#maxModels = maxModels;
+    this.#log = new LogLimit(
+      options.now === undefined ? {} : { now: options.now },
+    );
   }
 
   /** The sources of the backends, joined with commas: `local-tokenizer,vllm-tokenize`. */
@@ -210,6 +230,25 @@ export class BackendChain extends Backend {
   }
 
   /**
+   * How often models moved from one backend to another: on to the next
+   * after a difference, back to the first after `fallbackTurns`.
+   *
+   * @returns One entry per pair of backends a model moved between, named by
+   * their sources, in the order of their first move.
+   */
+  moves(): {
+    readonly from: string;
+    readonly to: string;
+    readonly count: number;
+  }[] {
+    return [...this.#moves.values()].map(({ from, to, count }) => ({
+      from: this.links[from]!.source,
+      to: this.links[to]!.source,
+      count,
+    }));
+  }
+
+  /**
    * Forgets the cached counts of every backend.
    *
    * @returns A promise that settles once every clear has taken effect.
@@ -280,9 +319,11 @@ export class BackendChain extends Backend {
     // in the proxy's metrics and log all the same.
     if (next === undefined) return;
     this.#put(key, { index: place.index + 1, turns: 0 });
-    logger.warn(
-      "model={model} now counts with {next}: a count by {source} differed from the server's usage (counted={counted} usage={served}); {until}",
-      {
+    this.#moved(place.index, place.index + 1, {
+      level: "warn",
+      message:
+        "model={model} now counts with {next}: a count by {source} differed from the server's usage (counted={counted} usage={served}); {until}",
+      properties: {
         model: modelName(check.model),
         next: next.source,
         source: check.source,
@@ -294,7 +335,7 @@ export class BackendChain extends Backend {
             this.links[0]!.source
           } again`,
       },
-    );
+    });
   }
 
   #verified(key: string, place: Place): void {
@@ -304,15 +345,44 @@ export class BackendChain extends Backend {
       return;
     }
     this.#places.delete(key);
-    logger.info(
-      "model={model} counts with {first} again after {turns} verified counts by {source}",
-      {
+    this.#moved(place.index, 0, {
+      level: "info",
+      message:
+        "model={model} counts with {first} again after {turns} verified counts by {source}",
+      properties: {
         model: modelName(key === "" ? undefined : key),
         first: this.links[0]!.source,
         turns,
         source: this.links[place.index]!.source,
       },
-    );
+    });
+  }
+
+  /**
+   * Counts a move between two backends and logs it: the first between
+   * them at its level, then one a minute at most.
+   */
+  #moved(
+    from: number,
+    to: number,
+    record: {
+      readonly level: "warn" | "info";
+      readonly message: string;
+      readonly properties: Readonly<Record<string, unknown>>;
+    },
+  ): void {
+    const cause = `${from}>${to}`;
+    const pair = this.#moves.get(cause) ?? { from, to, count: 0 };
+    pair.count += 1;
+    this.#moves.set(cause, pair);
+    this.#log.log(logger, {
+      ...record,
+      cause,
+      first:
+        "every move is counted in incontext_backend_chain_moves_total, and those between these two backends are logged once a minute at most",
+      later:
+        "{held} more moves between these two backends since the last line of them, in incontext_backend_chain_moves_total",
+    });
   }
 
   #put(key: string, place: Place): void {

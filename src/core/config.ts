@@ -233,7 +233,8 @@ export interface Config {
   readonly upstreamIdleTimeoutSeconds: number;
   /**
    * `INCONTEXT_SHUTDOWN_GRACE_SECONDS`: how long the proxy server lets
-   * requests in flight finish after SIGTERM or SIGINT before it ends them.
+   * requests in flight finish after SIGTERM, SIGINT or SIGHUP before it
+   * ends them.
    *
    * @default 30
    */

@@ -1,9 +1,10 @@
 /**
  * Exact by proof: a budgeted request's exact count set beside the prompt
  * tokens its response's `usage` reports. Equal, the count is verified; a
- * difference is counted, logged once per model and cause with both
- * numbers, and told to the backend, so that a backend chain moves the
- * model on. Only exact counts are checked: an estimate (a rough estimate,
+ * difference is counted by model, told to the backend, so that a backend
+ * chain moves the model on, and logged with both numbers: a warning for the
+ * first of each cause (the count's label, high or low) and at most one a
+ * minute after it, whatever the models clients name. Only exact counts are checked: an estimate (a rough estimate,
  * a usage anchor, a count with an estimated part) says nothing of the
  * backend, and a response without usage (a refusal, an error, a stream
  * without `stream_options.include_usage`) checks nothing. Kept apart from
@@ -19,6 +20,7 @@ import { effectiveField, modelLabel } from "../core/request.ts";
 import { errorType } from "../core/error_type.ts";
 import type { Usage } from "../anchors/usage.ts";
 import { Counter } from "../_internal/metrics.ts";
+import { LogLimit, type LogLimitOptions } from "../_internal/log_limit.ts";
 
 const logger = getLogger(["incontext", "proxy"]);
 
@@ -64,8 +66,13 @@ export class CountVerification {
   readonly #models = new Map<string, Tally>();
   /** The models past {@linkcode MAX_VERIFIED_MODELS}, together. */
   #other: Tally | undefined;
-  /** Each model and cause (the count's label, high or low) warned of once. */
-  readonly #warned = new Set<string>();
+  /** The warnings of each cause: the count's label, high or low. */
+  readonly #warnings: LogLimit;
+
+  /** Creates empty tallies; `options` time the warnings. */
+  constructor(options: LogLimitOptions = {}) {
+    this.#warnings = new LogLimit(options);
+  }
 
   /**
    * What checks a decision's count against its response's usage, or
@@ -182,20 +189,17 @@ export class CountVerification {
     model: string,
     { source, counted, served }: NonNullable<ModelVerification["lastDiffer"]>,
   ): void {
-    const cause = `${source} ${counted > served ? "high" : "low"}`;
-    const key = `${this.#models.has(model) ? model : "other"}\n${cause}`;
-    const fields = { model, source, counted, usage: served };
-    if (this.#warned.has(key)) {
-      logger.debug(
+    // The model is the client's choice: it is named, never part of the cause.
+    this.#warnings.log(logger, {
+      cause: `${source}\n${counted > served ? "high" : "low"}`,
+      level: "warn",
+      message:
         "count differs from the server's usage: model={model} source={source} counted={counted} usage={usage}",
-        fields,
-      );
-      return;
-    }
-    this.#warned.add(key);
-    logger.warn(
-      "count differs from the server's usage: model={model} source={source} counted={counted} usage={usage}; further differences of this model and source in this direction are counted in incontext_count_verifications_total",
-      fields,
-    );
+      first:
+        "every difference is counted in incontext_count_verifications_total, and those of this source in this direction are warned of once a minute at most",
+      later:
+        "{held} more of this source in this direction since the last warning, in incontext_count_verifications_total",
+      properties: { model, source, counted, usage: served },
+    });
   }
 }

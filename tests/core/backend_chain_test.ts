@@ -122,6 +122,56 @@ Deno.test("BackendChain with fallbackTurns tries the first backend again after t
   strictEqual(chain.backendFor("m").source, "second");
 });
 
+Deno.test("BackendChain logs the moves between two backends once a minute at most and counts every one", async (t) => {
+  await using logs = await captureLogs();
+  let now = 0;
+  const chain = new BackendChain([
+    new FakeBackend({ count: 10, source: "first" }),
+    new FakeBackend({ count: 12, source: "second" }),
+  ], { fallbackTurns: 1, now: () => now });
+  const lines = (level: string, text: string) =>
+    logs.lines.filter((l) =>
+      l.startsWith(`incontext.chain ${level}`) && l.includes(text)
+    );
+  await t.step("1,000 models moved: one warning", async () => {
+    for (let i = 0; i < 1000; i++) await turn(chain, `model-${i}`, 12);
+    strictEqual(lines("warning", "now counts with").length, 1);
+    ok(
+      lines("warning", "now counts with")[0]!.includes(
+        "model=model-0 now counts with second",
+      ),
+    );
+    strictEqual(lines("debug", "now counts with").length, 999);
+    deepStrictEqual(chain.moves(), [
+      { from: "first", to: "second", count: 1000 },
+    ]);
+  });
+  await t.step("the moves back to the first are another pair", async () => {
+    for (let i = 0; i < 1000; i++) await turn(chain, `model-${i}`, 12);
+    strictEqual(lines("info", "again after").length, 1);
+    strictEqual(lines("debug", "again after").length, 999);
+    deepStrictEqual(chain.moves(), [
+      { from: "first", to: "second", count: 1000 },
+      { from: "second", to: "first", count: 1000 },
+    ]);
+  });
+  await t.step(
+    "a minute later, one more, with how many came between",
+    async () => {
+      now = 60_000;
+      await turn(chain, "late", 12);
+      const warnings = lines("warning", "now counts with");
+      strictEqual(warnings.length, 2);
+      ok(
+        warnings[1]!.includes(
+          "model=late now counts with second: a count by first differed from the server's usage (counted=10 usage=12); for 1 verified counts, then first again; 999 more moves between these two backends since the last line of them",
+        ),
+        warnings[1],
+      );
+    },
+  );
+});
+
 Deno.test("BackendChain moves a model down a longer chain one backend per difference", async () => {
   const { chain } = chainOf([10, 11, 12]);
   await turn(chain, "m", 12);

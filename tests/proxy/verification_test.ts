@@ -1,11 +1,12 @@
 // Covers: src/proxy/verification.ts, src/core/backend_chain.ts
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
-import { type CountCheck, CountError } from "../../mod.ts";
+import { budget, type CountCheck, CountError } from "../../mod.ts";
 import { createCountCache } from "../../src/cache/mod.ts";
 import { VllmBackend } from "../../src/backends/vllm/mod.ts";
 import { LocalBackend } from "../../src/backends/local/mod.ts";
 import { BackendChain, createProxyHandler } from "../../src/proxy/mod.ts";
+import { CountVerification } from "../../src/proxy/verification.ts";
 import {
   createFakeUpstreamHandler,
   FakeBackend,
@@ -165,7 +166,7 @@ class HearingBackend extends FakeBackend {
   }
 }
 
-Deno.test("the proxy reports a count the usage contradicts: metric, one warning per model and cause, context, backend", async () => {
+Deno.test("the proxy reports a count the usage contradicts: metric, a warning per cause, context, backend", async () => {
   await using logs = await captureLogs();
   const backend = new HearingBackend({ count: 7, source: "wrong" });
   await using proxy = await proxyFixture({ backend });
@@ -175,10 +176,15 @@ Deno.test("the proxy reports a count the usage contradicts: metric, one warning 
   strictEqual(await metric(proxy.url, 'model="m",result="differ"'), 2);
   strictEqual(await metric(proxy.url, 'model="n",result="differ"'), 1);
   strictEqual(await metric(proxy.url, 'model="m",result="equal"'), 0);
-  const warnings = logs.lines.filter((line) =>
+  // One cause (source wrong, too low): the first is a warning, the next
+  // ones within the minute are logged at debug.
+  const lines = logs.lines.filter((line) => line.includes("count differs"));
+  strictEqual(lines.length, 3, lines.join("\n"));
+  const warnings = lines.filter((line) =>
     line.startsWith("incontext.proxy warning count differs")
   );
-  strictEqual(warnings.length, 2, warnings.join("\n"));
+  ok(warnings[0] === lines[0], lines.join("\n"));
+  ok(lines[2]!.includes("model=n source=wrong counted=7"), lines[2]);
   const served = backend.checks[0]!.served;
   ok(served !== 7);
   ok(
@@ -187,7 +193,6 @@ Deno.test("the proxy reports a count the usage contradicts: metric, one warning 
     ),
     warnings[0],
   );
-  ok(warnings[1]!.includes("model=n source=wrong counted=7"), warnings[1]);
   ok(!logs.lines.some((line) => line.includes("canary")), "no content");
   deepStrictEqual(backend.checks[0], {
     model: "m",
@@ -207,6 +212,69 @@ Deno.test("the proxy reports a count the usage contradicts: metric, one warning 
       counted: 7,
       served: backend.checks[1]!.served,
     },
+  });
+});
+
+Deno.test("CountVerification warns of each cause once a minute at most, whatever the models clients name", async (t) => {
+  await using logs = await captureLogs();
+  let now = 0;
+  const verification = new CountVerification({ now: () => now });
+  const backend = new FakeBackend({ count: 7, source: "wrong" });
+  const check = async (model: string, served: number) => {
+    const result = await budget(chat("hi", model), {
+      window: W,
+      contextLength: C,
+      backend,
+    });
+    verification.checkerFor(result, backend)!({
+      promptTokens: served,
+      completionTokens: 1,
+    });
+  };
+  const warnings = () =>
+    logs.lines.filter((line) =>
+      line.startsWith("incontext.proxy warning count differs")
+    );
+  await t.step("1,000 models too low: one warning", async () => {
+    for (let i = 0; i < 1000; i++) await check(`model-${i}`, 9);
+    strictEqual(warnings().length, 1, warnings().join("\n"));
+    ok(warnings()[0]!.includes("model=model-0 source=wrong counted=7 usage=9"));
+    strictEqual(
+      logs.lines.filter((l) => l.startsWith("incontext.proxy debug")).length,
+      999,
+    );
+  });
+  await t.step(
+    "another cause, too high, has a warning of its own",
+    async () => {
+      await check("model-0", 5);
+      strictEqual(warnings().length, 2);
+      ok(warnings()[1]!.includes("counted=7 usage=5"), warnings()[1]);
+    },
+  );
+  await t.step(
+    "a minute later, one more, with how many came between",
+    async () => {
+      now = 59_999;
+      await check("model-1000", 9);
+      strictEqual(warnings().length, 2);
+      now = 60_000;
+      await check("model-1001", 9);
+      strictEqual(warnings().length, 3);
+      ok(
+        warnings()[2]!.includes(
+          "model=model-1001 source=wrong counted=7 usage=9; 1000 more of this source in this direction since the last warning",
+        ),
+        warnings()[2],
+      );
+    },
+  );
+  await t.step("the metrics count every difference", () => {
+    const differ = verification.metricLines(true)
+      .filter((line) => line.includes('result="differ"'))
+      .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
+    strictEqual(differ, 1003);
+    strictEqual(verification.totals().checked, 1003);
   });
 });
 

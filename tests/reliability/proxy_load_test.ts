@@ -26,6 +26,7 @@ import {
 } from "./_proxy_load.ts";
 import { judge, latency, tally } from "./_proxy_verdict.ts";
 import { sampleRss, spawnProxy } from "./_proxy_spawn.ts";
+import { refusesConnections } from "./_in_flight.ts";
 import { HANG_MS, until } from "../_kit/hang.ts";
 
 // Every request is issued and judged, however long that takes: how fast the
@@ -287,26 +288,6 @@ Deno.test("the proxy bounds a stalled upstream with its timeouts", async (t) => 
     }
   });
 });
-
-/** Waits until a new TCP connection to `port` is refused. */
-async function refusesConnections(port: number): Promise<boolean> {
-  await until(async () => {
-    try {
-      const connection = await Deno.connect({ hostname: "127.0.0.1", port });
-      connection.close();
-      return false;
-    } catch (error) {
-      // A connect that lands in the backlog just as the listener closes is
-      // reset rather than refused: either way it is never served.
-      if (
-        error instanceof Deno.errors.ConnectionRefused ||
-        error instanceof Deno.errors.ConnectionReset
-      ) return true;
-      throw error;
-    }
-  }, "the listener closes");
-  return true;
-}
 
 Deno.test("examples/server.ts finishes streams in flight on SIGTERM and refuses new connections", async (t) => {
   await t.step(

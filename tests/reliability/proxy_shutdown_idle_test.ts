@@ -8,51 +8,7 @@
 import { ok, strictEqual } from "node:assert/strict";
 import { unlessHung } from "../_kit/hang.ts";
 import { spawnProxy } from "./_proxy_spawn.ts";
-
-const BODY = "x".repeat(100_000);
-
-/** An upstream that holds `/slow` until released; anything else gets `{}`. */
-function serveHolding() {
-  const arrived = Promise.withResolvers<void>();
-  const release = Promise.withResolvers<void>();
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    async (request) => {
-      await request.body?.cancel();
-      if (new URL(request.url).pathname !== "/slow") {
-        return Response.json({});
-      }
-      arrived.resolve();
-      await release.promise;
-      return new Response(BODY);
-    },
-  );
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    arrived: arrived.promise,
-    release: () => release.resolve(),
-    async [Symbol.asyncDispose]() {
-      release.resolve();
-      await server.shutdown();
-    },
-  };
-}
-
-/** Reads until the server closes the connection. */
-async function readToClose(conn: Deno.Conn): Promise<string> {
-  let text = "";
-  const buffer = new Uint8Array(65536);
-  try {
-    for (;;) {
-      const n = await conn.read(buffer);
-      if (n === null) return text;
-      text += new TextDecoder().decode(buffer.subarray(0, n));
-    }
-  } catch {
-    // A reset closes it too.
-    return text;
-  }
-}
+import { HELD_BODY, readToClose, serveHolding } from "./_in_flight.ts";
 
 Deno.test("serve closes idle connections on SIGTERM and exits once the last exchange ends", async () => {
   await using upstream = serveHolding();
@@ -83,7 +39,7 @@ Deno.test("serve closes idle connections on SIGTERM and exits once the last exch
     const text = await unlessHung("the answer in flight", answer);
     ok(text.startsWith("HTTP/1.1 200"), text.slice(0, 200));
     ok(/\r\nconnection: close\r\n/i.test(text), text.slice(0, 400));
-    strictEqual(text.slice(text.indexOf("\r\n\r\n") + 4), BODY);
+    strictEqual(text.slice(text.indexOf("\r\n\r\n") + 4), HELD_BODY);
 
     const status = await unlessHung("the proxy's exit", proxy.child.status);
     strictEqual(status.code, 0, proxy.stderr.text);

@@ -14,6 +14,7 @@ import { createFakeUpstreamHandler } from "../../testing/fake_upstream.ts";
 import { readLimited } from "../../_internal/limited_read.ts";
 import { configured, reportConfigIssues } from "../config_failure.ts";
 import { listenProblem } from "../listen_problem.ts";
+import { untilStopSignal } from "../stop_signals.ts";
 import {
   connectionBounds,
   type HttpServer,
@@ -29,7 +30,7 @@ import {
 const COMMAND = "incontext demo-upstream";
 
 /**
- * Runs the demo upstream until SIGTERM or SIGINT.
+ * Runs the demo upstream until SIGTERM, SIGINT or SIGHUP.
  *
  * @param args The command's arguments, after `demo-upstream`.
  * @param env The environment.
@@ -70,11 +71,12 @@ export async function demoUpstreamCommand(
       }`,
     }]);
   }
-  announce(server, settings);
-  await untilSignal(async () => {
+  const stopped = untilStopSignal(async () => {
     closing.abort();
     await server.close();
   });
+  announce(server, settings);
+  await stopped;
   return 0;
 }
 
@@ -148,21 +150,4 @@ function announce(server: HttpServer, settings: DemoUpstreamSettings): void {
   console.log(
     `Put the proxy in front of it: INCONTEXT_TOKENIZER_URL=${root}/tokenize, --upstream ${root} (README: "Try the proxy").`,
   );
-}
-
-/** Resolves once SIGTERM or SIGINT has arrived and `stop` has finished. */
-async function untilSignal(stop: () => Promise<void>): Promise<void> {
-  const signals = ["SIGTERM", "SIGINT"] as const;
-  let stopped: Promise<void> | undefined;
-  await new Promise<void>((resolve) => {
-    const onSignal = () => {
-      stopped ??= stop().then(() => {
-        for (const signal of signals) {
-          Deno.removeSignalListener(signal, onSignal);
-        }
-        resolve();
-      });
-    };
-    for (const signal of signals) Deno.addSignalListener(signal, onSignal);
-  });
 }

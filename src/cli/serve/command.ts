@@ -1,8 +1,8 @@
 /**
  * `incontext serve`: the budgeting proxy as a process. Flags and the
  * environment give the settings; the tokenizer and the upstream are probed
- * once at start; SIGTERM or SIGINT stop accepting connections and let
- * requests in flight finish, and those still running after
+ * once at start; SIGTERM, SIGINT or SIGHUP stop accepting connections and
+ * let requests in flight finish, and those still running after
  * `INCONTEXT_SHUTDOWN_GRACE_SECONDS` are ended.
  *
  * @module
@@ -25,9 +25,11 @@ import { type LinkProbe, probeLinks } from "../setup/backend_chain.ts";
 import type { ContextLengthMismatchError } from "../../core/errors.ts";
 import { HELP } from "../setup/settings.ts";
 import { listenProblem } from "../listen_problem.ts";
+import { onStopSignals } from "../stop_signals.ts";
 import { hermesLive } from "../../bridges/hermes/live.ts";
 import { openSharedLayer, type SharedLayer } from "./replicas.ts";
 import { serverRefusals } from "./refusals.ts";
+import { chainMoves } from "./chain_moves.ts";
 import {
   connectionBounds,
   type HttpServer,
@@ -43,7 +45,7 @@ const logger = getLogger(["incontext", "server"]);
 const COMMAND = "incontext serve";
 
 /**
- * Runs the proxy until SIGTERM or SIGINT.
+ * Runs the proxy until SIGTERM, SIGINT or SIGHUP.
  *
  * @param args The command's arguments, after `serve`.
  * @param env The environment.
@@ -234,9 +236,8 @@ async function listen(prepared: Prepared): Promise<Listening> {
     // The anchored backend counts from the usage this proxy records: one store.
     ...(backend instanceof AnchoredBackend ? { anchors: backend.anchors } : {}),
     ...(shared === undefined ? {} : { anchors: shared.anchors }),
-    reporters: shared === undefined
-      ? [refusals.reporter]
-      : [refusals.reporter, shared.reporter],
+    reporters: [refusals.reporter, chainMoves(backend), shared?.reporter]
+      .filter((reporter) => reporter !== undefined),
     ...(config.model === undefined ? {} : { route: { model: config.model } }),
     ...(hermes === undefined ? {} : hermesLive(hermes, config)),
   });
@@ -316,10 +317,17 @@ function stopOnSignals(
   },
 ): Running {
   const grace = prepared.settings.config.shutdownGraceSeconds;
-  const signals = ["SIGTERM", "SIGINT"] as const;
   let stopped: Promise<void> | undefined;
   let markFinished = () => {};
   const finished = new Promise<void>((resolve) => markFinished = resolve);
+  const removeListeners = onStopSignals((signal) => {
+    if (stopped === undefined) {
+      logger.info("stopping: finishing requests in flight ({signal})", {
+        signal,
+      });
+    }
+    void stop();
+  });
   // The server stops only through stop(): on a signal, or when start-up fails.
   function stop(): Promise<void> {
     stopped ??= (async () => {
@@ -337,19 +345,12 @@ function stopOnSignals(
       await server.close();
       clearTimeout(timer);
       await upstreamFetch[Symbol.asyncDispose]();
-      for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+      removeListeners();
       await shared?.[Symbol.asyncDispose]();
       await prepared[Symbol.asyncDispose]();
       markFinished();
     })();
     return stopped;
   }
-  function onSignal(): void {
-    if (stopped === undefined) {
-      logger.info("stopping: finishing requests in flight");
-    }
-    void stop();
-  }
-  for (const signal of signals) Deno.addSignalListener(signal, onSignal);
   return { finished, stop };
 }

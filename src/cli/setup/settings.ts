@@ -67,8 +67,8 @@ Flags (each overrides its environment variable):
 Variables (a flag above wins over its variable):
 ${variablesHelp()}
 
-Signals: SIGTERM and SIGINT stop accepting connections; requests in flight get
-INCONTEXT_SHUTDOWN_GRACE_SECONDS to finish.
+Signals: SIGTERM, SIGINT and SIGHUP stop accepting connections; requests in flight get
+INCONTEXT_SHUTDOWN_GRACE_SECONDS to finish. SIGHUP reloads nothing: restart to apply new settings.
 
 Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses are budgeted; every other path is
 forwarded; GET /incontext/ (a status page), /incontext/livez, /incontext/readyz (alias /incontext/healthz),

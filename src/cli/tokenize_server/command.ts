@@ -10,6 +10,7 @@ import { createCountCache } from "../../cache/mod.ts";
 import { LocalBackend } from "../../backends/local/mod.ts";
 import { configured, reportConfigIssues } from "../config_failure.ts";
 import { listenProblem } from "../listen_problem.ts";
+import { untilStopSignal } from "../stop_signals.ts";
 import { configureConsoleLog, logSettings } from "../console_log.ts";
 import { createTokenizeHandler } from "./handler.ts";
 import {
@@ -27,7 +28,8 @@ import {
 const COMMAND = "incontext tokenize-server";
 
 /**
- * Runs the tokenize server until SIGTERM or SIGINT.
+ * Runs the tokenize server until SIGTERM, SIGINT or SIGHUP, which let the
+ * requests in flight finish.
  *
  * @param args The command's arguments, after `tokenize-server`.
  * @param env The environment.
@@ -119,25 +121,13 @@ async function serveTokenizer(
       }`,
     }]);
   }
+  const stopped = untilStopSignal(() => server.close());
   const host = server.hostname.includes(":")
     ? `[${server.hostname}]`
     : server.hostname;
   console.log(
     `incontext tokenize server listening on http://${host}:${server.port}: max_model_len=${settings.maxModelLen}`,
   );
-  const signals = ["SIGTERM", "SIGINT"] as const;
-  let stopped: Promise<void> | undefined;
-  const finished = new Promise<void>((resolve) => {
-    const onSignal = () => {
-      stopped ??= server.close().then(() => {
-        for (const signal of signals) {
-          Deno.removeSignalListener(signal, onSignal);
-        }
-        resolve();
-      });
-    };
-    for (const signal of signals) Deno.addSignalListener(signal, onSignal);
-  });
-  await finished;
+  await stopped;
   return 0;
 }
