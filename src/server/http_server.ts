@@ -16,6 +16,7 @@ import {
   type IncomingMessage,
   type Server,
   type ServerResponse,
+  STATUS_CODES,
 } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { readFileSync } from "node:fs";
@@ -406,7 +407,7 @@ async function write(
   response.headers.forEach((value, name) => {
     headers.push(name, value);
   });
-  outgoing.writeHead(response.status, response.statusText, headers);
+  outgoing.writeHead(response.status, reasonPhrase(response), headers);
   if (response.body === null) {
     outgoing.end();
     return;
@@ -430,6 +431,15 @@ async function write(
     });
     outgoing.destroy();
   }
+}
+
+/**
+ * The status line's reason phrase: the response's own (an upstream's,
+ * passed on), else the standard one. node writes an empty phrase when
+ * given "", and "unknown" when given none for a status it does not know.
+ */
+function reasonPhrase({ status, statusText }: Response): string {
+  return statusText || (STATUS_CODES[status] ?? "");
 }
 
 function drained(outgoing: ServerResponse): Promise<void> {
