@@ -118,7 +118,15 @@ async function send(
     body: requestBody(init.body),
     signal: init.signal ?? null,
   };
-  const { statusCode, headers, body } = await agent.request(options);
+  // undici's request() drops the reason phrase: a handler around its own
+  // notes it on the way.
+  const line = { statusText: "" };
+  const { statusCode, headers, body } = await agent
+    .compose((dispatch) => (dispatched, handler) =>
+      dispatch(dispatched, notingStatusText(handler, line))
+    )
+    .request(options);
+  const statusText = REASON_PHRASE.test(line.statusText) ? line.statusText : "";
   const responseHeaders = new Headers();
   for (const [name, value] of Object.entries(headers)) {
     if (Array.isArray(value)) {
@@ -131,12 +139,42 @@ async function send(
   if (NULL_BODY.has(statusCode) || method === "HEAD") {
     // Read to its (empty) end, so that the connection serves again.
     body.dump().catch(() => {});
-    return new Response(null, { status: statusCode, headers: responseHeaders });
+    return new Response(null, {
+      status: statusCode,
+      statusText,
+      headers: responseHeaders,
+    });
   }
   return new Response(webStream(body), {
     status: statusCode,
+    statusText,
     headers: responseHeaders,
   });
+}
+
+/**
+ * A reason phrase passed on as sent: printable ASCII. undici decodes the
+ * status line as UTF-8, so other bytes would not be written back as they
+ * came; the client's server then writes the standard phrase.
+ */
+const REASON_PHRASE = /^[\t\x20-\x7e]*$/;
+
+/** `handler`, with the final response's reason phrase noted in `line`. */
+function notingStatusText(
+  handler: Dispatcher.DispatchHandlers,
+  line: { statusText: string },
+): Dispatcher.DispatchHandlers {
+  return {
+    onConnect: (...args) => handler.onConnect?.(...args),
+    onError: (error) => handler.onError?.(error),
+    onHeaders: (statusCode, headers, resume, statusText) => {
+      if (statusCode >= 200) line.statusText = statusText;
+      return handler.onHeaders?.(statusCode, headers, resume, statusText) ??
+        true;
+    },
+    onData: (chunk) => handler.onData?.(chunk) ?? true,
+    onComplete: (trailers) => handler.onComplete?.(trailers),
+  };
 }
 
 /** Headers as undici takes them: a flat list of names and values, in order. */

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { STATUS_CODES } from "node:http";
 import { type ErrorAnswer, errorResponse } from "../bridges/answers.ts";
 
 /** What node's parser attaches to the error it reports to `clientError`. */
@@ -28,19 +29,20 @@ export interface ClientError extends Error {
 export async function clientErrorAnswer(
   error: ClientError,
 ): Promise<{ readonly status: number; readonly message: string }> {
-  const [status, reason, answer] = refusal(error);
+  const [status, answer] = refusal(error);
   const body = await errorResponse(status, answer).text();
   return {
     status,
-    message:
-      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+    message: `HTTP/1.1 ${status} ${
+      STATUS_CODES[status]
+    }\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
   };
 }
 
-/** The status, its reason phrase and the error a refused request gets. */
-function refusal(error: ClientError): [number, string, ErrorAnswer] {
+/** The status and the error a refused request gets. */
+function refusal(error: ClientError): [number, ErrorAnswer] {
   if (unknownMethod(error)) {
-    return [501, "Not Implemented", {
+    return [501, {
       code: "method_not_supported",
       message:
         "Cannot handle the request as its method is not supported by the incontext proxy",
@@ -48,19 +50,19 @@ function refusal(error: ClientError): [number, string, ErrorAnswer] {
   }
   switch (error.code) {
     case "ERR_HTTP_REQUEST_TIMEOUT":
-      return [408, "Request Timeout", {
+      return [408, {
         code: "request_timeout",
         message:
           "Cannot handle the request as it was not received in time by the incontext proxy",
       }];
     case "HPE_HEADER_OVERFLOW":
-      return [431, "Request Header Fields Too Large", {
+      return [431, {
         code: "request_header_too_large",
         message:
           "Cannot handle the request as its header fields are larger than the incontext proxy reads; shorten them",
       }];
     default:
-      return [400, "Bad Request", {
+      return [400, {
         code: "malformed_request",
         message:
           "Cannot handle the request as it is not a well-formed HTTP/1.1 request",

@@ -16,6 +16,7 @@ import {
   type IncomingMessage,
   type Server,
   type ServerResponse,
+  STATUS_CODES,
 } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { readFileSync } from "node:fs";
@@ -24,8 +25,13 @@ import { getLogger } from "@logtape/logtape";
 import { errorType } from "../core/error_type.ts";
 import { type ClientError, clientErrorAnswer } from "./client_errors.ts";
 import { OpenConnections } from "./open_connections.ts";
-import { LINGER_MS, lingerOnClose } from "./linger.ts";
-import { type RequestBody, requestBody } from "./request_body.ts";
+import {
+  closeWhenAnswered,
+  destroyAfterDelay,
+  LINGER_MS,
+  lingerOnClose,
+} from "./linger.ts";
+import { DROP_BYTES, type RequestBody, requestBody } from "./request_body.ts";
 import { UploadAborted } from "../proxy/upload_aborted.ts";
 import { errorResponse } from "../bridges/answers.ts";
 import type { ProxyHandler } from "../proxy/options.ts";
@@ -267,6 +273,21 @@ function answerClientError(
     socket.destroy();
     return;
   }
+  // What the client still sends is read and dropped, as a body is: up to
+  // DROP_BYTES, then the socket is no longer read, and is destroyed soon
+  // after its answer.
+  let answered = false;
+  let overflowed = false;
+  let dropped = 0;
+  const drop = (chunk: Uint8Array) => {
+    dropped += chunk.byteLength;
+    if (dropped <= DROP_BYTES) return;
+    socket.off("data", drop);
+    socket.pause();
+    overflowed = true;
+    if (answered) destroyAfterDelay(socket);
+  };
+  socket.on("data", drop);
   void clientErrorAnswer(error).then(({ status, message }) => {
     options.onRefused?.(status);
     connections.afterResponses(socket, () => {
@@ -281,7 +302,9 @@ function answerClientError(
       const timer = setTimeout(() => socket.destroy(), LINGER_MS);
       socket.once("close", () => clearTimeout(timer));
       socket.end(message, () => {
+        answered = true;
         if (status === 408) socket.destroy();
+        else if (overflowed) destroyAfterDelay(socket);
       });
     });
   });
@@ -311,35 +334,44 @@ async function exchange(
     }
   });
   const method = incoming.method ?? "GET";
-  const body = method === "GET" || method === "HEAD"
-    ? undefined
-    : requestBody(incoming, {
-      onFirstRead: () => {
-        if (expectsContinue && !outgoing.headersSent) outgoing.writeContinue();
-      },
-      onAborted: () => abort.abort(new UploadAborted()),
-    });
+  const socket = incoming.socket;
+  const body = requestBody(incoming, {
+    onFirstRead: () => {
+      if (expectsContinue && !outgoing.headersSent) outgoing.writeContinue();
+    },
+    onAborted: () => abort.abort(new UploadAborted()),
+    // Too much to drop: the connection ends after the answer.
+    onOverflow: () => closeWhenAnswered(socket, outgoing),
+  });
   // A GET's or HEAD's body is never forwarded: read and dropped.
-  if (body === undefined) incoming.resume();
+  const forwarded = method !== "GET" && method !== "HEAD";
+  if (!forwarded) body.discard();
   let response: Response;
   try {
-    const remote = incoming.socket.remoteAddress;
+    const remote = socket.remoteAddress;
     response = await handler(
-      toRequest(incoming, { body, signal: abort.signal }),
+      toRequest(incoming, {
+        body: forwarded ? body : undefined,
+        signal: abort.signal,
+      }),
       remote === undefined ? {} : { remoteAddr: { hostname: remote } },
     );
   } catch (error) {
     response = notHandled(error, method);
   }
-  if (body !== undefined && !incoming.complete) {
+  if (!incoming.complete) {
     if (expectsContinue && !body.asked) {
       // Answered before the 100: the client sends no body, so nothing on
       // the connection can be read after this answer.
       outgoing.shouldKeepAlive = false;
     }
+    // More is still to come than the server drops: the answer says that
+    // the connection closes (as Go's net/http does).
+    const declared = Number(incoming.headers["content-length"] ?? 0);
+    if (declared - body.received > DROP_BYTES) outgoing.shouldKeepAlive = false;
     // Answered while the body still arrives: if the connection closes
     // after the answer, it reads the rest first.
-    lingerOnClose(incoming.socket, incoming);
+    lingerOnClose(socket, incoming);
   }
   try {
     await write(response, outgoing);
@@ -347,7 +379,7 @@ async function exchange(
     // What the handler left unread is read and dropped, so that the next
     // request on the connection (or the client's wait for its answer) is
     // not stuck behind it.
-    body?.discard();
+    body.discard();
   }
 }
 
@@ -406,7 +438,7 @@ async function write(
   response.headers.forEach((value, name) => {
     headers.push(name, value);
   });
-  outgoing.writeHead(response.status, response.statusText, headers);
+  outgoing.writeHead(response.status, reasonPhrase(response), headers);
   if (response.body === null) {
     outgoing.end();
     return;
@@ -430,6 +462,15 @@ async function write(
     });
     outgoing.destroy();
   }
+}
+
+/**
+ * The status line's reason phrase: the response's own (an upstream's,
+ * passed on), else the standard one. node writes an empty phrase when
+ * given "", and "unknown" when given none for a status it does not know.
+ */
+function reasonPhrase({ status, statusText }: Response): string {
+  return statusText || (STATUS_CODES[status] ?? "");
 }
 
 function drained(outgoing: ServerResponse): Promise<void> {

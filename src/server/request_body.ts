@@ -3,7 +3,9 @@
  * or leave unread without harm: after a cancel, or once the answer is
  * written, what the client still sends is read and dropped, so the
  * connection stays usable and a client that sends its whole body before it
- * reads the answer still gets the answer.
+ * reads the answer still gets the answer. Up to {@linkcode DROP_BYTES}:
+ * past that the body is no longer read, and the server closes the
+ * connection.
  *
  * `Readable.toWeb()` is not used: its `data` listener stays attached after a
  * cancel, and `IncomingMessage` is destroyed only once its socket is, so a
@@ -26,6 +28,11 @@ export interface RequestBodyHooks {
   readonly onFirstRead?: () => void;
   /** Called once when the client breaks the upload off, before the stream errors. */
   readonly onAborted?: () => void;
+  /**
+   * Called once when more than {@linkcode DROP_BYTES} have been dropped:
+   * the body is no longer read, so the connection can carry nothing more.
+   */
+  readonly onOverflow?: () => void;
 }
 
 /** A request body and the means to stop reading it. */
@@ -34,12 +41,25 @@ export interface RequestBody {
   readonly stream: ReadableStream<Uint8Array>;
   /** Whether the handler has asked for the body. */
   readonly asked: boolean;
+  /** How many bytes of the body have arrived, handed on or dropped. */
+  readonly received: number;
   /**
    * Stops handing the body on: the rest is read and dropped. Harmless
    * after the body has ended.
    */
   discard(): void;
 }
+
+/**
+ * The most bytes of a body the server reads and drops once it no longer
+ * wants them. Deno's `node:net` allocates a new buffer for each read of a
+ * socket, which V8 frees only at a collection that such garbage brings on
+ * late: a body dropped at the socket's speed grows the process by about
+ * its own size ([reliability.md](../../docs/reliability.md)).
+ * Go's net/http drops 256 KiB; this covers a client that sends a few MiB
+ * past a limit before it reads the answer, which then keeps its connection.
+ */
+export const DROP_BYTES = 4 * 1024 * 1024;
 
 /**
  * How many bytes may wait in the stream before the socket is paused: a few
@@ -70,8 +90,10 @@ export function requestBody(
     incoming.off("data", onData);
     incoming.off("end", onEnd);
   };
+  let received = 0;
   function onData(chunk: Uint8Array): void {
     if (!open) return;
+    received += chunk.byteLength;
     // A copy: the socket's read buffer is not the stream's to keep.
     controller.enqueue(new Uint8Array(chunk));
     if ((controller.desiredSize ?? 0) <= -QUEUED_BYTES) incoming.pause();
@@ -96,9 +118,23 @@ export function requestBody(
   incoming.on("close", onBroken);
   // A socket error after the body ended is the response's concern.
   incoming.on("error", onBroken);
+  let dropping = false;
+  let dropped = 0;
+  function onDropped(chunk: Uint8Array): void {
+    received += chunk.byteLength;
+    dropped += chunk.byteLength;
+    if (dropped <= DROP_BYTES) return;
+    incoming.off("data", onDropped);
+    // Paused, the socket is no longer read: what the client still sends
+    // waits in its buffers until the connection is closed.
+    incoming.pause();
+    hooks.onOverflow?.();
+  }
   const discard = () => {
     if (open) detach();
-    // With no data listener, resuming reads and drops what comes.
+    if (dropping) return;
+    dropping = true;
+    incoming.on("data", onDropped);
     incoming.resume();
   };
   const stream = new ReadableStream<Uint8Array>({
@@ -118,6 +154,9 @@ export function requestBody(
     stream,
     get asked() {
       return asked;
+    },
+    get received() {
+      return received;
     },
     discard,
   };

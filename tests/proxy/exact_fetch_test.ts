@@ -1,7 +1,8 @@
 /**
  * createExactFetch() against real listeners: what reaches the server is what
  * was given, a redirect is returned rather than followed, an aborted request
- * is never sent again, and a cancelled answer closes its connection.
+ * is never sent again, a cancelled answer closes its connection, and the
+ * status line's reason phrase comes back.
  */
 import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import {
@@ -179,4 +180,29 @@ Deno.test("createExactFetch() gives no body for HEAD, 204 and 304", async () => 
   const head = await exactFetch(`${server.url}/200`, { method: "HEAD" });
   strictEqual(head.status, 200);
   strictEqual(head.body, null);
+});
+
+Deno.test("createExactFetch() keeps the reason phrase, when it is printable ASCII", async () => {
+  const phrases: Record<string, [number, string]> = {
+    "/fine": [200, "Fine Thanks"],
+    "/empty": [200, ""],
+    "/none": [204, "Nothing Here"],
+    "/accent": [200, "Très Bien"],
+  };
+  await using server = await listen((request, response) => {
+    const [status, phrase] = phrases[request.url!]!;
+    response.writeHead(status, phrase);
+    response.end(status === 204 ? undefined : "ok");
+  });
+  await using exactFetch = createExactFetch();
+  const read = async (path: string) => {
+    const response = await exactFetch(`${server.url}${path}`);
+    await response.body?.cancel();
+    return [response.status, response.statusText];
+  };
+  deepStrictEqual(await read("/fine"), [200, "Fine Thanks"]);
+  deepStrictEqual(await read("/empty"), [200, ""]);
+  deepStrictEqual(await read("/none"), [204, "Nothing Here"]);
+  // Not ASCII: not written back as it came, so not passed on.
+  deepStrictEqual(await read("/accent"), [200, ""]);
 });

@@ -144,21 +144,59 @@ export async function spawnProxy(
     stdout,
     stderr,
     async rss() {
-      // Deno reads /proc/<pid> only with --allow-all, which tests lack, and
-      // ps is not on every machine; Node is, wherever the suite runs.
-      const { stdout } = await new Deno.Command("node", {
-        args: [
-          "-e",
-          `process.stdout.write(require("node:fs").readFileSync("/proc/${child.pid}/status", "utf8"))`,
-        ],
-        stdout: "piped",
-        stderr: "null",
-      }).output();
-      const kb = /^VmRSS:\s+(\d+) kB$/m.exec(new TextDecoder().decode(stdout));
-      return kb === null ? 0 : Number(kb[1]) * 1024;
+      return (await processMemory(child.pid)).rss;
     },
     [Symbol.asyncDispose]: reap,
   };
+}
+
+/** A process's resident memory, in bytes (0 once it has exited). */
+export interface ProcessMemory {
+  /** Resident now (`VmRSS`). */
+  readonly rss: number;
+  /** The most resident since start, or since {@linkcode resetMemoryPeak} (`VmHWM`). */
+  readonly peak: number;
+}
+
+/**
+ * Runs a line of Node on `/proc/<pid>`: Deno reads /proc/<pid> only with
+ * --allow-all, which tests lack, and ps is not on every machine; Node is,
+ * wherever the suite runs.
+ */
+async function onProc(pid: number, script: string): Promise<string> {
+  const { success, stdout } = await new Deno.Command("node", {
+    args: ["-e", script, String(pid)],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  // An exited process has no /proc entry: it has no memory either.
+  return success ? new TextDecoder().decode(stdout) : "";
+}
+
+/** The resident memory of process `pid`, from `/proc/<pid>/status`. */
+export async function processMemory(pid: number): Promise<ProcessMemory> {
+  const status = await onProc(
+    pid,
+    `process.stdout.write(require("node:fs").readFileSync("/proc/" + process.argv[1] + "/status", "utf8"))`,
+  );
+  const kb = (field: string) => {
+    const found = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
+    return found === null ? 0 : Number(found[1]) * 1024;
+  };
+  return { rss: kb("VmRSS"), peak: kb("VmHWM") };
+}
+
+/** Sets the peak of process `pid` to its resident memory now (Linux's `clear_refs`). */
+export async function resetMemoryPeak(pid: number): Promise<void> {
+  const done = await onProc(
+    pid,
+    `require("node:fs").writeFileSync("/proc/" + process.argv[1] + "/clear_refs", "5"); process.stdout.write("reset")`,
+  );
+  if (done !== "reset") {
+    throw new Error(
+      `Cannot reset the memory peak of process ${pid}: /proc/${pid}/clear_refs is not writable (Linux 4.0 or later needed)`,
+    );
+  }
 }
 
 /** RSS samples of a spawned proxy, taken until stopped. */

@@ -1,9 +1,10 @@
 /**
  * The robustness suite's parts: the real `incontext serve` process (and
- * `incontext tokenize-server`) in front of the fake vLLM, the real clients
- * that drive it (curl with its default behaviour, Python's http.client and
- * urllib, raw sockets), and the check every test ends with: the process is
- * still alive and answers a normal request.
+ * `incontext tokenize-server` and `incontext demo-upstream`) in front of the
+ * fake vLLM, the real clients that drive it (curl with its default
+ * behaviour, Python's http.client and urllib, raw sockets), the memory a
+ * process takes while they do, and the check every test ends with: the
+ * process is still alive and answers a normal request.
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
@@ -13,7 +14,12 @@ import {
 } from "../../../src/testing/mod.ts";
 import { MODEL_FILES } from "../../_kit/model_files.ts";
 import { HANG_MS } from "../../_kit/hang.ts";
-import { type SpawnedProxy, spawnProxy } from "../_proxy_spawn.ts";
+import {
+  processMemory,
+  resetMemoryPeak,
+  type SpawnedProxy,
+  spawnProxy,
+} from "../_proxy_spawn.ts";
 import { freePort, type RunningCli, spawnCli } from "../../_kit/cli_process.ts";
 
 /** The body limit the suite's processes run with: small, so that bodies over it are quick to send. */
@@ -252,4 +258,59 @@ export async function stillTokenizes(server: TokenizeServer): Promise<void> {
   });
   strictEqual(response.status, 200);
   strictEqual((await response.json()).count, 1);
+}
+
+/** `incontext demo-upstream` as a process. */
+export interface DemoUpstream extends RunningCli {
+  readonly url: string;
+  readonly port: number;
+}
+
+/** Starts `incontext demo-upstream` on a free port. */
+export async function startDemoUpstream(
+  env: Record<string, string> = {},
+): Promise<DemoUpstream> {
+  const port = freePort();
+  const running = spawnCli(["demo-upstream", "--listen", `127.0.0.1:${port}`], {
+    env: { INCONTEXT_MAX_REQUEST_BYTES: String(LIMIT), ...env },
+  });
+  if (!/listening on/.test(await running.stdout.waitFor(/listening on/))) {
+    await running[Symbol.asyncDispose]();
+    throw new Error(`The demo upstream did not start: ${running.stderr.text}`);
+  }
+  return { ...running, url: `http://127.0.0.1:${port}`, port };
+}
+
+/** The demo upstream's end of every test: alive, and it answers a chat. */
+export async function stillAnswers(demo: DemoUpstream): Promise<void> {
+  strictEqual(await exited(demo.child), false, demo.stderr.text);
+  ok(!/Uncaught/.test(demo.stderr.text), demo.stderr.text);
+  // No cap: the demo, as vLLM, refuses one past its context length.
+  const response = await fetch(`${demo.url}${CHAT}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "m",
+      messages: [{ role: "user", content: "still there?" }],
+    }),
+  });
+  strictEqual(response.status, 200);
+  const reply = await response.json();
+  strictEqual(reply.choices[0].message.content, "Noted: 1 messages.");
+}
+
+/**
+ * How far process `pid`'s resident memory rose, at its peak while `work`
+ * ran, above what it was before, in bytes.
+ */
+export async function memoryGrowth(
+  pid: number,
+  work: () => Promise<void>,
+): Promise<number> {
+  await resetMemoryPeak(pid);
+  const before = await processMemory(pid);
+  await work();
+  const after = await processMemory(pid);
+  ok(before.rss > 0 && after.peak > 0, `no /proc/${pid}/status`);
+  return after.peak - before.rss;
 }

@@ -1,7 +1,7 @@
 /**
  * The rule of this folder: every step of every test here ends by asserting
  * that the process it drives is still alive and serves a normal request
- * (`stillServes`, `stillTokenizes` in `_process.ts`).
+ * (`stillServes`, `stillTokenizes`, `stillAnswers` in `_process.ts`).
  */
 import { ok, strictEqual } from "node:assert/strict";
 
@@ -20,7 +20,7 @@ Deno.test("every step of the serve suite ends by checking that its process still
     const steps = source.match(/await t\.step\(/g)?.length ?? 0;
     // A check that is the last statement of the block it stands in.
     const closing = source.match(
-      /await (?:stillServes|stillTokenizes)\(\w+\);\n\s*\}/g,
+      /await (?:stillServes|stillTokenizes|stillAnswers)\(\w+\);\n\s*\}/g,
     )?.length ?? 0;
     ok(steps > 0, `${entry.name} has no steps`);
     strictEqual(
