@@ -15,6 +15,7 @@ import { contextLengthExceeded } from "./answers.ts";
 import { holdsUnsafeNumber, numbersSurviveRewrite } from "./number_safety.ts";
 import { getLogger } from "@logtape/logtape";
 import { jsonText } from "../_internal/json_bytes.ts";
+import { parseJson, stringifyJson } from "../_internal/python_json.ts";
 import { errorType } from "../core/error_type.ts";
 
 const logger = getLogger(["incontext", "bridge"]);
@@ -64,24 +65,27 @@ export interface DecideOptions {
 }
 
 /**
- * Budgets one body. Invalid UTF-8, invalid JSON and non-objects are
- * `malformed` (re-encoding them would alter bytes); budget() itself never
- * throws for content, so neither does this.
+ * Budgets one body, read as Python's `json.loads` reads bytes. What Python
+ * cannot decode, invalid JSON and non-objects are `malformed` (re-encoding
+ * them would alter bytes); budget() itself never throws for content, so
+ * neither does this.
  */
 export async function decide(
   bytes: Uint8Array,
   options: DecideOptions,
 ): Promise<Decision> {
   const { kind, bridge, signal } = options;
-  // Read as the server reads it: a byte order mark, UTF-16 and UTF-32 too.
-  const text = jsonText(bytes);
-  if (text === undefined) return malformed("the body is not valid UTF-8");
-  let parsed: unknown;
+  // Read as the server reads it: a byte order mark, UTF-16 and UTF-32,
+  // surrogates spelled alone, NaN and the infinities too.
+  const decoded = jsonText(bytes);
+  if (decoded === undefined) return malformed("the body is not valid UTF-8");
+  let read: ReadBody;
   try {
-    parsed = JSON.parse(text);
+    read = { ...decoded, ...parseJson(decoded.text) };
   } catch {
     return malformed("the body is not valid JSON");
   }
+  const { value: parsed, text } = read;
   if (!isJsonObject(parsed)) return malformed("the body is not a JSON object");
   const result = await budget(parsed, {
     ...bridge,
@@ -90,7 +94,7 @@ export async function decide(
   });
   const decision = exhaust(parsed, result, bridge);
   const final = decision.kind === "send"
-    ? serialized(decision, parsed, text)
+    ? serialized(decision, parsed, read)
     : decision;
   try {
     bridge.onDecision?.(final.result, kind);
@@ -103,6 +107,14 @@ export async function decide(
     );
   }
   return final;
+}
+
+/** A body as read: its text, its value, and what of it JSON.stringify cannot write again. */
+interface ReadBody {
+  readonly text: string;
+  readonly value: unknown;
+  readonly constants: boolean;
+  readonly loneSurrogates: boolean;
 }
 
 function malformed(reason: string): Malformed {
@@ -165,13 +177,20 @@ function exhaust(
 function serialized(
   decision: Sending,
   request: JsonObject,
-  text: string,
+  read: ReadBody,
 ): Sending {
   const { result, sent } = decision;
   // The caller's cap was the budget already, or nothing was written: the
   // bytes go on as they came instead of being written again.
   if (sent === request || sameFields(sent, request)) return decision;
-  if (holdsUnsafeNumber(request) && !numbersSurviveRewrite(text)) {
+  if (read.loneSurrogates) {
+    return keepBytes(
+      request,
+      result,
+      "the body spells surrogates alone in its bytes, which a JavaScript string can join",
+    );
+  }
+  if (holdsUnsafeNumber(request) && !numbersSurviveRewrite(read.text)) {
     return keepBytes(
       request,
       result,
@@ -179,14 +198,18 @@ function serialized(
     );
   }
   try {
-    return { ...decision, body: JSON.stringify(sent) };
-  } catch {
+    // NaN and the infinities are written as Python reads them, not as null.
+    const body = read.constants ? stringifyJson(sent) : JSON.stringify(sent);
+    return { ...decision, body };
+  } catch (error) {
     // V8 serialises deep nesting recursively once a copy has lost its fast
     // shape (a deleted cap): 10,000 levels parse, yet overflow the stack here.
     return keepBytes(
       request,
       result,
-      "the body is nested too deeply to write again",
+      error instanceof RangeError
+        ? "the body is nested too deeply to write again"
+        : "the body cannot be written again as it came",
     );
   }
 }

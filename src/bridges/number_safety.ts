@@ -39,9 +39,11 @@ const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
  * value intact, as a server in Python or Go reads it. JavaScript numbers are
  * doubles: an integer beyond 2^53 (a 64-bit `seed`) comes back as another
  * integer, and a literal beyond a double (`1e400`) as `null`. Floats in range
- * are safe: the server reads both spellings as the same double.
+ * are safe: the server reads both spellings as the same double. `NaN` and
+ * the infinities Python's `json.loads` reads are skipped: they are written
+ * again as they came.
  *
- * @param text A valid JSON text.
+ * @param text A JSON text as Python's `json.loads` reads it.
  */
 export function numbersSurviveRewrite(text: string): boolean {
   // A scan, not a regular expression over strings: V8 runs out of stack on
@@ -50,6 +52,8 @@ export function numbersSurviveRewrite(text: string): boolean {
     const code = text.charCodeAt(i);
     if (code === 0x22) {
       i = stringEnd(text, i + 1);
+    } else if (code === 0x2d && text.charCodeAt(i + 1) === 0x49) {
+      i += "-Infinity".length; // Python's constant, written again as it came
     } else if (code === 0x2d || (code >= 0x30 && code <= 0x39)) {
       NUMBER.lastIndex = i;
       const literal = NUMBER.exec(text)?.[0] ?? text[i]!;

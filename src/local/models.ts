@@ -9,6 +9,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { createHash } from "node:crypto";
+import { stringifyJson } from "../_internal/python_json.ts";
 import type { JsonObject, RequestKind } from "../core/backend.ts";
 import { CountError } from "../core/errors.ts";
 import { asCountError } from "../core/error_type.ts";
@@ -148,7 +149,7 @@ export class LocalModels {
       const form = job.kind === "completion" ? "text" : "chat";
       const key = createHash("sha256")
         .update(`local ${model.loaded.identity} ${form}\n`)
-        .update(JSON.stringify(job.payload))
+        .update(stringifyJson(job.payload) ?? "")
         .digest("base64");
       const cached = lookup(key);
       if (cached !== undefined) return cached;

@@ -1,5 +1,5 @@
 // Covers: src/_internal/json_bytes.ts, src/bridges/decision.ts
-import { strictEqual } from "node:assert/strict";
+import { deepStrictEqual, strictEqual } from "node:assert/strict";
 import { jsonEncoding, jsonText } from "../../src/_internal/json_bytes.ts";
 import { decide } from "../../src/bridges/decision.ts";
 import { FakeBackend } from "../../src/testing/mod.ts";
@@ -60,7 +60,7 @@ Deno.test("jsonText() reads a body as Python's json.loads does", async (t) => {
         `${encoding}${bom ? " with a byte order mark" : ""}`,
         async () => {
           const bytes = encoded(BODY, encoding, bom);
-          const text = jsonText(bytes);
+          const text = jsonText(bytes)?.text;
           strictEqual(text, BODY);
           strictEqual(
             JSON.stringify(JSON.parse(text!)),
@@ -83,9 +83,39 @@ Deno.test("jsonText() reads a body as Python's json.loads does", async (t) => {
   });
   await t.step("bytes not valid in their encoding", () => {
     strictEqual(jsonText(new Uint8Array([0x7b, 0xff, 0x7d])), undefined);
-    strictEqual(jsonText(new Uint8Array([0xff, 0xfe, 0x00, 0xd8])), undefined);
+    strictEqual(jsonText(new Uint8Array([0xff, 0xfe, 0x7b])), undefined);
     strictEqual(jsonText(new Uint8Array([0x7b, 0, 0, 0, 0x00])), undefined);
+    strictEqual(jsonText(new Uint8Array([0x22, 0xed, 0xa0, 0x22])), undefined);
   });
+  await t.step(
+    "surrogates spelled alone pass, as surrogatepass reads them",
+    () => {
+      deepStrictEqual(
+        jsonText(new Uint8Array([0x22, 0xed, 0xa0, 0x80, 0x22])),
+        {
+          text: '"\ud800"',
+          loneSurrogates: true,
+        },
+      );
+      // Two halves in UTF-8 join in a JavaScript string; Python keeps two.
+      deepStrictEqual(
+        jsonText(new Uint8Array([0xed, 0xa0, 0xbd, 0xed, 0xb8, 0x80])),
+        { text: "\u{1F600}", loneSurrogates: true },
+      );
+      deepStrictEqual(jsonText(new Uint8Array([0xff, 0xfe, 0x00, 0xd8])), {
+        text: "\ud800",
+        loneSurrogates: true,
+      });
+      deepStrictEqual(
+        jsonText(new Uint8Array([0, 0, 0xd8, 0x00, 0, 0, 0, 0x7b])),
+        { text: "\ud800{", loneSurrogates: true },
+      );
+      strictEqual(
+        jsonText(new TextEncoder().encode(BODY))?.loneSurrogates,
+        false,
+      );
+    },
+  );
 });
 
 Deno.test("decide() budgets a body that starts with a UTF-8 byte order mark", async () => {

@@ -13,6 +13,7 @@ import { budgetedFetch } from "../../src/bridges/fetch.ts";
 import { budgetMiddleware } from "../../src/bridges/middleware.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
 import { numbersSurviveRewrite } from "../../src/bridges/number_safety.ts";
+import { parseJson } from "../../src/_internal/python_json.ts";
 import {
   createFakeUpstreamHandler,
   FakeBackend,
@@ -494,9 +495,12 @@ Deno.test("numbersSurviveRewrite() finds the numbers a rewrite would alter", () 
     // Digits inside strings, escaped quotes included, are text.
     ['{"id":"12345678901234567890","q":"a\\"1e400\\"","n":5}', true],
     ['{"a":"\\\\","seed":12345678901234567890}', false],
+    // Python's constants are written again as they came.
+    ['{"t":-Infinity,"u":NaN,"v":[Infinity]}', true],
+    ['{"t":-Infinity,"seed":12345678901234567890}', false],
   ];
   for (const [text, expected] of cases) {
-    JSON.parse(text); // each is valid JSON
+    parseJson(text); // each is JSON as Python's json.loads reads it
     strictEqual(numbersSurviveRewrite(text), expected, text);
   }
 });

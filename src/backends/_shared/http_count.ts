@@ -12,6 +12,7 @@ import { type Deadline, startDeadline } from "../../_internal/deadline.ts";
 import { ContextLengthMismatchError, CountError } from "../../core/errors.ts";
 import { errorType, safeCause } from "../../core/error_type.ts";
 import { readLimited } from "../../_internal/limited_read.ts";
+import { stringifyJson } from "../../_internal/python_json.ts";
 import { isJsonObject } from "../../core/request.ts";
 import { checkHttpUrl } from "../../_internal/url.ts";
 import { MAX_TIMEOUT_MS } from "../../_internal/timer_limit.ts";
@@ -314,10 +315,28 @@ export async function countByKey(
   return await cache.getOrCount(key(), count, signal);
 }
 
+/** Options for {@linkcode payloadJson}. */
+export interface PayloadJsonOptions {
+  /**
+   * Write NaN and the infinities as Python's `json` module writes and reads
+   * them (`NaN`, `Infinity`), for a server that reads the request with
+   * `json.loads` (vLLM, SGLang), so that it counts the values the request
+   * holds; otherwise they are written as `null`, as JSON has them.
+   *
+   * @default {false}
+   */
+  readonly python?: boolean;
+}
+
 /** JSON text of a payload, or a CountError when it cannot be serialised. */
-export function payloadJson(payload: unknown): string {
+export function payloadJson(
+  payload: unknown,
+  options: PayloadJsonOptions = {},
+): string {
   try {
-    const json = JSON.stringify(payload);
+    const json = options.python
+      ? stringifyJson(payload)
+      : JSON.stringify(payload);
     if (typeof json === "string") return json;
   } catch (error) {
     throw new CountError(

@@ -460,7 +460,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
       cache,
       endpoint: `${this.source} ${identity}`,
       contextLength,
-      payload: payloadJson(payload),
+      payload: payloadJson(payload, { python: true }),
       signal,
     }, () => host.count(job));
   }

@@ -313,7 +313,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
       );
     }
     const payload = localTokenizeBody(request, kind);
-    const json = payloadJson(payload);
+    const json = payloadJson(payload, { python: true });
     const remote = this.#remote();
     // The files load, and the chat renders, in the count cache's worker when
     // there is one: neither blocks this thread's event loop.

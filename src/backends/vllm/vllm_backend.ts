@@ -294,7 +294,9 @@ export class VllmBackend extends Backend {
     return await this.#http.postCount({
       source: this.source,
       url: this.#http.url,
-      json: payloadJson(vllmTokenizeBody(request, kind, rules)),
+      json: payloadJson(vllmTokenizeBody(request, kind, rules), {
+        python: true,
+      }),
       contextLength,
       signal,
       maxBytes: maxTokenizeResponseBytes(contextLength),

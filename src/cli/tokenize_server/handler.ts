@@ -13,6 +13,7 @@ import {
 
 import { readLimited } from "../../_internal/limited_read.ts";
 import { jsonText } from "../../_internal/json_bytes.ts";
+import { parseJson } from "../../_internal/python_json.ts";
 
 const logger = getLogger(["incontext", "tokenize-server"]);
 
@@ -141,8 +142,8 @@ function tokenizeBody(body: JsonObject): JsonObject {
 
 /**
  * The body as a JSON object, read as vLLM's FastAPI routes read it (Python's
- * `json.loads` on bytes: a byte order mark is allowed), and never past
- * `limit` bytes.
+ * `json.loads` on bytes: a byte order mark, `NaN` and the infinities are
+ * allowed), and never past `limit` bytes.
  */
 async function readBody(request: Request, limit: number): Promise<JsonObject> {
   const declared = Number(request.headers.get("content-length") ?? "0");
@@ -160,11 +161,11 @@ async function readBody(request: Request, limit: number): Promise<JsonObject> {
       `The request body exceeds ${limit} bytes (INCONTEXT_MAX_REQUEST_BYTES)`,
     );
   }
-  const text = jsonText(bytes);
+  const decoded = jsonText(bytes);
   let body: unknown;
   try {
-    if (text === undefined) throw new SyntaxError("not text");
-    body = JSON.parse(text);
+    if (decoded === undefined) throw new SyntaxError("not text");
+    body = parseJson(decoded.text).value;
   } catch {
     throw new BadRequest("The request body is not valid JSON");
   }

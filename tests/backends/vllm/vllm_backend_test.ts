@@ -894,3 +894,35 @@ Deno.test("VllmBackend.count() works through an injected fetch", async () => {
   );
   strictEqual(fake.requests.length, 1);
 });
+
+Deno.test("VllmBackend.count() writes NaN and the infinities in /tokenize as vLLM's json.loads reads them", async () => {
+  const sent: string[] = [];
+  const backend = new VllmBackend({
+    url: "http://fake.test/tokenize",
+    cache: null,
+    fetch: (_input, init) => {
+      sent.push(String(init?.body));
+      return Promise.resolve(
+        Response.json({ count: 9, max_model_len: CONTEXT, tokens: [] }),
+      );
+    },
+  });
+  const schema = { type: "number", minimum: -Infinity, maximum: Infinity };
+  const request: JsonObject = {
+    ...HELLO,
+    tools: [{
+      type: "function",
+      function: {
+        name: "f",
+        parameters: { type: "object", properties: { x: schema }, default: NaN },
+      },
+    }],
+  };
+  strictEqual(await backend.count(request, OPTIONS), 9);
+  const text = sent[0] ?? "";
+  ok(text.includes('"minimum":-Infinity,"maximum":Infinity'), text);
+  ok(text.includes('"default":NaN'), text);
+  // A request without them is written as JSON.stringify writes it.
+  await backend.count(HELLO, OPTIONS);
+  ok(!/NaN|Infinity/.test(sent[1] ?? ""), sent[1]);
+});

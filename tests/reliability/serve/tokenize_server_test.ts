@@ -4,8 +4,8 @@
  * held whole (declared or chunked, from curl, Python and raw sockets; the
  * memory it takes meanwhile is `memory_test.ts`'s), a
  * head over `INCONTEXT_MAX_HEADER_BYTES` 431, a head too slow 408, and it
- * takes a UTF-8 byte order mark as vLLM does. It keeps tokenizing after
- * each.
+ * takes a UTF-8 byte order mark, `NaN` and the infinities as vLLM does. It
+ * keeps tokenizing after each.
  */
 import { ok, strictEqual } from "node:assert/strict";
 import {
@@ -117,6 +117,28 @@ print(response.status)
       });
       strictEqual(response.status, 200);
       strictEqual((await response.json()).count, 1);
+      await stillTokenizes(server);
+    },
+  );
+
+  await t.step(
+    "NaN and the infinities, as vLLM's json.loads reads them",
+    async () => {
+      const response = await fetch(`${server.url}/tokenize`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body:
+          '{"prompt": "hello", "temperature": NaN, "logit_bias": {"7": -Infinity}}',
+      });
+      strictEqual(response.status, 200);
+      strictEqual((await response.json()).count, 1);
+      const refused = await fetch(`${server.url}/tokenize`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"prompt": "hello", "temperature": nan}',
+      });
+      strictEqual(refused.status, 400);
+      await refused.body?.cancel();
       await stillTokenizes(server);
     },
   );
