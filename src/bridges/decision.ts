@@ -85,7 +85,7 @@ export async function decide(
   } catch {
     return malformed("the body is not valid JSON");
   }
-  const { value: parsed, text } = read;
+  const { value: parsed } = read;
   if (!isJsonObject(parsed)) return malformed("the body is not a JSON object");
   const result = await budget(parsed, {
     ...bridge,
