@@ -6,8 +6,11 @@
  * @module
  */
 import { dirname } from "node:path";
-import { compileChatTemplate } from "../src/template/chat_template.ts";
-import { loadTokenizer, readModelFolder } from "../src/tokenizer/tokenizer.ts";
+import { compileChatTemplate } from "../packages/engine/src/jinja/chat_template.ts";
+import {
+  loadTokenizer,
+  readModelFolder,
+} from "../packages/engine/src/tokenizer/tokenizer.ts";
 
 /** What the Worker posts back. */
 export interface LoadReport {

@@ -31,10 +31,13 @@ import { dirname } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { LocalBackend } from "../src/backends/local/mod.ts";
 import { createCountCache } from "../src/cache/mod.ts";
-import { compileChatTemplate } from "../src/template/chat_template.ts";
-import { loadTokenizer, readModelFolder } from "../src/tokenizer/tokenizer.ts";
-import { PrefixCounter } from "../src/local/prefix.ts";
-import { isLineChunkSafe } from "../src/local/line_chunks.ts";
+import { compileChatTemplate } from "../packages/engine/src/jinja/chat_template.ts";
+import {
+  loadTokenizer,
+  readModelFolder,
+} from "../packages/engine/src/tokenizer/tokenizer.ts";
+import { PrefixCounter } from "../packages/engine/src/model/prefix.ts";
+import { isLineChunkSafe } from "../packages/engine/src/model/line_chunks.ts";
 import { MODEL_FILES, type ModelFiles } from "../tests/_kit/model_files.ts";
 import { ProseGenerator } from "./_local_bench_text.ts";
 import { nativeEncodeTimes } from "./_local_bench_native.ts";

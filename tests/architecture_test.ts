@@ -3,12 +3,14 @@ import {
   checkArchitecture,
   checkTestLayout,
   coveredModules,
+  crossingImports,
   findCycles,
   importGraph,
   type Layering,
   parseLayers,
   readSpecifiers,
   readTree,
+  resolvePath,
   TEST_LAYOUT,
   type TestLayout,
 } from "./_kit/architecture.ts";
@@ -33,6 +35,66 @@ Deno.test("checkArchitecture() finds nothing to report in src/", async () => {
     await projectLayering(),
   );
   deepStrictEqual(problems, []);
+});
+
+/** Where the engine, a workspace member, sits in the repository. */
+const ENGINE = "packages/engine";
+
+/** The engine's files, its own root stripped: `src/jinja/ast.ts`. */
+async function engineGraph() {
+  const files = new Map<string, string>();
+  for (const [path, text] of await readTree(ROOT, `${ENGINE}/src`)) {
+    files.set(path.slice(ENGINE.length + 1), text);
+  }
+  files.set(
+    "mod.ts",
+    await Deno.readTextFile(new URL(`${ENGINE}/mod.ts`, ROOT)),
+  );
+  return importGraph(files);
+}
+
+async function engineLayering(): Promise<Layering> {
+  return parseLayers(
+    await Deno.readTextFile(new URL(`${ENGINE}/README.md`, ROOT)),
+  );
+}
+
+Deno.test("checkArchitecture() finds nothing to report in the engine's src/", async () => {
+  const graph = await engineGraph();
+  ok(graph.size > 40, `only ${graph.size} files read`);
+  deepStrictEqual(checkArchitecture(graph, await engineLayering()), []);
+});
+
+Deno.test("the engine's README declares every folder of its src/ as a layer", async () => {
+  const { layers } = await engineLayering();
+  const folders: string[] = [];
+  for await (const entry of Deno.readDir(new URL(`${ENGINE}/src/`, ROOT))) {
+    if (entry.isDirectory) folders.push(entry.name);
+  }
+  deepStrictEqual([...layers].sort(), folders.sort());
+});
+
+Deno.test("the two packages meet only by name: no relative import crosses from one to the other", async () => {
+  const files = new Map([
+    ...await readTree(ROOT, "src"),
+    ...await readTree(ROOT, ENGINE),
+  ]);
+  files.set("mod.ts", await Deno.readTextFile(new URL("mod.ts", ROOT)));
+  ok(files.size > 200, `only ${files.size} files read`);
+  deepStrictEqual(crossingImports(files, [ENGINE]), []);
+});
+
+Deno.test("crossingImports() reports an import of another package by path, either way", () => {
+  const files = new Map([
+    ["src/a.ts", 'import { x } from "../packages/e/src/x.ts";'],
+    ["src/b.ts", 'import { a } from "./a.ts";\nimport { x } from "@e/pkg";'],
+    ["packages/e/src/x.ts", 'import { a } from "../../../src/a.ts";'],
+    ["packages/e/src/y.ts", 'import { x } from "./x.ts";'],
+  ]);
+  deepStrictEqual(crossingImports(files, ["packages/e"]), [
+    "packages/e/src/x.ts imports src/a.ts: another package, by path",
+    "src/a.ts imports packages/e/src/x.ts: another package, by path",
+  ]);
 });
 
 Deno.test("the architecture document declares every folder of src/ as a layer", async () => {
@@ -284,7 +346,11 @@ Deno.test("parseLayers() reads the layers block, lowest last in the document", (
 
 /** The repository paths of every source file a test folder may mirror. */
 async function projectSources(): Promise<Set<string>> {
-  const folders = ["src", ...TEST_LAYOUT.outsideSrc];
+  const folders = [
+    "src",
+    ...TEST_LAYOUT.outsideSrc,
+    ...Object.values(TEST_LAYOUT.members),
+  ];
   const sources = new Set<string>();
   for (const folder of folders) {
     for (const path of (await readTree(ROOT, folder)).keys()) sources.add(path);
@@ -310,7 +376,12 @@ Deno.test("every folder the test layout names is a folder of tests/", async () =
   for await (const entry of Deno.readDir(new URL("tests/", ROOT))) {
     if (entry.isDirectory) folders.push(entry.name);
   }
-  for (const name of [...TEST_LAYOUT.crossCutting, ...TEST_LAYOUT.outsideSrc]) {
+  const named = [
+    ...TEST_LAYOUT.crossCutting,
+    ...TEST_LAYOUT.outsideSrc,
+    ...Object.keys(TEST_LAYOUT.members),
+  ];
+  for (const name of named) {
     ok(folders.includes(name), `tests/${name}/ does not exist`);
   }
 });
@@ -318,6 +389,7 @@ Deno.test("every folder the test layout names is a folder of tests/", async () =
 const TEST_LAYOUT_OF_TREE: TestLayout = {
   crossCutting: ["conformance", "_kit", "fixtures"],
   outsideSrc: ["examples"],
+  members: { engine: "packages/engine/src" },
 };
 
 Deno.test("checkTestLayout() reports each broken rule", async (t) => {

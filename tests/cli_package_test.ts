@@ -1,8 +1,9 @@
 /**
- * The command line as the package publishes it: only the files
- * `deno publish` would upload, run through a `file:` specifier, with the
- * package's own deno.json. An import of an unpublished file (tests/,
- * examples/, tools/) fails here.
+ * The command line as the packages publish it: only the files
+ * `deno publish` would upload of the root package and of the engine it
+ * depends on, run through a `file:` specifier, with the packages' own
+ * deno.json. An import of an unpublished file (tests/, examples/, tools/)
+ * fails here.
  */
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname, join } from "node:path";
@@ -11,11 +12,14 @@ import { collect, freePort } from "./_kit/cli_process.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
-/** The files `deno publish --dry-run` lists, relative to the project root. */
-async function publishedFiles(): Promise<string[]> {
+/**
+ * The files `deno publish --dry-run` lists for the package whose folder is
+ * `member` (the root's by default), relative to the project root.
+ */
+async function publishedFiles(member = "."): Promise<string[]> {
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
     args: ["publish", "--dry-run", "--allow-dirty", "--no-check"],
-    cwd: ROOT,
+    cwd: join(ROOT, member),
     env: { NO_COLOR: "1" },
   }).output();
   const text = new TextDecoder().decode(stdout) +
@@ -27,9 +31,14 @@ async function publishedFiles(): Promise<string[]> {
 }
 
 Deno.test("incontext serve runs from the files the package publishes", async () => {
-  const files = await publishedFiles();
-  ok(files.includes("src/cli/mod.ts"), files.join(" "));
-  ok(!files.some((file) => /^(tests|examples|tools|bench)\//.test(file)));
+  const root = await publishedFiles();
+  ok(root.includes("src/cli/mod.ts"), root.join(" "));
+  ok(
+    !root.some((file) => /^(tests|examples|tools|bench|packages)\//.test(file)),
+  );
+  const engine = await publishedFiles("packages/engine");
+  ok(engine.includes("packages/engine/mod.ts"), engine.join(" "));
+  const files = [...root, ...engine];
   const copy = await Deno.makeTempDir();
   try {
     for (const file of files) {

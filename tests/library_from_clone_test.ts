@@ -2,7 +2,7 @@
  * The library used from a clone, as docs/library.md says: a project in a
  * folder outside the clone imports the package by name, with the clone in
  * its `deno.json` `links`, and Deno resolves the package's own dependencies
- * from the clone's `deno.json`.
+ * from the clone's `deno.json`, the engine package of its workspace included.
  */
 import { ok, strictEqual } from "node:assert/strict";
 
@@ -41,16 +41,23 @@ Deno.test("a project outside the clone imports the package by name through links
       `${project}/main.ts`,
       `import { budget } from "@incontext/incontext";
 import { FakeBackend } from "@incontext/incontext/testing";
+import { LocalBackend } from "@incontext/incontext/local";
 const result = await budget(
   { model: "m", max_tokens: 65536, messages: [{ role: "user", content: "Hi" }] },
   { window: 55705, contextLength: 65536, backend: new FakeBackend({ count: 1705 }) },
 );
 console.log(result.action, result.request.max_tokens);
+// The local backend counts with the engine, the clone's workspace member.
+const local = new LocalBackend({ dir: "${CLONE}/tests/fixtures/model_folder", cache: null });
+console.log(await local.count({ messages: [{ role: "user", content: "Hi" }] }, { contextLength: 4096 }));
+await local[Symbol.asyncDispose]();
 `,
     );
-    const linked = await runIn(project, ["run", "main.ts"]);
+    const linked = await runIn(project, ["run", "--allow-read", "main.ts"]);
     strictEqual(linked.code, 0, linked.stderr);
-    strictEqual(linked.stdout.trim(), "set 54000");
+    const [decided, counted] = linked.stdout.trim().split("\n");
+    strictEqual(decided, "set 54000");
+    ok(Number(counted) > 0, linked.stdout);
     // Without links, a path import cannot resolve the package's own imports:
     // what the documentation says links are for.
     await Deno.writeTextFile(

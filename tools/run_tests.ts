@@ -42,12 +42,21 @@ interface StageResult {
   readonly failed: number;
 }
 
-/** The entry points of the package, as deno.json exports them. */
+/** The workspace's members beside the root package: their folders. */
+const MEMBERS = ["packages/engine"];
+
+/** The entry points of every package, as each deno.json exports them. */
 async function entryPoints(): Promise<string[]> {
-  const manifest = JSON.parse(
-    await Deno.readTextFile(new URL("deno.json", ROOT)),
-  ) as { exports: Record<string, string> };
-  return Object.values(manifest.exports);
+  const entries: string[] = [];
+  for (const folder of [".", ...MEMBERS]) {
+    const manifest = JSON.parse(
+      await Deno.readTextFile(new URL(`${folder}/deno.json`, ROOT)),
+    ) as { exports: Record<string, string> };
+    for (const entry of Object.values(manifest.exports)) {
+      entries.push(folder === "." ? entry : `${folder}/${entry.slice(2)}`);
+    }
+  }
+  return entries;
 }
 
 /**
@@ -74,7 +83,7 @@ async function testSuite(): Promise<Stage[]> {
     {
       name: "check",
       commands: [
-        ["check", "mod.ts", "src/", "examples/", "tools/"],
+        ["check", "mod.ts", "src/", ...MEMBERS, "examples/", "tools/"],
         ["check", "--config", TESTS_CONFIG, "tests/", "bench/"],
       ],
     },
@@ -93,6 +102,7 @@ async function testSuite(): Promise<Stage[]> {
         // The code blocks of the documentation and of every JSDoc example.
         "mod.ts",
         "src/",
+        ...MEMBERS,
         "README.md",
         "docs/",
       ]],
@@ -100,9 +110,27 @@ async function testSuite(): Promise<Stage[]> {
     { name: "doc lint", commands: [["doc", "--lint", ...await entryPoints()]] },
     {
       name: "publish dry run",
-      commands: [["publish", "--dry-run", "--allow-dirty"]],
+      commands: [
+        ["publish", "--dry-run", "--allow-dirty"],
+        ...MEMBERS.map((folder) => [
+          "publish",
+          "--dry-run",
+          "--allow-dirty",
+          "--config",
+          `${folder}/deno.json`,
+        ]),
+      ],
     },
-    { name: "Node proof", commands: [["run", "-A", "tests/node/prove.ts"]] },
+    {
+      name: "Node proof",
+      commands: [[
+        "run",
+        "--config",
+        TESTS_CONFIG,
+        "-A",
+        "tests/node/prove.ts",
+      ]],
+    },
   ];
 }
 

@@ -15,7 +15,7 @@ import { contextLengthExceeded } from "./answers.ts";
 import { holdsUnsafeNumber, numbersSurviveRewrite } from "./number_safety.ts";
 import { getLogger } from "@logtape/logtape";
 import { jsonText } from "../_internal/json_bytes.ts";
-import { parseJson, stringifyJson } from "../_internal/python_json.ts";
+import { parseJson, stringifyJson } from "@incontext/engine/vllm";
 import { errorType } from "../core/error_type.ts";
 
 const logger = getLogger(["incontext", "bridge"]);

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { EngineChannel } from "./engine.ts";
+import type { EngineChannel } from "./engine_slot.ts";
 import type { CountTier } from "./tier.ts";
 import { COUNT_CACHE_CORE, type CountCache } from "./types.ts";
 

@@ -20,7 +20,7 @@ import {
   WorkerLink,
 } from "./links.ts";
 import { CountCore } from "./core.ts";
-import type { EngineCall, EngineLoader } from "./engine.ts";
+import type { EngineCall, EngineLoader } from "./engine_slot.ts";
 import {
   COUNT_CACHE_CORE,
   type CountCache,

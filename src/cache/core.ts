@@ -22,7 +22,7 @@ import type {
   EngineCall,
   EngineLoader,
   EngineStore,
-} from "./engine.ts";
+} from "./engine_slot.ts";
 import { CountError } from "../core/errors.ts";
 import { Lru } from "./lru.ts";
 import { ReceivedMessages } from "./message_delta.ts";

@@ -23,7 +23,7 @@
 
 import { hashCountKey } from "./key.ts";
 import { checkSettings, CountCacheClient, workerUrl } from "./client.ts";
-import { loadLocalEngine } from "./local_engine.ts";
+import { loadLocalEngine } from "./engine_loader.ts";
 import type { CountCache, CountCacheOptions } from "./types.ts";
 
 export type {
@@ -34,7 +34,7 @@ export type {
   CountCacheStats,
 } from "./types.ts";
 export { COUNT_CACHE_CORE } from "./types.ts";
-export type { EngineCall } from "./engine.ts";
+export type { EngineCall } from "./engine_slot.ts";
 export type { CountTier } from "./tier.ts";
 
 /**

@@ -13,10 +13,11 @@
 
 import {
   CountError,
+  countErrorOf,
   TemplateRejectedError,
   UnsupportedTemplateError,
 } from "../core/errors.ts";
-import type { EngineCall } from "./engine.ts";
+import type { EngineCall } from "./engine_slot.ts";
 import type { CountCacheStats } from "./types.ts";
 import type { DeltaBase } from "./message_delta.ts";
 
@@ -116,9 +117,10 @@ export function fromErrorData(data: ErrorData): Error {
     case "RangeError":
       return new RangeError(data.message);
     default: {
+      // The engine's own errors, thrown in the worker, by their names.
       const error = new Error(data.message);
       error.name = data.name;
-      return error;
+      return countErrorOf(error) as Error;
     }
   }
 }

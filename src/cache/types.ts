@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { EngineCall } from "./engine.ts";
+import type { EngineCall } from "./engine_slot.ts";
 import type { CountTier } from "./tier.ts";
 
 /**

@@ -27,7 +27,7 @@ import {
 } from "node:worker_threads";
 import type { CacheRequest, CountWorkerData } from "./protocol.ts";
 import { CountCore } from "./core.ts";
-import { loadLocalEngine } from "./local_engine.ts";
+import { loadLocalEngine } from "./engine_loader.ts";
 
 function isCountWorkerData(
   data: unknown,

@@ -40,8 +40,8 @@ import {
   OLDEST_VLLM_RELEASE,
   parseVllmVersion,
   vllmRules,
-} from "../core/vllm_release.ts";
-import { TOKENIZER_MODES } from "../local/tokenizer_mode.ts";
+} from "@incontext/engine/vllm";
+import { TOKENIZER_MODES } from "@incontext/engine/vllm";
 import { chainProblems, chooseBackends, splitChain } from "./backend_choice.ts";
 
 export { type Config, ConfigError, type ConfigIssue };

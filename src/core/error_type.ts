@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { CountError } from "./errors.ts";
+import { CountError, countErrorOf } from "./errors.ts";
 
 /**
  * An error's type name: the only part of an error that is safe to log, since
@@ -31,8 +31,9 @@ export function safeCause(error: unknown): Error {
  * else a CountError saying `what` failed, with the original's type only.
  */
 export function asCountError(error: unknown, what: string): CountError {
-  return error instanceof CountError
-    ? error
+  const known = countErrorOf(error);
+  return known instanceof CountError
+    ? known
     : new CountError(`${what}: ${errorType(error)}`, {
       cause: safeCause(error),
     });

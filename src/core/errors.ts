@@ -157,3 +157,29 @@ export class ContextLengthMismatchError extends CountError {
     this.configured = mismatch.configured;
   }
 }
+
+/**
+ * The counting engine's error (`@incontext/engine`) as the CountError a
+ * caller catches, told by its name so that it holds the same once it has
+ * crossed a worker's port: `RequestRejectedError` is a
+ * TemplateRejectedError, `UnsupportedConstructError` an
+ * UnsupportedTemplateError, `EngineError` a CountError with its message.
+ * Any other value is returned as it is.
+ *
+ * @param error What a call into the engine threw.
+ * @returns The CountError, or `error` itself.
+ */
+export function countErrorOf(error: unknown): unknown {
+  if (!(error instanceof Error) || error instanceof CountError) return error;
+  const options = error.cause === undefined ? {} : { cause: error.cause };
+  switch (error.name) {
+    case "EngineError":
+      return new CountError(error.message, options);
+    case "RequestRejectedError":
+      return new TemplateRejectedError(options);
+    case "UnsupportedConstructError":
+      return UnsupportedTemplateError.fromMessage(error.message);
+    default:
+      return error;
+  }
+}

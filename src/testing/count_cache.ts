@@ -7,7 +7,7 @@
  */
 import { checkSettings, CountCacheClient, workerUrl } from "../cache/client.ts";
 import { WorkerLink } from "../cache/links.ts";
-import { loadLocalEngine } from "../cache/local_engine.ts";
+import { loadLocalEngine } from "../cache/engine_loader.ts";
 import type { CountCache, CountCacheOptions } from "../cache/mod.ts";
 
 /** Options for {@linkcode createCountCacheForTesting}. */

@@ -20,8 +20,8 @@ import {
   serveFake,
   streamed,
 } from "./server_kit.ts";
-import { maxTokenizeResponseBytes } from "../backends/_shared/vllm_payload.ts";
-import { NEWEST_VLLM_RELEASE } from "../core/vllm_release.ts";
+import { maxTokenizeResponseBytes } from "@incontext/engine/vllm";
+import { NEWEST_VLLM_RELEASE } from "@incontext/engine/vllm";
 
 /** A JSON object, as the fake parses a request body. */
 type JsonBody = { readonly [key: string]: unknown };

@@ -1,4 +1,4 @@
-// Covers: src/_internal/python_json.ts, src/_internal/json_bytes.ts
+// Covers: src/_internal/json_bytes.ts, packages/engine/src/common/python_json.ts
 //
 // /usr/bin/python3 is the oracle: every body is read by Python's json.loads
 // and by jsonText() + parseJson(), and what stringifyJson() writes of the
@@ -7,7 +7,7 @@
 // doubles, and objects by key.
 import { deepStrictEqual, ok, strictEqual, throws } from "node:assert/strict";
 import { jsonText } from "../../src/_internal/json_bytes.ts";
-import { parseJson, stringifyJson } from "../../src/_internal/python_json.ts";
+import { parseJson, stringifyJson } from "@incontext/engine/vllm";
 import { mulberry32, type Rand } from "../_kit/prng.ts";
 
 /** Reads each case's body and what we wrote of it; says whether Python read both, alike. */

@@ -282,12 +282,18 @@ export interface TestLayout {
    * the same name instead of one under `src/` (`tests/examples/`).
    */
   readonly outsideSrc: readonly string[];
+  /**
+   * Folders directly under `tests/` that mirror the source of a workspace
+   * member (`tests/engine/` mirrors `packages/engine/src/`).
+   */
+  readonly members: Readonly<Record<string, string>>;
 }
 
 /** The layout of this repository's `tests/`. */
 export const TEST_LAYOUT: TestLayout = {
   crossCutting: ["conformance", "reliability", "node", "_kit", "fixtures"],
   outsideSrc: ["examples"],
+  members: { engine: "packages/engine/src" },
 };
 
 /**
@@ -313,6 +319,8 @@ export function coveredModules(text: string): string[] | undefined {
 /** The source folder a folder of `tests/` mirrors (`tests/proxy` -> `src/proxy`). */
 function mirrorOf(testFolder: string, layout: TestLayout): string {
   const rest = testFolder.split("/").slice(1);
+  const member = layout.members[rest[0]!];
+  if (member !== undefined) return [member, ...rest.slice(1)].join("/");
   return layout.outsideSrc.includes(rest[0]!)
     ? rest.join("/")
     : ["src", ...rest].join("/");
@@ -415,4 +423,30 @@ function topLevelProblems(
   if (twin === undefined) return [];
   const folder = twin.slice(0, twin.lastIndexOf("/")).replace(/^src\//, "");
   return [`${path} is named after ${twin}: it belongs in tests/${folder}/`];
+}
+
+/**
+ * Every relative import of `files` (repository paths to source text) that
+ * leaves the package its file sits in, one line each: the packages are the
+ * folders of `members` and the root, which holds everything else but the
+ * members. Packages meet by name only.
+ */
+export function crossingImports(
+  files: ReadonlyMap<string, string>,
+  members: readonly string[],
+): string[] {
+  const packageOf = (path: string) =>
+    members.find((member) => path.startsWith(`${member}/`)) ?? ".";
+  const problems: string[] = [];
+  for (
+    const [path, text] of [...files].sort(([a], [b]) => a.localeCompare(b))
+  ) {
+    for (const specifier of readSpecifiers(text)) {
+      const target = resolvePath(path, specifier);
+      if (packageOf(target) !== packageOf(path)) {
+        problems.push(`${path} imports ${target}: another package, by path`);
+      }
+    }
+  }
+  return problems;
 }

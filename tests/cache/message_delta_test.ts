@@ -1,4 +1,4 @@
-// Covers: src/cache/message_delta.ts, src/cache/core.ts, src/backends/_shared/local_engine.ts
+// Covers: src/cache/message_delta.ts, src/cache/core.ts, src/backends/_shared/engine_client.ts
 // A grown conversation crosses to the count worker as a delta: the client
 // names the longest remembered prefix, the core rebuilds the whole list (or
 // asks for it), and a count through the worker equals one on the calling
@@ -16,7 +16,7 @@ import { CountCore } from "../../src/cache/core.ts";
 import type { CacheResponse } from "../../src/cache/protocol.ts";
 import { CountError, LocalBackend } from "../../src/backends/local/mod.ts";
 import { createCountCache } from "../../src/cache/mod.ts";
-import { remoteEngine } from "../../src/backends/_shared/local_engine.ts";
+import { remoteEngine } from "../../src/backends/_shared/engine_client.ts";
 import { localTokenizeBody } from "../../src/backends/_shared/vllm_count.ts";
 import { MODEL_FILES } from "../_kit/model_files.ts";
 import { mulberry32 } from "../_kit/prng.ts";

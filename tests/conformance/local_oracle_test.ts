@@ -9,14 +9,14 @@ import {
   LocalBackend,
   TemplateRejectedError,
 } from "../../src/backends/local/mod.ts";
-import { buildTokenizePayload } from "../../src/backends/_shared/vllm_payload.ts";
+import { buildTokenizePayload } from "../../packages/engine/src/vllm/payload.ts";
 import {
   detectContentFormat,
   templateContext,
-} from "../../src/local/preprocess.ts";
-import { PyFloat } from "../../src/template/chat_template.ts";
-import { pyFloatRepr } from "../../src/template/py.ts";
-import { specialTokensOf } from "../../src/tokenizer/config.ts";
+} from "../../packages/engine/src/vllm/preprocess.ts";
+import { PyFloat } from "../../packages/engine/src/jinja/chat_template.ts";
+import { pyFloatRepr } from "../../packages/engine/src/jinja/py.ts";
+import { specialTokensOf } from "../../packages/engine/src/tokenizer/config.ts";
 import { MODEL_FILES } from "../_kit/model_files.ts";
 import { CONVERSATIONS } from "../_kit/tokenizer_conversations.ts";
 import { jinja2Render, nativeEncode } from "./_oracles.ts";

@@ -9,7 +9,7 @@ import {
   compileChatTemplate,
   TemplateRaisedError,
   TemplateUnsupportedError,
-} from "../../src/template/chat_template.ts";
+} from "../../packages/engine/src/jinja/chat_template.ts";
 import { mulberry32, type Rand } from "../_kit/prng.ts";
 import { type Jinja2Outcome, jinja2Render } from "./_oracles.ts";
 

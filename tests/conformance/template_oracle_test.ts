@@ -6,7 +6,7 @@ import {
   parseJsonLossless,
   TemplateRaisedError,
   TemplateUndefinedError,
-} from "../../src/template/chat_template.ts";
+} from "../../packages/engine/src/jinja/chat_template.ts";
 import { type Jinja2Outcome, jinja2Render } from "./_oracles.ts";
 
 const NOW = "2026-03-07T15:04:05";

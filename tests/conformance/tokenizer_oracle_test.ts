@@ -6,11 +6,11 @@ import { deepStrictEqual } from "node:assert/strict";
 import {
   compileChatTemplate,
   TemplateRaisedError,
-} from "../../src/template/chat_template.ts";
+} from "../../packages/engine/src/jinja/chat_template.ts";
 import {
   loadTokenizer,
   type LocalTokenizer,
-} from "../../src/tokenizer/tokenizer.ts";
+} from "../../packages/engine/src/tokenizer/tokenizer.ts";
 import { MODEL_FILES, type ModelFiles } from "../_kit/model_files.ts";
 import { PLAIN_TEXTS, textsWithTokens } from "../_kit/tokenizer_corpus.ts";
 import { CONVERSATIONS } from "../_kit/tokenizer_conversations.ts";

@@ -4,7 +4,7 @@
 // (npm:tokenizers, through ./_oracles.ts), behind each pre-tokenizer that splits on
 // whitespace, and requires the same ids.
 import { deepStrictEqual } from "node:assert/strict";
-import { loadTokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { loadTokenizer } from "../../packages/engine/src/tokenizer/tokenizer.ts";
 import { MODEL_FILES } from "../_kit/model_files.ts";
 import { nativeEncode } from "./_oracles.ts";
 

@@ -7,7 +7,7 @@
 import { deepStrictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
 import { LocalBackend } from "../../src/backends/local/mod.ts";
-import { buildTokenizePayload } from "../../src/backends/_shared/vllm_payload.ts";
+import { buildTokenizePayload } from "../../packages/engine/src/vllm/payload.ts";
 import { MODEL_FILES } from "../_kit/model_files.ts";
 import {
   CONVERSATIONS,

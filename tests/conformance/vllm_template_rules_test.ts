@@ -12,8 +12,8 @@ import {
   TemplateRejectedError,
 } from "../../src/backends/local/mod.ts";
 import { createCountCache } from "../../src/cache/mod.ts";
-import { buildTokenizePayload } from "../../src/backends/_shared/vllm_payload.ts";
-import { detectContentFormat } from "../../src/local/preprocess.ts";
+import { buildTokenizePayload } from "../../packages/engine/src/vllm/payload.ts";
+import { detectContentFormat } from "../../packages/engine/src/vllm/preprocess.ts";
 import { WEATHER_TOOL } from "../_kit/tokenizer_conversations.ts";
 import { transformersCountAll } from "./_oracles.ts";
 

@@ -19,7 +19,7 @@ const MODEL = "m";
 Deno.test("budget() keeps the margin on the part of an anchored count that is estimated", async (t) => {
   // A compiler error: the rough estimate (characters / 4) is low for it.
   const output =
-    "src/local/preprocess.ts:155:12 error TS2322: Type 'number' is not assignable to type 'string'.";
+    "packages/engine/src/vllm/preprocess.ts:155:12 error TS2322: Type 'number' is not assignable to type 'string'.";
   const turn1 = [{ role: "user", content: "Build the project." }];
   const request = {
     model: MODEL,

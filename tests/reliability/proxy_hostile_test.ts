@@ -13,7 +13,7 @@ import { budgetedFetch } from "../../src/bridges/fetch.ts";
 import { budgetMiddleware } from "../../src/bridges/middleware.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
 import { numbersSurviveRewrite } from "../../src/bridges/number_safety.ts";
-import { parseJson } from "../../src/_internal/python_json.ts";
+import { parseJson } from "@incontext/engine/vllm";
 import {
   createFakeUpstreamHandler,
   FakeBackend,

@@ -12,7 +12,11 @@ import type {
   CountResult,
   JsonObject,
 } from "../../core/backend.ts";
-import { CountError, UnsupportedTemplateError } from "../../core/errors.ts";
+import {
+  CountError,
+  countErrorOf,
+  UnsupportedTemplateError,
+} from "../../core/errors.ts";
 import { errorType, safeCause } from "../../core/error_type.ts";
 import { checkContextLength } from "./http_count.ts";
 import { isJsonObject } from "../../core/request.ts";
@@ -72,8 +76,9 @@ export function countGuard(guard: CountGuardOptions): CountGuard {
       });
       return counted;
     } catch (error) {
-      const thrown = error instanceof CountError
-        ? error
+      const known = countErrorOf(error);
+      const thrown = known instanceof CountError
+        ? known
         : new CountError(`${failure}: ${errorType(error)}`, {
           cause: safeCause(error),
         });

@@ -9,10 +9,14 @@ import type { JsonObject } from "../../core/backend.ts";
 import { type CountCache, sharedCountCache } from "../../cache/mod.ts";
 import { hashCountKey } from "../../cache/key.ts";
 import { type Deadline, startDeadline } from "../../_internal/deadline.ts";
-import { ContextLengthMismatchError, CountError } from "../../core/errors.ts";
+import {
+  ContextLengthMismatchError,
+  CountError,
+  countErrorOf,
+} from "../../core/errors.ts";
 import { errorType, safeCause } from "../../core/error_type.ts";
 import { readLimited } from "../../_internal/limited_read.ts";
-import { stringifyJson } from "../../_internal/python_json.ts";
+import { stringifyJson } from "@incontext/engine/vllm";
 import { isJsonObject } from "../../core/request.ts";
 import { checkHttpUrl } from "../../_internal/url.ts";
 import { MAX_TIMEOUT_MS } from "../../_internal/timer_limit.ts";
@@ -231,7 +235,8 @@ export async function countWithin<T>(
   const deadline = startDeadline(options.timeoutMs, signal);
   try {
     return await run(deadline);
-  } catch (error) {
+  } catch (thrown) {
+    const error = countErrorOf(thrown);
     if (error instanceof CountError) throw error;
     if (signal?.aborted) {
       throw new CountError(`${label} count was aborted`, {

@@ -11,7 +11,7 @@ import type {
   RequestKind,
 } from "../../core/backend.ts";
 import { CountError } from "../../core/errors.ts";
-import type { VllmRules } from "../../core/vllm_release.ts";
+import type { VllmRules } from "@incontext/engine/vllm";
 import type { GuardedCount } from "./count_guard.ts";
 import { responsesToChat } from "./responses.ts";
 import {
@@ -21,7 +21,7 @@ import {
   isMultimodal,
   transferredPromptLength,
   truncationLimit,
-} from "./vllm_payload.ts";
+} from "@incontext/engine/vllm";
 
 /**
  * The `/tokenize` body: the text form for completions, the chat form

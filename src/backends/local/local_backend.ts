@@ -9,25 +9,25 @@ import {
   type OutputLimitOptions,
 } from "../../core/backend.ts";
 import type { CountCache } from "../../cache/mod.ts";
-import { CountError } from "../../core/errors.ts";
-import { type RemoteEngine, remoteEngine } from "../_shared/local_engine.ts";
-import { LocalModels, type ModelSpec } from "../../local/models.ts";
+import { CountError, countErrorOf } from "../../core/errors.ts";
+import { type RemoteEngine, remoteEngine } from "../_shared/engine_client.ts";
+import { LocalModels, type ModelSpec } from "@incontext/engine";
 import { Lru } from "../../cache/lru.ts";
 import { isJsonObject } from "../../core/request.ts";
 import { asCountError } from "../../core/error_type.ts";
-import { laxPositiveInteger } from "../_shared/vllm_caps.ts";
-import { vllmOutputField, vllmOutputLimit } from "../_shared/vllm_payload.ts";
+import { laxPositiveInteger } from "@incontext/engine/vllm";
+import { vllmOutputField, vllmOutputLimit } from "@incontext/engine/vllm";
 import {
   localTokenizeBody,
   type TemplatedCountOptions,
   vllmCount,
 } from "../_shared/vllm_count.ts";
-import type { DecodeForm } from "../../local/tokenize.ts";
+import type { DecodeForm } from "@incontext/engine";
 import {
   checkFolderOptions,
   type FilesSha256,
   folderSpec,
-} from "../../local/chat_render.ts";
+} from "@incontext/engine";
 import {
   cachedCount,
   payloadJson,
@@ -37,7 +37,7 @@ import { countGuard } from "../_shared/count_guard.ts";
 import type { Config } from "../../core/config.ts";
 import { type BundledBackend, requireConfig } from "../_shared/from_config.ts";
 import { sharedCountCache } from "../../cache/mod.ts";
-import { type VllmRules, vllmRules } from "../../core/vllm_release.ts";
+import { type VllmRules, vllmRules } from "@incontext/engine/vllm";
 
 const WHAT = "the local backend";
 const logger = getLogger(["incontext", "local"]);
@@ -333,7 +333,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     if (remote !== undefined) {
       return await remote.tokenize(this.#spec, body);
     }
-    return await this.#ownHost().tokenize(this.#spec, body);
+    return await this.#ownHost().tokenize(this.#spec, body).catch(rethrown);
   }
 
   /**
@@ -430,7 +430,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     if (remote !== undefined) {
       return await remote.decode(this.#spec, [...ids], form);
     }
-    return await this.#ownHost().decode(this.#spec, ids, form);
+    return await this.#ownHost().decode(this.#spec, ids, form).catch(rethrown);
   }
 
   async #countTemplated(
@@ -521,3 +521,8 @@ export const LOCAL: BundledBackend<"tokenizerDir"> = {
   requires: ["tokenizerDir"],
   factory: localFromConfig,
 };
+
+/** An error of the engine on this thread, as the CountError a caller catches. */
+function rethrown(error: unknown): never {
+  throw countErrorOf(error);
+}

@@ -28,4 +28,4 @@ export { CountError, TemplateRejectedError } from "../../core/errors.ts";
 export { ConfigError } from "../../core/config_error.ts";
 // The types SglangBackend's API names, so that this entry stands on its own.
 export type * from "../_shared/entry_types.ts";
-export type { FilesSha256 } from "../../local/chat_render.ts";
+export type { FilesSha256 } from "@incontext/engine";

@@ -14,15 +14,14 @@ import { asCountError } from "../../core/error_type.ts";
 import type { Config } from "../../core/config.ts";
 import { effectiveField } from "../../core/request.ts";
 import type { Deadline } from "../../_internal/deadline.ts";
-import { laxPositiveInteger } from "../_shared/vllm_caps.ts";
+import { laxPositiveInteger } from "@incontext/engine/vllm";
 import {
   maxTokenizeResponseBytes,
   vllmOutputField,
-} from "../_shared/vllm_payload.ts";
+} from "@incontext/engine/vllm";
 import { answerInteger, payloadJson } from "../_shared/http_count.ts";
 import { HttpCounter } from "../_shared/http_counter.ts";
-import { type RemoteEngine, remoteEngine } from "../_shared/local_engine.ts";
-import type { ModelSpec } from "../../local/models.ts";
+import { type RemoteEngine, remoteEngine } from "../_shared/engine_client.ts";
 import { localTokenizeBody } from "../_shared/vllm_count.ts";
 import { countGuard } from "../_shared/count_guard.ts";
 import {
@@ -32,14 +31,12 @@ import {
 } from "../_shared/from_config.ts";
 import {
   checkFolderOptions,
-  createFolderLoader,
   filesIdentity,
   type FilesSha256,
-  type FolderLoader,
   folderSpec,
-  renderChat,
-  templateFor,
-} from "../../local/chat_render.ts";
+  LocalModels,
+  type ModelSpec,
+} from "@incontext/engine";
 import type { HttpCountOptions } from "../_shared/http_count_options.ts";
 
 const logger = getLogger(["incontext", "sglang"]);
@@ -125,8 +122,9 @@ export class SglangBackend extends Backend implements AsyncDisposable {
   /** The label of SGLang counts: `"sglang-tokenize"`. */
   override readonly source: string = "sglang-tokenize";
   readonly #http: HttpCounter;
-  readonly #folder: FolderLoader;
   readonly #spec: ModelSpec;
+  /** The engine on this thread, when there is no count worker to render in. */
+  #host: LocalModels | undefined;
   /** The files' hashes, once the count worker has loaded them. */
   #files: Promise<FilesSha256> | undefined;
   #disposed = false;
@@ -144,7 +142,6 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     super();
     this.#http = new HttpCounter({ what: WHAT, label: LABEL }, options);
     checkFolderOptions(WHAT, options);
-    this.#folder = createFolderLoader(WHAT, { ...options }, logger);
     this.#spec = folderSpec(options);
   }
 
@@ -271,7 +268,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
       const remote = this.#remote();
       return remote !== undefined
         ? await this.#workerFiles(remote)
-        : (await this.#folder.load()).files;
+        : await this.#ownHost().load(this.#spec);
     } catch (error) {
       throw asCountError(error, "Cannot load the model folder");
     }
@@ -285,7 +282,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     this.#disposed = true;
     this.#files = undefined;
-    this.#folder.dispose();
+    this.#host = undefined;
     return Promise.resolve();
   }
 
@@ -319,20 +316,13 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     // there is one: neither blocks this thread's event loop.
     const files = remote !== undefined
       ? await this.#workerFiles(remote)
-      : (await this.#folder.load()).files;
+      : await this.#ownHost().load(this.#spec);
     deadline.signal.throwIfAborted();
-    const render = async (): Promise<string> => {
-      if (remote !== undefined) {
-        return await remote.render(
-          { spec: this.#spec, kind, payload },
-          deadline.signal,
-        );
-      }
-      const loaded = await this.#folder.load();
-      return renderChat(loaded, payload, {
-        template: templateFor(loaded, payload.tools),
-      });
-    };
+    const job = { spec: this.#spec, kind, payload };
+    const render = async (): Promise<string> =>
+      remote !== undefined
+        ? await remote.render(job, deadline.signal)
+        : await this.#ownHost().render(job);
     // The key holds the files' identity: another template renders another prompt.
     return await this.#http.cached(
       { key: `${key} ${filesIdentity(files)}`, contextLength, json, deadline },
@@ -348,6 +338,19 @@ export class SglangBackend extends Backend implements AsyncDisposable {
     return this.#spec.now === undefined
       ? remoteEngine(this.#http.countCache())
       : undefined;
+  }
+
+  /** The engine on this thread: it loads the folder and renders, no counts kept. */
+  #ownHost(): LocalModels {
+    if (this.#disposed) {
+      throw new CountError(`Cannot count as ${WHAT} is disposed`);
+    }
+    this.#host ??= new LocalModels({
+      store: () => {},
+      epoch: () => 0,
+      pieces: new Map(),
+    });
+    return this.#host;
   }
 
   /** The files' hashes, loaded once in the worker (a failed load is tried again). */

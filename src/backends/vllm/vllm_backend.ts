@@ -8,20 +8,20 @@ import {
   type OutputFieldOptions,
   type OutputLimitOptions,
 } from "../../core/backend.ts";
-import { laxPositiveInteger } from "../_shared/vllm_caps.ts";
+import { laxPositiveInteger } from "@incontext/engine/vllm";
 import {
   dependsOnRelease,
   maxTokenizeResponseBytes,
   vllmOutputField,
   vllmOutputLimit,
-} from "../_shared/vllm_payload.ts";
+} from "@incontext/engine/vllm";
 import {
   NEWEST_VLLM_RELEASE,
   OLDEST_VLLM_RELEASE,
   parseVllmVersion,
   type VllmRules,
   vllmRules,
-} from "../../core/vllm_release.ts";
+} from "@incontext/engine/vllm";
 import { createServerInfo, type ServerInfo } from "../_shared/server_info.ts";
 import { rejectingFetch } from "../_shared/status_fetch.ts";
 import { errorType } from "../../core/error_type.ts";

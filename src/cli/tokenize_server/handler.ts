@@ -13,7 +13,7 @@ import {
 
 import { readLimited } from "../../_internal/limited_read.ts";
 import { jsonText } from "../../_internal/json_bytes.ts";
-import { parseJson } from "../../_internal/python_json.ts";
+import { parseJson } from "@incontext/engine/vllm";
 
 const logger = getLogger(["incontext", "tokenize-server"]);
 

@@ -6,7 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError, type ConfigIssue } from "../../core/config_error.ts";
-import { TOKENIZER_MODES, tokenizerMode } from "../../local/tokenizer_mode.ts";
+import { TOKENIZER_MODES, tokenizerMode } from "@incontext/engine/vllm";
 import { type ServerLimits, serverLimits } from "../server_limits.ts";
 
 export const TOKENIZE_HELP =

@@ -1,4 +1,4 @@
-// Covers: src/backends/local/local_backend.ts, src/local/preprocess.ts, src/template/content_format.ts
+// Covers: src/backends/local/local_backend.ts, packages/engine/src/vllm/preprocess.ts, packages/engine/src/jinja/content_format.ts
 import {
   deepStrictEqual,
   ok,
@@ -17,12 +17,13 @@ import {
   continueFinalMessage,
   detectContentFormat,
   templateContext,
-} from "../../../src/local/preprocess.ts";
+} from "../../../packages/engine/src/vllm/preprocess.ts";
 import {
   compileChatTemplate,
   PyFloat,
-} from "../../../src/template/chat_template.ts";
-import { buildTokenizePayload } from "../../../src/backends/_shared/vllm_payload.ts";
+} from "../../../packages/engine/src/jinja/chat_template.ts";
+import { buildTokenizePayload } from "../../../packages/engine/src/vllm/payload.ts";
+import { EngineError } from "../../../packages/engine/src/common/errors.ts";
 import { createCountCache } from "../../../src/cache/mod.ts";
 import { captureLogs } from "../../_kit/log_capture.ts";
 
@@ -217,7 +218,7 @@ Deno.test("templateContext() preprocesses messages as vLLM does", async (t) => {
           render(dump, {
             messages: [{ role: "user", content: [{ type, [type]: {} }] }],
           }),
-        CountError,
+        EngineError,
       );
     }
   });
@@ -230,7 +231,7 @@ Deno.test("templateContext() preprocesses messages as vLLM does", async (t) => {
             messages: [{ role: "user", content: "x" }],
             continue_final_message: true,
           }),
-        CountError,
+        EngineError,
       );
     },
   );
@@ -246,7 +247,7 @@ Deno.test("continueFinalMessage() cuts after the final message as transformers d
     continueFinalMessage("<a>x<end>", [{ type: "text", text: "x" }]),
     "<a>x",
   );
-  throws(() => continueFinalMessage("<a>", "missing"), CountError);
+  throws(() => continueFinalMessage("<a>", "missing"), EngineError);
 });
 
 Deno.test("LocalBackend.count() counts each request kind", async (t) => {

@@ -1,4 +1,4 @@
-// Covers: src/backends/local/local_backend.ts, src/local/engine.ts
+// Covers: src/backends/local/local_backend.ts, packages/engine/src/model/operations.ts
 /**
  * The tokenize server's work (`LocalBackend.tokenize`, `detokenize`,
  * `tokenStrings`) runs where counts run: in the count cache's worker, with

@@ -1,4 +1,4 @@
-// Covers: src/backends/local/local_backend.ts, src/local/engine.ts
+// Covers: src/backends/local/local_backend.ts, packages/engine/src/model/operations.ts
 // LocalBackend counting inside the count cache's core: the worker, the
 // in-process fallback and the calling thread (`cache: null`) give the same
 // counts; one load per model folder per core; the caller's event loop runs
@@ -303,7 +303,9 @@ Deno.test("LocalBackend keeps piece counts in the shared cache's LRU", async () 
 
 Deno.test("loadTokenizer()'s speed-ups change no ids and no counts", async (t) => {
   const { Tokenizer } = await import("@huggingface/tokenizers");
-  const { loadTokenizer } = await import("../../../src/tokenizer/tokenizer.ts");
+  const { loadTokenizer } = await import(
+    "../../../packages/engine/src/tokenizer/tokenizer.ts"
+  );
   const { PLAIN_TEXTS, textsWithTokens } = await import(
     "../../_kit/tokenizer_corpus.ts"
   );

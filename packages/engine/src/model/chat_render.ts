@@ -1,0 +1,496 @@
+/**
+ * Loads a model folder's tokenizer and chat templates and renders chat
+ * requests as vLLM would before tokenizing: shared by the local backend,
+ * which tokenizes the render in process, and the SGLang backend, whose
+ * `/tokenize` takes text only.
+ */
+import type { Logger } from "@logtape/logtape";
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import {
+  EngineError,
+  RequestRejectedError,
+  UnsupportedConstructError,
+} from "../common/errors.ts";
+import { isJsonObject } from "../common/request.ts";
+import { errorType, safeCause } from "../common/errors.ts";
+import type { ChatTemplate } from "../jinja/chat_template.ts";
+import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
+import type { ContentFormat, Reuse } from "../vllm/preprocess.ts";
+import { type VllmRules, vllmRules } from "../vllm/release.ts";
+import type { RenderedChat } from "../deepseek/render.ts";
+import {
+  type RenderMode,
+  resolveTokenizerMode,
+  tokenizerMode,
+} from "../vllm/tokenizer_mode.ts";
+
+/** Where a model folder's files come from. */
+export interface ChatFolderOptions {
+  /** A Hugging Face model folder. */
+  readonly dir: string;
+  /** A template overriding the folder's: a path, or the text itself when it holds `{%` or `{{`. */
+  readonly chatTemplate?: string;
+  /** The expected SHA-256 of `tokenizer.json`; a mismatch fails the load. */
+  readonly expectedSha256?: string;
+  /** The clock of `strftime_now`. */
+  readonly now?: () => Date;
+  /** The vLLM release whose preprocessing is mirrored (the newest known by default). */
+  readonly vllmVersion?: string;
+  /**
+   * vLLM's tokenizer mode (`--tokenizer-mode`, one of `TOKENIZER_MODES`);
+   * `undefined` renders the Jinja template, as a server without tokenizer
+   * modes does.
+   */
+  readonly tokenizerMode?: string;
+  /** How templates read `message.content`, as vLLM's `--chat-template-content-format` (`auto` by default). */
+  readonly chatTemplateContentFormat?: ContentFormatOption;
+}
+
+/** vLLM's `--chat-template-content-format`: detected (`auto`), or given. */
+export type ContentFormatOption = "auto" | ContentFormat;
+
+const CONTENT_FORMATS: readonly ContentFormatOption[] = [
+  "auto",
+  "string",
+  "openai",
+];
+
+/** Only the folder fields of a backend's options: what crosses to the count worker. */
+export function folderSpec(options: ChatFolderOptions): ChatFolderOptions {
+  const { dir, chatTemplate, expectedSha256, now, vllmVersion } = options;
+  const mode = options.tokenizerMode;
+  const format = options.chatTemplateContentFormat;
+  return {
+    dir,
+    ...(format === undefined || format === "auto"
+      ? {}
+      : { chatTemplateContentFormat: format }),
+    ...(chatTemplate === undefined ? {} : { chatTemplate }),
+    ...(expectedSha256 === undefined ? {} : { expectedSha256 }),
+    ...(now === undefined ? {} : { now }),
+    ...(vllmVersion === undefined ? {} : { vllmVersion }),
+    ...(mode === undefined ? {} : { tokenizerMode: tokenizerMode(mode) }),
+  };
+}
+
+/** The SHA-256 (lower-case hex) of the files a model folder loaded. */
+export interface FilesSha256 {
+  /** Of `tokenizer.json`'s bytes. */
+  readonly tokenizer: string;
+  /** Of `tokenizer_config.json`'s text, or `null` when the folder has none. */
+  readonly tokenizerConfig: string | null;
+  /** Of the chat template sources (named templates joined), as used. */
+  readonly template: string;
+}
+
+/** The files' SHA-256 in one string: joins cache keys, so another template counts apart. */
+export function filesIdentity(files: FilesSha256): string {
+  return `${files.tokenizer} ${files.tokenizerConfig} ${files.template}`;
+}
+
+/** What the first count loads. */
+export interface Loaded {
+  readonly tokenizer: LocalTokenizer;
+  /**
+   * Whether the pieces between added tokens count independently, so that
+   * counting them one by one (incrementally) is exact.
+   */
+  readonly incremental: boolean;
+  /** Whether pieces may be cut further into line chunks (`isLineChunkSafe`). */
+  readonly lineChunks: boolean;
+  /** The files' SHA-256. */
+  readonly files: FilesSha256;
+  /** Named templates (`"default"`, `"tool_use"`, ...), compiled on first use. */
+  readonly sources: ReadonlyMap<string, string>;
+  readonly compiled: Map<string, [ChatTemplate, ContentFormat]>;
+  /** Joins the count cache keys: the files' SHA-256 and the vLLM release mirrored. */
+  readonly identity: string;
+  /** The preprocessing rules of the vLLM release mirrored. */
+  readonly rules: VllmRules;
+  /** How chats render: the Jinja template, or vLLM's DeepSeek encoders. */
+  readonly mode: RenderMode;
+  /** The clock of `strftime_now`. */
+  readonly now: () => Date;
+  /** The content format given, or `auto` to detect each template's. */
+  readonly contentFormat: ContentFormatOption;
+  /** The template and preprocessing code, imported with the files. */
+  readonly engine: RenderModules;
+}
+
+/**
+ * The heavy modules (@huggingface/jinja, @huggingface/tokenizers), imported
+ * on the first count so that importing the registry stays cheap.
+ */
+export type RenderModules =
+  & typeof import("../jinja/chat_template.ts")
+  & typeof import("../tokenizer/tokenizer.ts")
+  & typeof import("../tokenizer/rebuilt.ts")
+  & typeof import("../vllm/preprocess.ts")
+  & typeof import("../deepseek/render.ts")
+  & typeof import("./segments.ts")
+  & typeof import("./line_chunks.ts");
+
+async function importRenderModules(): Promise<RenderModules> {
+  const [template, tokenizer, rebuilt, preprocess, deepseek, segments, lines] =
+    await Promise.all([
+      import("../jinja/chat_template.ts"),
+      import("../tokenizer/tokenizer.ts"),
+      import("../tokenizer/rebuilt.ts"),
+      import("../vllm/preprocess.ts"),
+      import("../deepseek/render.ts"),
+      import("./segments.ts"),
+      import("./line_chunks.ts"),
+    ]);
+  return {
+    ...template,
+    ...tokenizer,
+    ...rebuilt,
+    ...preprocess,
+    ...deepseek,
+    ...segments,
+    ...lines,
+  };
+}
+
+/** A template's converted messages and tools, by the payload object they came from. */
+interface Converted {
+  readonly message: WeakMap<object, unknown>;
+  readonly tool: WeakMap<object, unknown>;
+}
+
+const convertedByTemplate = new WeakMap<object, Converted>();
+
+/**
+ * Remembers each message and tool object's template value, per template
+ * (the content format differs): a grown conversation converts only its new
+ * messages. Template values are never changed by a render (only namespace
+ * attributes can be assigned), so they are shared across renders.
+ */
+function reuseFor(loaded: Loaded, entry: [ChatTemplate, ContentFormat]): Reuse {
+  let converted = convertedByTemplate.get(entry);
+  if (converted === undefined) {
+    converted = { message: new WeakMap(), tool: new WeakMap() };
+    convertedByTemplate.set(entry, converted);
+  }
+  const memo = converted;
+  return (kind, raw, make) => {
+    if (typeof raw !== "object" || raw === null) return make();
+    let value = memo[kind].get(raw);
+    if (value === undefined) {
+      value = loaded.engine.toValue(make());
+      memo[kind].set(raw, value);
+    }
+    return value;
+  };
+}
+
+/** Options for {@linkcode renderChat}. */
+export interface RenderChatOptions {
+  /** The compiled template and its content format ({@linkcode templateFor}, {@linkcode compileTemplate}). */
+  readonly template: [ChatTemplate, ContentFormat];
+  /**
+   * Whether message and tool objects seen in an earlier render keep their
+   * converted values: only for payloads nobody changes between renders (the
+   * count core's own copies), never a caller's objects.
+   *
+   * @default {false}
+   */
+  readonly reuse?: boolean;
+}
+
+/** Options for {@linkcode renderChatParts}. */
+export interface RenderChatPartsOptions extends RenderChatOptions {
+  /**
+   * Whether the text comes in parts; `false` gives it in one part.
+   *
+   * @default {true}
+   */
+  readonly split?: boolean;
+}
+
+/** Renders a chat payload after vLLM's preprocessing. */
+export function renderChat(
+  loaded: Loaded,
+  payload: Record<string, unknown>,
+  options: RenderChatOptions,
+): string {
+  return renderChatParts(loaded, payload, { ...options, split: false })[0]!;
+}
+
+/**
+ * {@linkcode renderChat}, the text in parts (see `ChatTemplate.renderParts`),
+ * or in one part when `options.split` is false.
+ */
+export function renderChatParts(
+  loaded: Loaded,
+  payload: Record<string, unknown>,
+  options: RenderChatPartsOptions,
+): string[] {
+  const { template: entry, reuse = false, split = true } = options;
+  const [template, contentFormat] = entry;
+  const engine = loaded.engine;
+  const input = engine.templateContext(payload, {
+    specialTokens: loaded.tokenizer.specialTokens,
+    contentFormat,
+    rules: loaded.rules,
+    ...(reuse ? { reuse: reuseFor(loaded, entry) } : {}),
+  });
+  // Converted values kept between renders let loops reuse item outputs.
+  const memo = { memo: reuse };
+  let parts: string[];
+  try {
+    parts = split && !("continueFrom" in input)
+      ? template.renderParts(input.context, memo)
+      : [template.render(input.context, memo)];
+  } catch (error) {
+    // What jinja2 raises, vLLM answers with a 400: so does the proxy.
+    if (error instanceof engine.TemplateRaisedError) {
+      throw new RequestRejectedError({ cause: safeCause(error) });
+    }
+    if (error instanceof engine.TemplateUnsupportedError) {
+      throw new UnsupportedConstructError(error.construct);
+    }
+    throw new EngineError(`The chat template failed: ${errorType(error)}`, {
+      cause: safeCause(error),
+    });
+  }
+  return "continueFrom" in input
+    ? [engine.continueFinalMessage(parts[0]!, input.continueFrom)]
+    : parts;
+}
+
+/** Options for {@linkcode renderPayload}. */
+export interface RenderPayloadOptions {
+  /**
+   * Whether message and tool objects keep their converted values (see
+   * {@linkcode RenderChatOptions.reuse}).
+   *
+   * @default {false}
+   */
+  readonly reuse?: boolean;
+  /**
+   * Whether the prompt comes in parts; `false` gives it in one part.
+   *
+   * @default {true}
+   */
+  readonly split?: boolean;
+  /**
+   * A chat template of the request's own (a `/tokenize` body's
+   * `chat_template`), rendered instead of the folder's; the DeepSeek
+   * encoders read no template.
+   *
+   * @default {undefined} the folder's
+   */
+  readonly ownTemplate?: string;
+}
+
+/**
+ * Renders a chat payload as the served renderer does: the chat template
+ * after vLLM's preprocessing, or vLLM's DeepSeek encoder in those tokenizer
+ * modes; with whether the tokenizer adds special tokens to the prompt.
+ */
+export function renderPayload(
+  loaded: Loaded,
+  payload: Record<string, unknown>,
+  options: RenderPayloadOptions = {},
+): RenderedChat {
+  const { reuse = false, split = true, ownTemplate } = options;
+  if (loaded.mode !== "hf") {
+    return loaded.engine.renderDeepseek(loaded.mode, payload, {
+      rules: loaded.rules,
+      split,
+    });
+  }
+  const template = ownTemplate === undefined
+    ? templateFor(loaded, payload.tools)
+    : compileTemplate(loaded, ownTemplate);
+  return {
+    parts: renderChatParts(loaded, payload, { template, reuse, split }),
+    addSpecialTokens: payload.add_special_tokens === true,
+  };
+}
+
+/** Picks the template as transformers does: `tool_use` with tools, else `default`. */
+export function templateFor(
+  loaded: Loaded,
+  tools: unknown,
+): [ChatTemplate, ContentFormat] {
+  const name = tools !== undefined && tools !== null &&
+      loaded.sources.has("tool_use")
+    ? "tool_use"
+    : "default";
+  const source = loaded.sources.get(name);
+  if (source === undefined) {
+    throw new EngineError(
+      "Cannot count a chat request as the model folder has no chat template",
+    );
+  }
+  let entry = loaded.compiled.get(name);
+  if (entry === undefined) {
+    entry = compileTemplate(loaded, source);
+    loaded.compiled.set(name, entry);
+  }
+  return entry;
+}
+
+export function compileTemplate(
+  loaded: Loaded,
+  source: string,
+): [ChatTemplate, ContentFormat] {
+  try {
+    return [
+      loaded.engine.compileChatTemplate(source, { now: loaded.now }),
+      loaded.contentFormat === "auto"
+        ? loaded.engine.detectContentFormat(source)
+        : loaded.contentFormat,
+    ];
+  } catch (error) {
+    throw new EngineError(
+      `The chat template does not compile: ${errorType(error)}`,
+    );
+  }
+}
+
+/**
+ * Throws a TypeError naming `what` when a model folder's options are
+ * invalid, a RangeError when its `vllmVersion` is not a release mirrored or
+ * its `tokenizerMode` not one of vLLM's.
+ */
+export function checkFolderOptions(
+  what: string,
+  options: ChatFolderOptions,
+): void {
+  if (typeof options?.dir !== "string" || options.dir === "") {
+    throw new TypeError(
+      `Cannot create ${what} as 'dir' must be a non-empty string`,
+    );
+  }
+  const sha = options.expectedSha256;
+  if (sha !== undefined && !/^[0-9a-fA-F]{64}$/.test(sha)) {
+    throw new TypeError(
+      `Cannot create ${what} as 'expectedSha256' must be 64 hex characters`,
+    );
+  }
+  if (options.vllmVersion !== undefined) vllmRules(options.vllmVersion);
+  if (options.tokenizerMode !== undefined) tokenizerMode(options.tokenizerMode);
+  const format = options.chatTemplateContentFormat;
+  if (format !== undefined && !CONTENT_FORMATS.includes(format)) {
+    throw new TypeError(
+      `Cannot create ${what} as 'chatTemplateContentFormat' must be auto, string or openai: current value is ${
+        JSON.stringify(format)
+      }`,
+    );
+  }
+}
+
+/** Reads and builds a model folder's tokenizer and templates. */
+export async function loadFolder(
+  options: ChatFolderOptions,
+  logger: Logger,
+): Promise<Loaded> {
+  const rules = vllmRules(options.vllmVersion);
+  // First: a refused mode's folder may lack tokenizer.json.
+  const mode = options.tokenizerMode === undefined
+    ? "hf"
+    : await resolveTokenizerMode(
+      tokenizerMode(options.tokenizerMode),
+      options.dir,
+    );
+  const engine = await importRenderModules();
+  const folder = await engine.readModelFolder(options.dir);
+  const expected = options.expectedSha256?.toLowerCase();
+  if (expected !== undefined && expected !== folder.tokenizerSha256) {
+    throw new EngineError(
+      `tokenizer.json does not match the expected SHA-256: ${folder.tokenizerSha256} != ${expected}`,
+    );
+  }
+  // Parsed once: the checks read it before the tokenizer takes it.
+  const parsed: unknown = JSON.parse(folder.tokenizerJson);
+  // The DeepSeek modes load PreTrainedTokenizerFast itself, which keeps
+  // tokenizer.json as written whatever class the folder names.
+  if (mode === "hf") {
+    engine.checkTransformersRebuild({
+      tokenizerJson: parsed,
+      tokenizerConfig: folder.tokenizerConfig,
+      modelConfig: folder.modelConfig,
+    });
+  }
+  const incremental = engine.isSegmentationSafe(parsed);
+  const lineChunks = incremental && engine.isLineChunkSafe(parsed);
+  const tokenizer = engine.loadTokenizer({
+    tokenizerJson: parsed,
+    ...(folder.tokenizerConfig === undefined
+      ? {}
+      : { tokenizerConfig: folder.tokenizerConfig }),
+  });
+  const sources = await templateSources(options, folder);
+  const files: FilesSha256 = {
+    tokenizer: folder.tokenizerSha256,
+    tokenizerConfig: folder.tokenizerConfig === undefined
+      ? null
+      : sha256(folder.tokenizerConfig),
+    template: sha256([...sources].flat().join("\0")),
+  };
+  logger.info(
+    "Loaded the tokenizer files: tokenizer.json sha256={tokenizerSha256}, tokenizer_config.json sha256={tokenizerConfigSha256}, chat template sha256={templateSha256}; renderer: {mode}; incremental counting: {incremental}, line chunks: {lineChunks}",
+    {
+      mode,
+      tokenizerSha256: files.tokenizer,
+      tokenizerConfigSha256: files.tokenizerConfig,
+      templateSha256: files.template,
+      incremental,
+      lineChunks,
+    },
+  );
+  const contentFormat = options.chatTemplateContentFormat ?? "auto";
+  return {
+    tokenizer,
+    incremental,
+    lineChunks,
+    files,
+    sources,
+    compiled: new Map(),
+    identity: `${filesIdentity(files)} vllm-${rules.release}${
+      mode === "hf" ? "" : ` ${mode}`
+    }${contentFormat === "auto" ? "" : ` content-${contentFormat}`}`,
+    rules,
+    mode,
+    now: options.now ?? (() => new Date()),
+    contentFormat,
+    engine,
+  };
+}
+
+async function templateSources(
+  options: ChatFolderOptions,
+  folder: { tokenizerConfig?: string; chatTemplate?: string },
+): Promise<Map<string, string>> {
+  const explicit = options.chatTemplate;
+  if (explicit !== undefined) {
+    const text = explicit.includes("{%") || explicit.includes("{{")
+      ? explicit
+      : await readFile(explicit, "utf8");
+    return new Map([["default", text]]);
+  }
+  if (folder.chatTemplate !== undefined) {
+    return new Map([["default", folder.chatTemplate]]);
+  }
+  const config: unknown = JSON.parse(folder.tokenizerConfig ?? "{}");
+  const template = isJsonObject(config) ? config.chat_template : undefined;
+  if (typeof template === "string") return new Map([["default", template]]);
+  const named = new Map<string, string>();
+  if (Array.isArray(template)) {
+    for (const entry of template) {
+      if (
+        isJsonObject(entry) && typeof entry.name === "string" &&
+        typeof entry.template === "string"
+      ) named.set(entry.name, entry.template);
+    }
+  }
+  return named;
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}

@@ -1,0 +1,244 @@
+/**
+ * Incremental counting that skips the unchanged start of a render: a
+ * conversation that grows by one message renders to the previous text plus
+ * a tail, so the pieces (between added tokens) of the shared prefix keep the
+ * counts already found, and only the rest is split, hashed and looked up.
+ * New pieces are counted once and kept in a {@linkcode PieceStore} (the count
+ * cache's LRU) under a hash of the tokenizer's SHA-256 and the piece's text.
+ *
+ * Exact for tokenizers that `isSegmentationSafe` accepts: the sum of the
+ * pieces' counts is the count of the whole text.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
+import { splitterFor } from "./segments.ts";
+import { lineChunkEnds } from "./line_chunks.ts";
+
+/** Where piece counts are kept, by key. */
+export interface PieceStore {
+  /** A piece's count, or undefined. */
+  get(key: string): number | undefined;
+  /** Keeps a piece's count. */
+  set(key: string, count: number): void;
+}
+
+/** A render and its pieces: where each ends, whether it is an added token, the running total. */
+interface Render {
+  /** The render's text, in the parts it came in. */
+  readonly parts: readonly string[];
+  readonly length: number;
+  readonly starts: number[];
+  readonly ends: number[];
+  readonly added: boolean[];
+  readonly totals: number[];
+}
+
+/** Renders remembered per tokenizer: a few conversations interleaved still reuse their prefixes. */
+const RECENT_RENDERS = 4;
+/** The first chunk compared; then halves until the first difference is found. */
+const CHUNK = 65536;
+
+/**
+ * The length of the common prefix of two strings. Compares native chunks,
+ * halving their size around the first difference, so that the native string
+ * comparison does the work instead of a loop over code units.
+ */
+export function commonPrefixLength(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  for (let size = CHUNK; size >= 1; size >>= 1) {
+    while (i + size <= n && a.slice(i, i + size) === b.slice(i, i + size)) {
+      i += size;
+    }
+  }
+  return i;
+}
+
+/**
+ * The length of the common prefix of two texts given in parts: parts equal
+ * at the same place (most often the very same string, compared at once),
+ * then the common prefix of the first two that differ. Never more than the
+ * texts' true common prefix; less only where parts split differently.
+ */
+function commonPrefixOfParts(
+  a: readonly string[],
+  b: readonly string[],
+): number {
+  const n = Math.min(a.length, b.length);
+  let length = 0;
+  let i = 0;
+  while (i < n && a[i] === b[i]) length += a[i++]!.length;
+  return i < n ? length + commonPrefixLength(a[i]!, b[i]!) : length;
+}
+
+/** The text of `parts` from `position` on. */
+function textFrom(parts: readonly string[], position: number): string {
+  let start = 0;
+  let i = 0;
+  while (i < parts.length && start + parts[i]!.length <= position) {
+    start += parts[i++]!.length;
+  }
+  if (i === parts.length) return "";
+  const head = parts[i]!.slice(position - start);
+  return i + 1 === parts.length ? head : head + parts.slice(i + 1).join("");
+}
+
+/** Counts renders of one tokenizer piece by piece, reusing the previous renders' prefixes. */
+export class PrefixCounter {
+  readonly #tokenizer: Pick<LocalTokenizer, "addedTokens" | "count">;
+  readonly #keyPrefix: string;
+  readonly #store: PieceStore;
+  readonly #splitter: RegExp | null;
+  /** An added-token match starting this far before a change may differ after it. */
+  readonly #longestAdded: number;
+  readonly #lineChunks: boolean;
+  #recent: Render[] = [];
+
+  /**
+   * @param tokenizer The tokenizer: its added tokens and its count.
+   * @param tokenizerSha256 Joins every piece's key, so tokenizers never share counts.
+   * @param store Where piece counts are kept.
+   * @param options `lineChunks`: cut pieces into line chunks too (only for
+   * tokenizers `isLineChunkSafe` accepts).
+   */
+  constructor(
+    tokenizer: Pick<LocalTokenizer, "addedTokens" | "count">,
+    tokenizerSha256: string,
+    store: PieceStore,
+    options: { readonly lineChunks?: boolean } = {},
+  ) {
+    this.#tokenizer = tokenizer;
+    this.#lineChunks = options.lineChunks === true;
+    this.#keyPrefix = `${tokenizerSha256}\0`;
+    this.#store = store;
+    this.#splitter = splitterFor(tokenizer.addedTokens);
+    this.#longestAdded = tokenizer.addedTokens.reduce(
+      (longest, token) => Math.max(longest, token.length),
+      0,
+    );
+  }
+
+  /**
+   * Counts a render without special tokens.
+   *
+   * @param render The render's text, or its parts (joined, the text): a
+   * render whose parts are the same strings as an earlier render's is
+   * compared part by part, without joining them.
+   * @returns Its token count.
+   */
+  count(render: string | readonly string[]): number {
+    const parts = typeof render === "string" ? [render] : render;
+    let length = 0;
+    for (const part of parts) length += part.length;
+    const counted: Render = {
+      parts,
+      length,
+      starts: [],
+      ends: [],
+      added: [],
+      totals: [],
+    };
+    let position = 0;
+    let total = 0;
+    const base = this.#closest(parts);
+    if (base !== undefined) {
+      if (base.common === length && base.render.length === length) {
+        this.#remember(base.render);
+        return base.render.totals.at(-1) ?? 0;
+      }
+      const kept = this.#keptPieces(base.render, base.common);
+      if (kept > 0) {
+        counted.starts.push(...base.render.starts.slice(0, kept));
+        counted.ends.push(...base.render.ends.slice(0, kept));
+        counted.added.push(...base.render.added.slice(0, kept));
+        counted.totals.push(...base.render.totals.slice(0, kept));
+        position = counted.ends[kept - 1]!;
+        total = counted.totals[kept - 1]!;
+      }
+    }
+    // Only the text after the kept pieces is split (and joined, if parts).
+    const offset = position;
+    const text = textFrom(parts, offset);
+    const push = (start: number, end: number, added: boolean): void => {
+      total += added ? 1 : this.#pieceCount(text.slice(start, end));
+      counted.starts.push(offset + start);
+      counted.ends.push(offset + end);
+      counted.added.push(added);
+      counted.totals.push(total);
+    };
+    let at = 0;
+    const splitter = this.#splitter;
+    if (splitter !== null) {
+      splitter.lastIndex = 0;
+      for (let match; (match = splitter.exec(text)) !== null;) {
+        if (match.index > at) push(at, match.index, false);
+        push(match.index, splitter.lastIndex, true);
+        at = splitter.lastIndex;
+      }
+    }
+    if (at < text.length) push(at, text.length, false);
+    this.#remember(counted);
+    return total;
+  }
+
+  /** The remembered render sharing the longest prefix with `parts`. */
+  #closest(
+    parts: readonly string[],
+  ): { render: Render; common: number } | undefined {
+    let best: { render: Render; common: number } | undefined;
+    for (const render of this.#recent) {
+      // A render no longer than the best prefix found cannot share more.
+      if (render.length <= (best?.common ?? 0)) continue;
+      const common = commonPrefixOfParts(render.parts, parts);
+      if (common > (best?.common ?? 0)) best = { render, common };
+    }
+    return best;
+  }
+
+  /**
+   * How many leading pieces of `render` a text sharing its first `common`
+   * characters splits the same way: those through the last added token
+   * whose match no character past the prefix could change (a longer token,
+   * or an earlier one, would have to start within the longest token's
+   * length of the change).
+   */
+  #keptPieces(render: Render, common: number): number {
+    for (let i = render.added.length - 1; i >= 0; i--) {
+      if (render.added[i] && render.starts[i]! + this.#longestAdded <= common) {
+        return i + 1;
+      }
+    }
+    return 0;
+  }
+
+  #pieceCount(piece: string): number {
+    if (!this.#lineChunks) return this.#chunkCount(piece);
+    let total = 0;
+    let start = 0;
+    for (const end of lineChunkEnds(piece)) {
+      total += this.#chunkCount(piece.slice(start, end));
+      start = end;
+    }
+    return total + this.#chunkCount(piece.slice(start));
+  }
+
+  #chunkCount(piece: string): number {
+    const key = createHash("sha256").update(this.#keyPrefix).update(piece)
+      .digest("base64");
+    let count = this.#store.get(key);
+    if (count === undefined) {
+      count = this.#tokenizer.count(piece, { addSpecialTokens: false });
+      this.#store.set(key, count);
+    }
+    return count;
+  }
+
+  #remember(render: Render): void {
+    this.#recent = [
+      render,
+      ...this.#recent.filter((other) => other !== render),
+    ].slice(0, RECENT_RENDERS);
+  }
+}

@@ -1,0 +1,497 @@
+// Covers: packages/engine/src/jinja/memo.ts, packages/engine/src/model/chat_render.ts
+// Loops that reuse item outputs between renders (packages/engine/src/jinja/memo.ts)
+// render exactly what a fresh render does: for the real templates of every
+// family over random conversations that grow, get edited, regenerate and
+// interleave; for templates written to break each rule the memo relies on;
+// and for random loop bodies over random context sequences. Each test also
+// checks that outputs were reused, so that a memo that never hits cannot
+// pass.
+import { localTokenizeBody } from "../../../src/backends/_shared/vllm_count.ts";
+import { ok, strictEqual } from "node:assert/strict";
+import { dirname } from "node:path";
+import { getLogger } from "@logtape/logtape";
+import {
+  compileChatTemplate,
+  toValue,
+} from "../../../packages/engine/src/jinja/chat_template.ts";
+import { memoStats } from "../../../packages/engine/src/jinja/memo.ts";
+import {
+  loadFolder,
+  renderChat,
+  renderChatParts,
+  templateFor,
+} from "../../../packages/engine/src/model/chat_render.ts";
+import { MODEL_FILES } from "../../_kit/model_files.ts";
+import { mulberry32, type Rand } from "../../_kit/prng.ts";
+import {
+  type Message,
+  nextTurn,
+  text,
+  TOOLS,
+} from "../../_kit/random_conversations.ts";
+
+const SEED = 20261130;
+
+/** The output, or the error's name and message: both renders must agree on either. */
+function outcome(render: () => string): string {
+  try {
+    return render();
+  } catch (error) {
+    return `! ${(error as Error).name}: ${(error as Error).message}`;
+  }
+}
+
+/** Hits and misses counted while `run` runs. */
+function counted(run: () => void): { hits: number; misses: number } {
+  const hits = memoStats.hits;
+  const misses = memoStats.misses;
+  run();
+  return { hits: memoStats.hits - hits, misses: memoStats.misses - misses };
+}
+
+Deno.test("real templates render alike with reused item outputs, over growing, edited and interleaved conversations", async (t) => {
+  for (const model of MODEL_FILES) {
+    await t.step(model.family, async () => {
+      const loaded = await loadFolder(
+        { dir: dirname(model.tokenizerPath) },
+        getLogger(["incontext", "test"]),
+      );
+      const random = mulberry32(SEED);
+      // The payload's message objects are kept between renders, as the count
+      // core keeps them (one payload message per request message).
+      const payloadOf = new WeakMap<Message, Record<string, unknown>>();
+      const stable = (message: Message) => {
+        let kept = payloadOf.get(message);
+        if (kept === undefined) {
+          const body = localTokenizeBody({ messages: [message] }, "chat");
+          kept = (body.messages as Record<string, unknown>[])[0]!;
+          payloadOf.set(message, kept);
+        }
+        return kept;
+      };
+      const conversations: { messages: Message[]; tools: boolean }[] = [
+        {
+          messages: [{ role: "system", content: text(random, 4) }],
+          tools: true,
+        },
+        { messages: [], tools: false },
+      ];
+      let renders = 0;
+      const stats = counted(() => {
+        for (let step = 0; step < 60; step++) {
+          const conversation = conversations[step % 2]!;
+          const { messages } = conversation;
+          const roll = random();
+          if (roll < 0.1 && messages.length > 2) {
+            // An edit in the middle: a new object with other content.
+            const at = Math.floor(random() * messages.length);
+            messages[at] = { ...messages[at]!, content: text(random, 3) };
+          } else if (roll < 0.2 && messages.length > 3) {
+            // Regenerate: the last turn goes.
+            messages.splice(-2);
+          } else {
+            messages.push(...nextTurn(random, conversation.tools, step));
+          }
+          const kwargs = random() < 0.2
+            ? { chat_template_kwargs: { enable_thinking: false } }
+            : {};
+          const body = localTokenizeBody({
+            messages,
+            ...(conversation.tools ? { tools: TOOLS } : {}),
+            add_generation_prompt: random() < 0.7,
+            ...kwargs,
+          }, "chat");
+          const payload: Record<string, unknown> = {
+            ...body,
+            messages: messages.map(stable),
+          };
+          const entry = templateFor(loaded, payload.tools);
+          const plain = outcome(() =>
+            renderChat(loaded, payload, { template: entry, reuse: false })
+          );
+          const memo = outcome(() =>
+            renderChatParts(loaded, payload, { template: entry, reuse: true })
+              .join("")
+          );
+          strictEqual(memo, plain, `${model.family}, step ${step}`);
+          if (plain.startsWith("! ")) {
+            // Gemma 3 rejects tool turns: this conversation goes on without.
+            conversation.tools = false;
+            messages.splice(0, messages.length);
+          }
+          renders++;
+        }
+      });
+      console.log(
+        `template memo: ${model.family}: ${renders} renders alike; ${stats.hits} item outputs reused, ${stats.misses} rendered`,
+      );
+      ok(stats.hits > stats.misses, `${model.family}: outputs were reused`);
+    });
+  }
+});
+
+/** Renders `source` over `contexts` with and without reuse; they must agree. */
+function agree(
+  source: string,
+  contexts: readonly Record<string, unknown>[],
+  clock: { now: Date } = { now: new Date(2026, 10, 30, 12, 0, 0) },
+): { hits: number; misses: number } {
+  const template = compileChatTemplate(source, { now: () => clock.now });
+  return counted(() => {
+    contexts.forEach((context, i) => {
+      const plain = outcome(() => template.render(context));
+      const memo = outcome(() =>
+        template.renderParts(context, { memo: true }).join("")
+      );
+      strictEqual(memo, plain, `render ${i} of ${source}`);
+      strictEqual(
+        outcome(() => template.render(context, { memo: true })),
+        plain,
+        `render ${i} of ${source}, whole`,
+      );
+    });
+  });
+}
+
+/** Items converted once and shared between contexts, as the count core keeps messages. */
+function items(...contents: string[]) {
+  return contents.map((c) => toValue({ c }));
+}
+
+Deno.test("reused item outputs follow every value the body reads", async (t) => {
+  const [a, b, c, d] = items("a", "b", "c", "d");
+  const grown = [[a], [a, b], [a, b, c], [a, b, c, d]].map((messages) => ({
+    messages,
+  }));
+  await t.step("loop fields: index, last, length, revindex, previtem", () => {
+    const stats = agree(
+      "{% for m in messages %}{{ loop.index }}{{ m.c }}{% if loop.last %}L{% endif %};{% endfor %}",
+      grown,
+    );
+    ok(stats.hits > 0);
+    agree(
+      "{% for m in messages %}{{ loop.length }}{{ loop.revindex }}{{ loop.previtem.c if loop.previtem is defined }}{% endfor %}",
+      [...grown, { messages: [b, a, c] }, { messages: [c, a] }],
+    );
+  });
+  await t.step("a namespace carried from item to item", () => {
+    const stats = agree(
+      "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + m.c|length %}{{ ns.n }}{% endfor %}|{{ ns.n }}",
+      [...grown, { messages: [toValue({ c: "long" }), a, b] }, ...grown],
+    );
+    ok(stats.hits > 0);
+  });
+  await t.step(
+    "a namespace written before it is read, in the same item",
+    () => {
+      agree(
+        "{% set ns = namespace(s='') %}{% for m in messages %}{% set ns.s = ns.s ~ m.c %}{{ ns.s }}/{% endfor %}",
+        [...grown, { messages: [b, c] }],
+      );
+    },
+  );
+  await t.step("a namespace written by a macro the item calls", () => {
+    agree(
+      "{% set ns = namespace(n=0) %}{% macro bump() %}{% set ns.n = ns.n + 1 %}{{ ns.n }}{% endmacro %}{% for m in messages %}{{ m.c }}{{ bump() }}{% endfor %}{{ ns.n }}",
+      [...grown, { messages: [c, b, a] }],
+    );
+  });
+  await t.step(
+    "a macro's write during an expression is never re-run to check it",
+    () => {
+      // Checking a kept item must not call bump() again: after a failed check
+      // the item would run with the namespace bumped twice.
+      agree(
+        "{% set ns = namespace(n=0) %}{% macro bump() %}{% set ns.n = ns.n + 1 %}{{ x }}{% endmacro %}{% for m in messages %}{{ bump() }}{{ y }}{{ ns.n }};{% endfor %}",
+        [
+          { messages: [a, b], x: "1", y: "1" },
+          { messages: [a, b], x: "1", y: "2" },
+          { messages: [a, b, c], x: "1", y: "2" },
+        ],
+      );
+    },
+  );
+  await t.step(
+    "a check never takes a path the item's own variables decide",
+    () => {
+      // Checked before the item runs, `flag or v == 'x'` would read the
+      // previous item's `v`; the item reads its own.
+      const [p, q] = [toValue({ c: "y" }), toValue({ c: "x" })];
+      agree(
+        "{% for m in messages %}{% set v = m.c %}{% if flag or v == 'x' %}A{% else %}B{% endif %}{% endfor %}",
+        [{ messages: [p], flag: true }, { messages: [q, p], flag: false }],
+      );
+      // The same through a macro that reads the item's variable.
+      agree(
+        "{% macro pick() %}{% if flag %}A{% else %}{{ v }}{% endif %}{% endmacro %}{% for m in messages %}{% set v = m.c %}{{ pick() }}{% endfor %}",
+        [{ messages: [p], flag: true }, { messages: [q, p], flag: false }],
+      );
+      // And through a nested loop's variable.
+      agree(
+        "{% for m in messages %}{% for t in [m.c] %}{% if flag or t == 'x' %}A{% else %}B{% endif %}{% endfor %}{% endfor %}",
+        [{ messages: [p], flag: true }, { messages: [q, p], flag: false }],
+      );
+    },
+  );
+  await t.step("values read through the body's own variables", () => {
+    const [p, q] = [
+      toValue({ c: "p", key: "a" }),
+      toValue({ c: "q", key: "b" }),
+    ];
+    // A context mapping read with a key the body computed.
+    agree(
+      "{% for m in messages %}{% set k = m.key %}{{ cfg[k] }}{% endfor %}",
+      [
+        { messages: [p, q], cfg: { a: 1, b: 2 } },
+        { messages: [p, q], cfg: { a: 5, b: 2 } },
+      ],
+    );
+    // A namespace read with such a key.
+    agree(
+      "{% set ns = namespace(a=va, b=2) %}{% for m in messages %}{% set k = m.key %}{{ ns[k] }}{% endfor %}",
+      [{ messages: [p, q], va: 1 }, { messages: [p, q], va: 7 }],
+    );
+    // A list of the context whose items change, not its length.
+    agree(
+      "{% for m in messages %}{% set t = tags %}{{ t | join(',') }}{{ m.c }}{% endfor %}",
+      [
+        { messages: [p, q], tags: ["x", "y"] },
+        { messages: [p, q], tags: ["x", "z"] },
+      ],
+    );
+  });
+  await t.step(
+    "a namespace stored by one render is not replayed into the next",
+    () => {
+      agree(
+        "{% set ns = namespace(n=0) %}{% for m in messages %}{% if keep is defined %}{{ keep.n }}{% endif %}{% set ns.n = ns.n + 1 %}{% set keep = ns %}{% endfor %}{% set ns.n = 100 %}",
+        [{ messages: [a] }, { messages: [a, b] }, { messages: [a, b, c] }],
+      );
+    },
+  );
+  await t.step("a variable set in one item and read in the next", () => {
+    agree(
+      "{% for m in messages %}{{ last }}>{% set last = m.c %}{{ last }};{% endfor %}",
+      [...grown, { messages: [d, a] }, { messages: [a, d] }],
+    );
+  });
+  await t.step("variables of the context that change between renders", () => {
+    const stats = agree(
+      "{% for m in messages %}{{ sep }}{{ m.c }}{% if flag %}!{% endif %}{% endfor %}",
+      [
+        { messages: [a, b], sep: "-", flag: false },
+        { messages: [a, b, c], sep: "-", flag: false },
+        { messages: [a, b, c], sep: "+", flag: false },
+        { messages: [a, b, c], sep: "+", flag: true },
+        { messages: [a, b, c], sep: 1, flag: true },
+        { messages: [a, b, c], sep: 1.0, flag: 1 },
+      ],
+    );
+    ok(stats.hits > 0);
+  });
+  await t.step(
+    "macros read their caller's variables, and may be redefined",
+    () => {
+      agree(
+        "{% if alt %}{% macro show(m) %}[{{ sep }}{{ m.c }}]{% endmacro %}{% else %}{% macro show(m) %}({{ sep }}{{ m.c }}){% endmacro %}{% endif %}{% for m in messages %}{{ show(m) }}{% endfor %}",
+        [
+          { messages: [a, b], sep: "-", alt: false },
+          { messages: [a, b, c], sep: "-", alt: false },
+          { messages: [a, b, c], sep: "=", alt: false },
+          { messages: [a, b, c], sep: "=", alt: true },
+        ],
+      );
+    },
+  );
+  await t.step("the clock is read again", () => {
+    const clock = { now: new Date(2026, 10, 30, 12, 0, 0) };
+    const template = compileChatTemplate(
+      "{% for m in messages %}{{ strftime_now('%H:%M:%S') }} {{ m.c }};{% endfor %}",
+      { now: () => clock.now },
+    );
+    const first = template.render({ messages: [a, b] }, { memo: true });
+    clock.now = new Date(2026, 10, 30, 12, 0, 1);
+    const second = template.render({ messages: [a, b] }, { memo: true });
+    strictEqual(second, template.render({ messages: [a, b] }));
+    ok(first !== second);
+    // Called with the item's own format: the call cannot be checked again
+    // alone, so the item is never reused.
+    const own = compileChatTemplate(
+      "{% for m in messages %}{% set f = '%S' %}{{ strftime_now(f) }}{{ m.c }};{% endfor %}",
+      { now: () => clock.now },
+    );
+    own.render({ messages: [a, b] }, { memo: true });
+    clock.now = new Date(2026, 10, 30, 12, 0, 2);
+    strictEqual(
+      own.render({ messages: [a, b] }, { memo: true }),
+      own.render({ messages: [a, b] }),
+    );
+  });
+  await t.step("a global shadowed in a later render", () => {
+    agree(
+      "{% if shadow %}{% set range = none %}{% set raise_exception = 'x' %}{% endif %}{% for m in messages %}{{ range is none }}{{ raise_exception is string }}{{ m.c }}{% endfor %}",
+      [
+        { messages: [a, b], shadow: false },
+        { messages: [a, b], shadow: true },
+        { messages: [a, b], shadow: false },
+      ],
+    );
+  });
+  await t.step(
+    "the loop variable reassigned, messages read around the item",
+    () => {
+      agree(
+        "{% for m in messages %}{% if loop.index0 > 0 %}{{ messages[loop.index0 - 1].c }}{% endif %}{% set m = messages[-1] %}{{ m.c }};{% endfor %}",
+        [...grown, { messages: [a, c, d] }],
+      );
+    },
+  );
+  await t.step("break, continue, else, filtered and nested loops", () => {
+    const stop = toValue({ c: "stop", stop: true });
+    const skip = toValue({ c: "skip", skip: true, tags: ["x", "y"] });
+    agree(
+      "{% for m in messages if not m.skip %}{% if m.stop %}{% break %}{% endif %}{{ m.c }}{% for t in m.tags or [] %}{{ t }}{{ loop.index }}{% endfor %}{% else %}empty{% endfor %}" +
+        "{% for m in messages %}{% if m.skip %}{% continue %}{% endif %}{{ m.c }}{% endfor %}",
+      [
+        { messages: [a, skip, b] },
+        { messages: [a, skip, b, stop, c] },
+        { messages: [] },
+        { messages: [skip] },
+        { messages: [a, skip, b, c] },
+      ],
+    );
+  });
+  await t.step(
+    "a namespace or loop used whole, or stored, is never reused stale",
+    () => {
+      agree(
+        "{% set ns = namespace(n=0, l=none) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{{ ns.items() | list | length }}{% set ns.l = loop.index %}{% set keep = ns %}{{ keep.n }}{% endfor %}{{ ns.l }}",
+        [...grown, { messages: [d, c] }],
+      );
+    },
+  );
+  await t.step("the same item twice in one list", () => {
+    agree(
+      "{% for m in messages %}{{ loop.index }}{{ m.c }}{% endfor %}",
+      [{ messages: [a, a] }, { messages: [a, a, a] }, { messages: [b, a, a] }],
+    );
+  });
+});
+
+// Random loop bodies made of fragments that read, write and call what the
+// memo must follow, rendered over random sequences of contexts.
+const PRELUDE =
+  "{% set ns = namespace(n=0, flag=false, s='') %}{% if shadow %}{% set sep = 'S' %}{% set range = none %}{% endif %}" +
+  "{% macro show(m) %}{{ sep }}{{ m.c }}{% endmacro %}" +
+  "{% macro bump(k) %}{% set ns.n = ns.n + k %}{{ ns.n }}{% endmacro %}" +
+  "{% macro pick() %}{% if x == 'a' %}A{% else %}{{ last }}{% endif %}{% endmacro %}";
+const FRAGMENTS = [
+  "{{ m.c }}",
+  "{{ loop.index }}",
+  "{% if loop.last %}L{% endif %}",
+  "{% if loop.first %}F{% endif %}",
+  "{{ loop.length }}",
+  "{{ loop.revindex0 }}",
+  "{% if loop.previtem is defined %}<{{ loop.previtem.c }}{% endif %}",
+  "{% if loop.nextitem is defined %}>{{ loop.nextitem.c }}{% endif %}",
+  "{% set ns.n = ns.n + 1 %}",
+  "{{ ns.n }}",
+  "{% if m.flag %}{% set ns.flag = not ns.flag %}{% endif %}",
+  "{{ ns.flag }}",
+  "{% set ns.s = ns.s ~ m.c %}",
+  "{{ ns.s | length }}",
+  "{{ x }}",
+  "{% if x == 'b' %}B{% endif %}",
+  "{% set last = m.c %}",
+  "{% if last is defined %}{{ last }}{% endif %}",
+  "{{ show(m) }}",
+  "{{ bump(2) }}",
+  "{{ strftime_now('%S') }}",
+  "{% for k in m.tags %}{{ k }}{{ loop.index }}{{ ns.n }}{% endfor %}",
+  "{{ messages | length }}",
+  "{{ messages[loop.index0 - 1].c if loop.index0 > 0 else '' }}",
+  "{% if m.stop %}{% break %}{% endif %}",
+  "{% if m.skip %}{% continue %}{% endif %}",
+  "{{ range is none }}",
+  "{% if m.bad %}{{ raise_exception('bad item') }}{% endif %}",
+  "{{ ns.items() | list | length }}",
+  "{% if x == 'b' or last == 'a' %}O{% endif %}",
+  "{% if last is defined and (ns.flag or last == 'b') %}P{% endif %}",
+  "{{ pick() }}",
+  "{% for k in m.tags %}{% if x == 'a' or k == 't' %}K{% endif %}{% endfor %}",
+];
+
+function randomItem(random: Rand, n: number) {
+  return toValue({
+    c: String.fromCharCode(97 + n % 26) + (n > 25 ? n : ""),
+    flag: random() < 0.4,
+    stop: random() < 0.05,
+    skip: random() < 0.08,
+    bad: random() < 0.03,
+    tags: random() < 0.3
+      ? ["t", "u"].slice(0, 1 + Math.floor(random() * 2))
+      : [],
+  });
+}
+
+Deno.test("random loop bodies render alike with reused item outputs over random contexts", () => {
+  const random = mulberry32(SEED);
+  let renders = 0;
+  let hits = 0;
+  for (let t = 0; t < 250; t++) {
+    const body = Array.from(
+      { length: 1 + Math.floor(random() * 5) },
+      () => FRAGMENTS[Math.floor(random() * FRAGMENTS.length)]!,
+    ).join("");
+    const source =
+      `${PRELUDE}{% for m in messages %}${body}|{% endfor %}#{{ ns.n }}{{ ns.flag }}{{ ns.s }}`;
+    const pool = Array.from({ length: 8 }, (_, n) => randomItem(random, n));
+    let messages = pool.slice(0, 1 + Math.floor(random() * 3));
+    const contexts: Record<string, unknown>[] = [];
+    let x = "a";
+    let sep = "-";
+    let shadow = false;
+    for (let step = 0; step < 10; step++) {
+      const roll = random();
+      if (roll < 0.45) {
+        messages = [...messages, pool[Math.floor(random() * pool.length)]!];
+      } else if (roll < 0.55 && messages.length > 1) {
+        messages = messages.slice(0, -1);
+      } else if (roll < 0.65) {
+        messages = messages.map((m) =>
+          random() < 0.2 ? pool[Math.floor(random() * pool.length)]! : m
+        );
+      } else if (roll < 0.72) {
+        x = x === "a" ? "b" : "a";
+      } else if (roll < 0.79) {
+        sep = sep === "-" ? "+" : "-";
+      } else if (roll < 0.84) {
+        shadow = !shadow;
+      } else if (roll < 0.9) {
+        messages = [randomItem(random, 30 + step), ...messages];
+      }
+      contexts.push({ messages, x, sep, shadow });
+    }
+    const clock = { now: new Date(2026, 10, 30, 12, 0, 0) };
+    const template = compileChatTemplate(source, { now: () => clock.now });
+    hits += counted(() => {
+      contexts.forEach((context, i) => {
+        if (random() < 0.2) {
+          clock.now = new Date(clock.now.getTime() + 1000);
+        }
+        const plain = outcome(() => template.render(context));
+        const memo = outcome(() =>
+          random() < 0.5
+            ? template.render(context, { memo: true })
+            : template.renderParts(context, { memo: true }).join("")
+        );
+        strictEqual(memo, plain, `template ${t}, render ${i}: ${source}`);
+        renders++;
+      });
+    }).hits;
+  }
+  console.log(
+    `template memo: ${renders} random renders alike; ${hits} item outputs reused`,
+  );
+  ok(hits > renders);
+});
