@@ -28,12 +28,14 @@
  */
 
 import { findNodeExample } from "./_readme_example.ts";
+import { type Packed, packWorkspace } from "../../tools/pack.ts";
+import { engineCases, writeFolders } from "./_engine_cases.ts";
 import { checkDeclarations } from "./_declarations.ts";
 import { killGroup, MINUTE, mustRun, running, StepError } from "./_run.ts";
 import {
   directoryBytes,
   formatBytes,
-  measure,
+  measureAll,
   type PackageJson,
   readPackageJson,
   readTarball,
@@ -84,37 +86,44 @@ async function step(
 }
 
 /**
- * Packs the package as JSR's npm layer would; `extra` adds `deno pack`
- * flags. Returns what pack printed.
+ * Packs both packages as `tools/pack.ts` does for npm (each pinned to the
+ * versions it was tested with), into `dir`.
  */
-async function pack(output: string, extra: string[] = []): Promise<string> {
-  const { stdout, stderr } = await mustRun(
-    Deno.execPath(),
-    ["pack", "--allow-dirty", ...extra, "-o", output],
-    { cwd: ROOT, timeoutMs: 2 * MINUTE },
-  );
-  const { size } = await Deno.stat(output);
-  if (size === 0) throw new StepError(`deno pack wrote an empty ${output}`);
-  return `${stdout}${stderr}`;
+async function pack(
+  dir: string,
+  options: { readonly noSourceMaps?: boolean } = {},
+): Promise<Packed> {
+  const packed = await packWorkspace({ outDir: dir, ...options });
+  for (const { path } of packed.values()) {
+    const { size } = await Deno.stat(path);
+    if (size === 0) throw new StepError(`deno pack wrote an empty ${path}`);
+  }
+  return packed;
 }
 
-/** What pack said about types, checked against the published declarations. */
-async function declarations(tarball: string, output: string): Promise<string> {
-  const files = await readTarball(tarball);
-  const { untyped, declarations } = checkDeclarations(
-    output,
-    files,
-    ROOT.href,
-  );
-  return `${declarations} .d.ts files; the ${untyped.length} modules pack wrote none for are private: no published declaration imports one`;
+/** What pack said about types, checked against each package's published declarations. */
+async function declarations(packed: Packed): Promise<string> {
+  const said: string[] = [];
+  for (const [name, { path, output }] of packed) {
+    const files = await readTarball(path);
+    const { untyped, declarations } = checkDeclarations(
+      output,
+      files,
+      ROOT.href,
+    );
+    said.push(
+      `${name}: ${declarations} .d.ts files; the ${untyped.length} modules pack wrote none for are private: no published declaration imports one`,
+    );
+  }
+  return said.join("; ");
 }
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
   return JSON.parse(await Deno.readTextFile(path));
 }
 
-/** Creates the Node project and installs the tarball with the consumer's tools. */
-async function install(project: string, tarball: string): Promise<string> {
+/** Creates the Node project and installs the tarballs with the consumer's tools. */
+async function install(project: string, packed: Packed): Promise<string> {
   await Deno.mkdir(project);
   await Deno.writeTextFile(
     `${project}/package.json`,
@@ -131,7 +140,7 @@ async function install(project: string, tarball: string): Promise<string> {
     "--no-fund",
     "--no-update-notifier",
     "--loglevel=error",
-    tarball,
+    ...[...packed.values()].map(({ path }) => path),
     TYPESCRIPT,
     NODE_TYPES,
     OPENAI,
@@ -150,30 +159,47 @@ async function install(project: string, tarball: string): Promise<string> {
   return `${installed.name}@${installed.version} on Node ${stdout.trim()}`;
 }
 
-/** Lists the package's npm dependencies: the range it asks for, what npm installed, its size. */
+/**
+ * Lists each package's npm dependencies: the version it pins, what npm
+ * installed, its size. Fails on a range that is not one exact version, or
+ * on an installed version other than the pinned one.
+ */
 async function dependencies(
   project: string,
-  tarball: string,
+  packed: Packed,
   report: string[],
 ): Promise<string> {
-  const manifest = readPackageJson(await readTarball(tarball));
   const lines = [
-    "| dependency | range in package.json | installed | installed bytes |",
-    "| --- | --- | --- | ---: |",
+    "| package | dependency | version in package.json | installed | installed bytes |",
+    "| --- | --- | --- | --- | ---: |",
   ];
-  for (const [name, range] of Object.entries(manifest.dependencies ?? {})) {
-    const dir = `${project}/node_modules/${name}`;
-    const installed = await readJson(`${dir}/package.json`);
-    lines.push(
-      `| ${name} | ${range} | ${installed.version} | ${
-        formatBytes(await directoryBytes(dir))
-      } |`,
-    );
+  const problems: string[] = [];
+  for (const [packageName, { path }] of packed) {
+    const manifest = readPackageJson(await readTarball(path));
+    for (const [name, range] of Object.entries(manifest.dependencies ?? {})) {
+      const dir = `${project}/node_modules/${name}`;
+      const installed = await readJson(`${dir}/package.json`);
+      if (!/^\d+\.\d+\.\d+(-[\w.]+)?$/.test(range)) {
+        problems.push(
+          `${packageName} asks for ${name}@${range}, not one version`,
+        );
+      } else if (installed.version !== range) {
+        problems.push(
+          `${packageName} pins ${name}@${range}, npm installed ${installed.version}`,
+        );
+      }
+      lines.push(
+        `| ${packageName} | ${name} | ${range} | ${installed.version} | ${
+          formatBytes(await directoryBytes(dir))
+        } |`,
+      );
+    }
   }
   report.push(...lines);
+  if (problems.length > 0) throw new StepError(problems.join("; "));
   return `${
     lines.length - 2
-  } npm dependencies, all from the tarball's package.json`;
+  } npm dependencies, each pinned to one version and installed at it`;
 }
 
 const TSCONFIG = {
@@ -200,10 +226,11 @@ const TSCONFIG = {
 function everyEntry(
   manifest: PackageJson,
   files: ReadonlyMap<string, Uint8Array>,
+  prefix: string,
 ): string {
   const decoder = new TextDecoder();
   const lines = Object.entries(manifest.exports).map(([entry, target], i) => {
-    const name = `@incontext/incontext${entry === "." ? "" : entry.slice(1)}`;
+    const name = `${manifest.name}${entry === "." ? "" : entry.slice(1)}`;
     const declaration = files.get(
       target.import.replace(/^\.\//, "").replace(
         /\.js$/,
@@ -213,20 +240,35 @@ function everyEntry(
     const exports = declaration !== undefined &&
       /^export\b/m.test(decoder.decode(declaration));
     return exports
-      ? `import * as entry${i} from "${name}";\nexport { entry${i} };`
+      ? `import * as ${prefix}${i} from "${name}";\nexport { ${prefix}${i} };`
       : `import "${name}";`;
   });
   return `${lines.join("\n")}\n`;
 }
 
-async function copyConsumers(project: string, tarball: string): Promise<void> {
-  for (const name of ["consumer.node.mjs", "consumer.ts", "no_any.node.mjs"]) {
+async function copyConsumers(project: string, packed: Packed): Promise<void> {
+  const consumers = [
+    "consumer.node.mjs",
+    "engine.node.mjs",
+    "consumer.ts",
+    "no_any.node.mjs",
+  ];
+  for (const name of consumers) {
     await Deno.copyFile(new URL(name, HERE), `${project}/${name}`);
   }
-  const files = await readTarball(tarball);
+  const imports: string[] = [];
+  for (const { path } of packed.values()) {
+    const files = await readTarball(path);
+    imports.push(
+      everyEntry(readPackageJson(files), files, `package${imports.length}_`),
+    );
+  }
+  await Deno.writeTextFile(`${project}/every_entry.ts`, imports.join(""));
+  // The engine's cases: the model folders, and what Deno made of each case.
+  await writeFolders(`${project}/model_folders`);
   await Deno.writeTextFile(
-    `${project}/every_entry.ts`,
-    everyEntry(readPackageJson(files), files),
+    `${project}/engine_cases.json`,
+    JSON.stringify(await engineCases(`${project}/model_folders`)),
   );
   await Deno.writeTextFile(
     `${project}/tsconfig.json`,
@@ -248,10 +290,15 @@ async function nodeTest(project: string): Promise<string> {
   // left open (an undisposed server, a referenced worker) fails by timeout.
   await mustRun(
     "node",
-    ["--test", "--test-reporter=spec", "consumer.node.mjs"],
+    [
+      "--test",
+      "--test-reporter=spec",
+      "consumer.node.mjs",
+      "engine.node.mjs",
+    ],
     { cwd: project, timeoutMs: 2 * MINUTE, echo: true },
   );
-  return "node --test consumer.node.mjs passed";
+  return "node --test consumer.node.mjs engine.node.mjs passed";
 }
 
 async function readmeExample(project: string): Promise<string> {
@@ -311,33 +358,29 @@ async function prove(tmp: string): Promise<number> {
   const start = performance.now();
   const results: StepResult[] = [];
   const report: string[] = [];
-  const tarball = `${tmp}/pkg.tgz`;
   const project = `${tmp}/project`;
-  let packed = "";
+  let packed: Packed = new Map();
   if (
     await step(results, "deno pack", async () => {
-      packed = await pack(tarball);
-      return `packed ${tarball}`;
+      packed = await pack(`${tmp}/packed`);
+      return `packed ${
+        [...packed.values()].map(({ path }) => path).join(", ")
+      }`;
     })
   ) {
-    await step(
-      results,
-      "declarations",
-      () => declarations(tarball, packed),
-    );
+    await step(results, "declarations", () => declarations(packed));
     await step(results, "size budget", async () => {
-      const sized = `${tmp}/size.tgz`;
-      await pack(sized, ["--no-source-maps"]);
-      return await measure(sized, `${tmp}/size`, report);
+      const sized = await pack(`${tmp}/sized`, { noSourceMaps: true });
+      return await measureAll(sized, `${tmp}/size`, report);
     });
-    if (await step(results, "npm install", () => install(project, tarball))) {
+    if (await step(results, "npm install", () => install(project, packed))) {
       report.push("");
       await step(
         results,
         "dependencies",
-        () => dependencies(project, tarball, report),
+        () => dependencies(project, packed, report),
       );
-      await copyConsumers(project, tarball);
+      await copyConsumers(project, packed);
       await step(results, "node --test", () => nodeTest(project));
       await step(results, "README example", () => readmeExample(project));
       await step(results, "tsc --noEmit", () => typeCheck(project));
