@@ -10,7 +10,6 @@ import {
   parseLayers,
   readSpecifiers,
   readTree,
-  resolvePath,
   TEST_LAYOUT,
   type TestLayout,
 } from "./_kit/architecture.ts";
