@@ -134,6 +134,30 @@ Deno.test("SharedAnchorStore: an anchor recorded by one replica is found by anot
   }
 });
 
+Deno.test("SharedAnchorStore.prefetch() takes the record another replica wrote last over its own of the same prefix", async () => {
+  const server = new FakeStoreServer();
+  await using sharedA = storeOn(server);
+  await using sharedB = storeOn(server);
+  await ready();
+  const a = new SharedAnchorStore({ shared: sharedA });
+  const b = new SharedAnchorStore({ shared: sharedB });
+  const model = "m\nnull";
+  // Turn 1 answered by A, then sent again to B, whose reply is longer.
+  a.record(model, turn1, { promptTokens: 9, completionTokens: 4 });
+  await ready();
+  await b.prefetch({ model: "m", messages: turn1 });
+  b.record(model, turn1, { promptTokens: 9, completionTokens: 11 });
+  await ready();
+  // The conversation goes on with B's reply, on A.
+  await a.prefetch({ model: "m", messages: turn2 });
+  deepStrictEqual(a.lookup(model, turn2), {
+    promptTokens: 9,
+    completionTokens: 11,
+    prefixLength: 1,
+  });
+  strictEqual(a.size, 1);
+});
+
 Deno.test("SharedAnchorStore.prefetch() ignores a record of another shape and counts it", async () => {
   const server = new FakeStoreServer();
   await using shared = storeOn(server);
