@@ -37,6 +37,12 @@ interface Scenario {
   readonly pauseMs: number;
   /** Each turn is sent this many times, the next request on the other replica. */
   readonly sends: 1 | 2;
+  /**
+   * The request sent while Redis is frozen (answering nothing past the
+   * deadline): it is budgeted from its replica's own layer, as in any
+   * outage, and is not compared; every later one is.
+   */
+  readonly frozen?: number;
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -60,6 +66,13 @@ const SCENARIOS: readonly Scenario[] = [
     reading: "json",
     pauseMs: 0,
     sends: 2,
+  },
+  {
+    name: "Redis frozen past the deadline during the fifth turn",
+    reading: "json",
+    pauseMs: 0,
+    sends: 1,
+    frozen: 4,
   },
 ];
 
@@ -136,6 +149,13 @@ function streamedReply(text: string): string {
   return reply;
 }
 
+/** What a conversation's side does around the request sent while Redis is frozen. */
+interface Freezer {
+  freeze(): void;
+  /** Lets Redis run again, and waits until it has answered every call. */
+  thaw(): Promise<void>;
+}
+
 /**
  * Runs one conversation of {@linkcode TURNS} turns, request i on
  * `urls[i % urls.length]`, each turn going on with the last reply it got;
@@ -144,8 +164,8 @@ function streamedReply(text: string): string {
 async function converse(
   urls: readonly string[],
   tag: string,
-  { reading, sends }: Scenario,
-  pauseMs: number,
+  { reading, sends, frozen }: Scenario,
+  { pauseMs, freezer }: { pauseMs: number; freezer?: Freezer },
 ): Promise<Decision[]> {
   const messages: { role: string; content: string }[] = [];
   const decisions: Decision[] = [];
@@ -159,13 +179,19 @@ async function converse(
     });
     let reply = "";
     for (let attempt = 0; attempt < sends; attempt++) {
-      const answer = await send(
-        urls[decisions.length % urls.length]!,
-        messages,
-        reading,
-      );
-      decisions.push(answer.decision);
-      reply = answer.reply;
+      const freezing = decisions.length === frozen ? freezer : undefined;
+      freezing?.freeze();
+      try {
+        const answer = await send(
+          urls[decisions.length % urls.length]!,
+          messages,
+          reading,
+        );
+        decisions.push(answer.decision);
+        reply = answer.reply;
+      } finally {
+        await freezing?.thaw();
+      }
     }
     messages.push({ role: "assistant", content: reply });
   }
@@ -197,17 +223,24 @@ const ENV = {
   INCONTEXT_COMPRESSION_WINDOW_TOKENS: "60000",
 };
 
-/** Waits until each replica reports its store `up`. */
-async function untilConnected(urls: readonly string[]): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const states = await Promise.all(urls.map(async (url) => {
-      const health = await (await fetch(`${url}/incontext/healthz`)).json();
-      return health.sharedStore?.state;
-    }));
-    if (states.every((state) => state === "up")) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+/** Each replica's `/incontext/healthz` detail of its shared store. */
+function stores(urls: readonly string[]) {
+  return Promise.all(urls.map(async (url) => {
+    const health = await (await fetch(`${url}/incontext/healthz`)).json();
+    return health.sharedStore as { state: string; pending: number };
+  }));
+}
+
+/** Waits until `done` holds of every replica's store, checking after each answer. */
+async function untilStores(
+  urls: readonly string[],
+  done: (store: { state: string; pending: number }) => boolean,
+): Promise<void> {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    if ((await stores(urls)).every(done)) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  throw new Error("the replicas never reached the store");
+  throw new Error("the replicas' stores never settled");
 }
 
 Deno.test("two replicas sharing a Redis store budget an alternating conversation as one replica does", async (t) => {
@@ -232,7 +265,14 @@ Deno.test("two replicas sharing a Redis store budget an alternating conversation
       INCONTEXT_SHARED_TIMEOUT_MS: "1000",
     },
   });
-  await untilConnected(pair.urls);
+  await untilStores(pair.urls, (store) => store.state === "up");
+  const freezer: Freezer = {
+    freeze: () => redis.freeze(),
+    async thaw() {
+      redis.resume();
+      await untilStores(pair.urls, (store) => store.pending === 0);
+    },
+  };
   for (const scenario of SCENARIOS) {
     await t.step(
       `${scenario.name}: every request as on one replica`,
@@ -241,14 +281,15 @@ Deno.test("two replicas sharing a Redis store budget an alternating conversation
         for (let run = 1; run <= RUNS; run++) {
           const tag = `${scenario.name}, run ${run}`;
           // The reference needs no pause: one replica has nothing to wait for.
-          const reference = await converse(alone.urls, tag, scenario, 0);
-          const alternating = await converse(
-            pair.urls,
-            tag,
-            scenario,
-            scenario.pauseMs,
-          );
+          const reference = await converse(alone.urls, tag, scenario, {
+            pauseMs: 0,
+          });
+          const alternating = await converse(pair.urls, tag, scenario, {
+            pauseMs: scenario.pauseMs,
+            freezer,
+          });
           alternating.forEach((decision, i) => {
+            if (i === scenario.frozen) return;
             const expected = JSON.stringify(reference[i]);
             if (JSON.stringify(decision) !== expected) {
               differ.push(
@@ -306,4 +347,35 @@ Deno.test("SharedStore takes an answer Redis gave in time while its thread was h
   }
   strictEqual(store.errors.value({ kind: "anchor", reason: "timeout" }), 0);
   strictEqual(store.status().state, "up");
+});
+
+Deno.test("SharedStore writes while Redis answers past the deadline, and its late answer lets the next lookup try at once", async () => {
+  await using redis = await startRedisServer();
+  await using store = new SharedStore({
+    connection: await redisConnection(redis.url),
+    timeoutMs: 5,
+    ttlSeconds: 60,
+  });
+  while (store.status().state !== "up") {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  const key = "incontext:v1:anchor:late";
+  // Redis answers nothing until it runs again: the lookup is abandoned at
+  // its deadline, and the store is down for this client.
+  redis.freeze();
+  try {
+    strictEqual(await store.read("anchor", [key]), undefined);
+    strictEqual(store.status().state, "down");
+    // A record written now is not lost to the outage.
+    store.write("anchor", key, "v");
+  } finally {
+    redis.resume();
+  }
+  while (store.status().pending > 0) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  // Within the retry interval, the lookup goes, and finds the record.
+  deepStrictEqual(await store.read("anchor", [key]), ["v"]);
+  strictEqual(store.status().state, "up");
+  strictEqual(store.errors.value({ kind: "anchor", reason: "unavailable" }), 0);
 });

@@ -261,6 +261,45 @@ Deno.test("SharedStore takes an answer that came while its thread was held past 
   strictEqual(shared.status().state, "up");
 });
 
+Deno.test("SharedStore writes while the store is down, and a write answered ends the outage", async () => {
+  await using _logs = await captureLogs();
+  const server = new FakeStoreServer();
+  await using shared = storeOn(server);
+  await ready();
+  server.mode = "fail";
+  strictEqual(await shared.read("anchor", ["k"]), undefined);
+  strictEqual(shared.status().state, "down");
+  server.mode = "ok";
+  shared.write("anchor", "k", "v");
+  await ready();
+  strictEqual(server.records.get("k"), "v");
+  strictEqual(shared.status().state, "up");
+  strictEqual(
+    shared.errors.value({ kind: "anchor", reason: "unavailable" }),
+    0,
+  );
+});
+
+Deno.test("SharedStore tries the store at once when a call abandoned at its deadline is answered after all", async () => {
+  await using _logs = await captureLogs();
+  const server = new FakeStoreServer();
+  const clock = { now: 0 };
+  await using shared = storeOn(server, clock);
+  await ready();
+  server.mode = "hang";
+  strictEqual(await shared.read("anchor", ["k"]), undefined);
+  strictEqual(shared.status().state, "down");
+  strictEqual(await shared.read("anchor", ["k"]), undefined, "skipped");
+  // The store answers, late: it is slow, not gone.
+  server.mode = "ok";
+  server.records.set("k", "v");
+  server.answerHung();
+  await ready();
+  // Within the retry interval, the next lookup goes.
+  deepStrictEqual(await shared.read("anchor", ["k"]), ["v"]);
+  strictEqual(shared.status().state, "up");
+});
+
 Deno.test("SharedStore bounds the calls waiting on a hung store", async () => {
   const server = new FakeStoreServer();
   await using shared = storeOn(server, { now: 0 }, 10_000);
