@@ -1,16 +1,14 @@
+// Covers: src/replicas/anchors.ts, src/replicas/store.ts, src/replicas/prefetch_backend.ts, src/anchors/usage.ts, src/cli/serve/replicas.ts
 /**
  * Two `incontext serve` replicas sharing a real Redis (Debian's
  * redis-server) budget a conversation whose turns alternate between them
  * exactly as one replica alone budgets it: back to back or with pauses,
  * plain or streamed (read to its end, or closed at `[DONE]` as OpenAI's
- * Python SDK does), and with each turn sent twice, so that every turn is
- * anchored on the record the other replica has just written. And the store
- * client takes an answer that Redis gave in time while the replica's thread
- * was held past the deadline.
- *
- * Covers: src/replicas/anchors.ts, src/replicas/store.ts,
- * src/replicas/prefetch_backend.ts, src/anchors/usage.ts,
- * src/cli/serve/replicas.ts
+ * Python SDK does), with each turn sent twice, and after a turn during which
+ * Redis answered nothing, so that every turn is anchored on the record the
+ * other replica has just written. And the store's client takes an answer
+ * Redis gave in time while its thread was held past the deadline, writes
+ * while Redis is past it, and tries again as soon as Redis answers late.
  */
 import { deepStrictEqual, strictEqual } from "node:assert/strict";
 import { serveFakeUpstream } from "../../src/testing/mod.ts";
