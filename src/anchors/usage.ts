@@ -34,11 +34,15 @@ const DEFAULT_MAX_JSON_BYTES = 8_388_608;
 
 /**
  * Returns a stream that yields exactly the bytes of `body`, in the same chunks
- * and without waiting, and calls `onUsage` at most once, when the body ends,
- * with the last usage it saw. JSON bodies (`application/json`, `+json`) are
- * parsed once at the end, event streams event by event; other types pass
- * through unread. A cancel of the returned stream cancels `body`; an error of
- * `body` errors it; neither calls `onUsage`.
+ * and without waiting, and calls `onUsage` at most once, with the last usage
+ * it saw: when the body ends, or for an event stream at its `[DONE]` event,
+ * in the same turn as the client is handed that chunk and so before it can
+ * read it (a client such as OpenAI's Python SDK stops at `[DONE]`, closes the
+ * response and sends its next turn). JSON bodies (`application/json`,
+ * `+json`) are parsed once at the end, event streams event by event; other
+ * types pass through unread. A cancel of the returned stream cancels `body`;
+ * an error of `body` errors it; neither calls `onUsage` unless `[DONE]` came
+ * first.
  *
  * @param body The upstream response body.
  * @param contentType The upstream `content-type` header.
@@ -82,9 +86,12 @@ export function tapUsage(
 
 /** What reads a body's usage chunk by chunk, for a stream that already passes them on. */
 export interface UsageTap {
-  /** Reads one chunk (after the client got it). */
+  /**
+   * Reads one chunk (after the client got it); at an event stream's
+   * `[DONE]`, tells `onUsage` the last usage seen.
+   */
   push(chunk: Uint8Array): void;
-  /** The body ended: tells `onUsage` the last usage seen, if any. */
+  /** The body ended: tells `onUsage` the last usage seen, unless told already. */
   end(): void;
 }
 
@@ -108,12 +115,20 @@ export function tapFor(
   const reader = kind === "json"
     ? new JsonUsageReader(maxJsonBytes)
     : new SseUsageReader(maxJsonBytes);
+  let told = false;
+  const tell = () => {
+    if (told) return;
+    told = true;
+    const usage = reader.end();
+    if (usage !== undefined) report(onUsage, usage);
+  };
   return {
-    push: (chunk) => reader.push(chunk),
-    end: () => {
-      const usage = reader.end();
-      if (usage !== undefined) report(onUsage, usage);
+    push: (chunk) => {
+      if (told) return;
+      reader.push(chunk);
+      if (reader.complete) tell();
     },
+    end: tell,
   };
 }
 
@@ -189,6 +204,8 @@ function report(onUsage: (usage: Usage) => void, usage: Usage): void {
 /** What {@linkcode tapUsage} feeds each chunk to, and asks at the end. */
 interface UsageReader {
   push(chunk: Uint8Array): void;
+  /** The body said it holds no more usage: an event stream's `[DONE]`. */
+  readonly complete: boolean;
   end(): Usage | undefined;
 }
 
@@ -198,6 +215,8 @@ interface UsageReader {
  * reuse or transfer their buffers once it has them.
  */
 class JsonUsageReader implements UsageReader {
+  /** A JSON body is complete only at its end. */
+  readonly complete = false;
   readonly #decoder = new TextDecoder();
   readonly #maxBytes: number;
   #bytes = 0;
@@ -256,6 +275,8 @@ class SseUsageReader implements UsageReader {
   /** The last chunk ended in CR, so an LF opening the next one ends nothing. */
   #afterCr = false;
   #usage: Usage | undefined;
+  /** The `[DONE]` event came: the stream's last, after its usage. */
+  complete = false;
 
   constructor(maxBytes: number) {
     // Decoded text has at most one UTF-16 code unit per UTF-8 byte.
@@ -266,7 +287,7 @@ class SseUsageReader implements UsageReader {
     const text = this.#decoder.decode(chunk, { stream: true });
     let start = this.#afterCr && text.startsWith("\n") ? 1 : 0;
     this.#afterCr = false;
-    while (start < text.length) {
+    while (start < text.length && !this.complete) {
       const end = lineEnd(text, start);
       if (end === -1) {
         this.#keepPartial(text.slice(start));
@@ -330,7 +351,10 @@ class SseUsageReader implements UsageReader {
   }
 
   #dispatch(data: string): void {
-    if (data === "[DONE]") return;
+    if (data === "[DONE]") {
+      this.complete = true;
+      return;
+    }
     const usage = parseUsage(data);
     if (usage !== undefined) this.#usage = usage;
   }

@@ -72,9 +72,12 @@ export class SharedAnchorStore extends AnchorStore {
 
   /**
    * Brings the anchor of `request`'s conversation from the shared store into
-   * the local layer, when the shared store holds a longer anchored prefix
-   * than the local layer does. Never throws; resolves within the shared
-   * store's deadline.
+   * the local layer: the longest anchored prefix the shared store holds, when
+   * it is at least as long as the local layer's. The shared record of a
+   * prefix the local layer holds too takes its place: it is the one written
+   * last (a turn sent again, on another replica, with another reply), since
+   * every replica writes there what it records. Never throws; resolves
+   * within the shared store's deadline.
    *
    * @param request A chat request body.
    */
@@ -99,9 +102,8 @@ export class SharedAnchorStore extends AnchorStore {
       prefixes: digests,
     });
     const wanted = digests.filter(([length]) =>
-      length > (local?.prefixLength ?? 0)
+      length >= (local?.prefixLength ?? 0)
     );
-    if (wanted.length === 0) return;
     const texts = await this.#shared.read(
       "anchor",
       wanted.map(([, digest]) => anchorRecordKey(digest)),

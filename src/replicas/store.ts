@@ -1,6 +1,6 @@
 /**
  * The shared store as the proxy uses it: every call under a short deadline,
- * an outage noticed once and logged once, calls skipped while the store is
+ * an outage noticed once and logged once, lookups skipped while the store is
  * known to be down, and its health and metrics for the proxy's endpoints.
  * Nothing here throws into a request: a call that fails is a miss.
  *
@@ -23,8 +23,9 @@ export interface SharedStoreOptions {
   /** How long a record lives, in seconds. */
   readonly ttlSeconds: number;
   /**
-   * While the store is down, one call is tried this often (and at once when
-   * the connection says it is ready again); the others are skipped.
+   * While the store is down, one lookup is tried this often (and at once
+   * when the connection says it is ready again, or an abandoned call is
+   * answered after all); the others are skipped. Writes are not skipped.
    * @default 1000
    */
   readonly retryMs?: number;
@@ -196,7 +197,11 @@ export class SharedStore implements AsyncDisposable {
     return null;
   }
 
-  /** Writes `value` under `key` with the records' lifetime; returns at once. */
+  /**
+   * Writes `value` under `key` with the records' lifetime; returns at once.
+   * A write goes out even while the store is down: no request waits for it,
+   * and a record not written is one the other replicas never find.
+   */
   write(kind: RecordKind, key: string, value: string): void {
     const text = this.#secret === undefined
       ? value
@@ -204,6 +209,7 @@ export class SharedStore implements AsyncDisposable {
     void this.#call(
       kind,
       () => this.#connection.set(key, text, this.#ttlMs),
+      "write",
     );
   }
 
@@ -253,8 +259,9 @@ export class SharedStore implements AsyncDisposable {
   async #call<T>(
     kind: RecordKind,
     run: () => Promise<T>,
+    use: "read" | "write" = "read",
   ): Promise<T | FailureReason> {
-    const skipped = this.#skip();
+    const skipped = this.#skip(use);
     if (skipped !== undefined) {
       this.errors.inc({ kind, reason: skipped });
       return skipped;
@@ -263,20 +270,29 @@ export class SharedStore implements AsyncDisposable {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const running = (async () => await run())().finally(() => this.#pending--);
     const late = new Promise<typeof TIMEOUT>((resolve) => {
-      timer = setTimeout(() => resolve(TIMEOUT), this.#timeoutMs);
+      timer = setTimeout(() => {
+        // A timer runs before the loop reads what its sockets received, so
+        // a replica whose thread was held past the deadline (code compiled
+        // on a first request, a long conversation hashed, a busy machine)
+        // would find the timer due and the answer unread though the store
+        // answered in time. One more turn of the loop reads it: only a store
+        // that has not answered by then is late.
+        timer = setTimeout(() => resolve(TIMEOUT), 0);
+      }, this.#timeoutMs);
     });
     try {
       const value = await Promise.race([running, late]);
       if (value === TIMEOUT) {
-        // The answer may still come; it is dropped, and its error too.
-        running.catch(() => {});
-        this.#fail(kind, "timeout", "TimeoutError");
+        // The answer may still come: it is dropped, and its error too, but
+        // it says the store answers, only slowly.
+        running.then(() => this.#answeredLate(), () => {});
+        this.#fail(kind, "timeout", "TimeoutError", use);
         return "timeout";
       }
       this.#answered();
       return value;
     } catch (error) {
-      this.#fail(kind, "error", storeErrorType(error));
+      this.#fail(kind, "error", storeErrorType(error), use);
       return "error";
     } finally {
       clearTimeout(timer);
@@ -284,10 +300,10 @@ export class SharedStore implements AsyncDisposable {
   }
 
   /** Why a call must not go to the store now, or undefined when it may. */
-  #skip(): FailureReason | undefined {
+  #skip(use: "read" | "write"): FailureReason | undefined {
     if (this.#closed || this.#state === "connecting") return "unavailable";
     if (this.#pending >= this.#maxPending) return "busy";
-    if (this.#state === "down") {
+    if (this.#state === "down" && use === "read") {
       const now = this.#now();
       if (now < this.#retryAt) return "unavailable";
       // One call tries the store; the others wait for the next retry.
@@ -296,8 +312,16 @@ export class SharedStore implements AsyncDisposable {
     return undefined;
   }
 
-  #fail(kind: RecordKind, reason: "timeout" | "error", type: string): void {
+  #fail(
+    kind: RecordKind,
+    reason: "timeout" | "error",
+    type: string,
+    use: "read" | "write",
+  ): void {
     this.errors.inc({ kind, reason });
+    // Writes go out during an outage; their failures do not put off the
+    // lookup that tries the store again.
+    if (use === "write" && this.#state === "down") return;
     this.#failed(type);
   }
 
@@ -325,6 +349,15 @@ export class SharedStore implements AsyncDisposable {
       return;
     }
     this.#retryAt = 0;
+  }
+
+  /**
+   * A call abandoned at its deadline was answered after it: the store is
+   * slow, not gone, so the next lookup may try it at once rather than a
+   * retry interval later.
+   */
+  #answeredLate(): void {
+    if (this.#state === "down") this.#retryAt = 0;
   }
 
   /** A call was answered: an outage is over. */

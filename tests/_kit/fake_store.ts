@@ -40,8 +40,13 @@ export class FakeStoreServer {
 
   /** Answers what hung (as a store that wakes up does), and tells the connections it is ready. */
   release(): void {
-    for (const wake of this.#hanging.splice(0)) wake();
+    this.answerHung();
     for (const listener of this.#ready) listener();
+  }
+
+  /** Answers what hung, as a store that was only slow does: no connection was lost. */
+  answerHung(): void {
+    for (const wake of this.#hanging.splice(0)) wake();
   }
 
   #answer<T>(value: () => T): Promise<T> {

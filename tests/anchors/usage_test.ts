@@ -4,7 +4,12 @@ import {
   strictEqual,
   throws,
 } from "node:assert/strict";
-import { readUsage, tapUsage, type Usage } from "../../src/anchors/usage.ts";
+import {
+  readUsage,
+  tapFor,
+  tapUsage,
+  type Usage,
+} from "../../src/anchors/usage.ts";
 import { captureLogs } from "../_kit/log_capture.ts";
 
 const encoder = new TextEncoder();
@@ -181,6 +186,45 @@ Deno.test("tapUsage() reads the final usage chunk of a streamed chat at every sp
     deepStrictEqual(reports, expected);
     deepStrictEqual(out, single);
   }
+});
+
+Deno.test("tapUsage() tells a stream's usage at [DONE], before the client reads that chunk", async () => {
+  // The upstream's end comes after [DONE]: here, not before the client left.
+  const events = CHAT_SSE.split(/(?<=\n\n)/).map(bytes);
+  let next = 0;
+  const upstream = new ReadableStream<Uint8Array>({
+    pull(controller): Promise<void> | void {
+      const chunk = events[next++];
+      if (chunk === undefined) return new Promise(() => {});
+      controller.enqueue(chunk);
+    },
+  });
+  const reports: Usage[] = [];
+  const reader = tapUsage(
+    upstream,
+    "text/event-stream",
+    (usage) => reports.push(usage),
+  ).getReader();
+  const decoder = new TextDecoder();
+  let chunk = "";
+  while (!chunk.includes("[DONE]")) {
+    deepStrictEqual(reports, []);
+    chunk = decoder.decode((await reader.read()).value);
+  }
+  deepStrictEqual(reports, [{ promptTokens: 12, completionTokens: 3 }]);
+  // A client that stops at [DONE] closes the stream: told once, as it was.
+  await reader.cancel("client done");
+  strictEqual(reports.length, 1);
+});
+
+Deno.test("tapFor() tells the usage once, at [DONE], and reads nothing after it", () => {
+  const reports: Usage[] = [];
+  const tap = tapFor("text/event-stream", (usage) => reports.push(usage))!;
+  tap.push(bytes(CHAT_SSE));
+  deepStrictEqual(reports, [{ promptTokens: 12, completionTokens: 3 }]);
+  tap.push(bytes(sse([{ usage: { prompt_tokens: 1, completion_tokens: 1 } }])));
+  tap.end();
+  deepStrictEqual(reports, [{ promptTokens: 12, completionTokens: 3 }]);
 });
 
 Deno.test("tapUsage() reads response.completed of a streamed Responses request", async () => {

@@ -18,6 +18,13 @@ export interface RedisServer extends AsyncDisposable {
   kill(): Promise<void>;
   /** Starts it again on the same port, empty. */
   restart(): Promise<void>;
+  /**
+   * Stops the process (SIGSTOP), as a machine too busy to run it would: it
+   * answers nothing, and keeps what it is sent, until {@linkcode resume}.
+   */
+  freeze(): void;
+  /** Lets a frozen server run again (SIGCONT): it answers what it kept. */
+  resume(): void;
 }
 
 /** Fails with {@linkcode REDIS_MISSING} when `redis-server` is not on PATH. */
@@ -58,6 +65,12 @@ export async function startRedisServer(
     },
     async restart() {
       child = await spawn();
+    },
+    freeze() {
+      child.kill("SIGSTOP");
+    },
+    resume() {
+      child.kill("SIGCONT");
     },
     async [Symbol.asyncDispose]() {
       try {

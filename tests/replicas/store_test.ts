@@ -19,6 +19,7 @@ import { SharedAnchorStore } from "../../src/replicas/anchors.ts";
 import { SharedStore } from "../../src/replicas/store.ts";
 import { captureLogs } from "../_kit/log_capture.ts";
 import { FakeStoreServer } from "../_kit/fake_store.ts";
+import { answeringThread } from "../_kit/answering_thread.ts";
 
 const URL_ENV = { INCONTEXT_TOKENIZER_URL: "http://127.0.0.1:8000/tokenize" };
 
@@ -133,6 +134,30 @@ Deno.test("SharedAnchorStore: an anchor recorded by one replica is found by anot
   }
 });
 
+Deno.test("SharedAnchorStore.prefetch() takes the record another replica wrote last over its own of the same prefix", async () => {
+  const server = new FakeStoreServer();
+  await using sharedA = storeOn(server);
+  await using sharedB = storeOn(server);
+  await ready();
+  const a = new SharedAnchorStore({ shared: sharedA });
+  const b = new SharedAnchorStore({ shared: sharedB });
+  const model = "m\nnull";
+  // Turn 1 answered by A, then sent again to B, whose reply is longer.
+  a.record(model, turn1, { promptTokens: 9, completionTokens: 4 });
+  await ready();
+  await b.prefetch({ model: "m", messages: turn1 });
+  b.record(model, turn1, { promptTokens: 9, completionTokens: 11 });
+  await ready();
+  // The conversation goes on with B's reply, on A.
+  await a.prefetch({ model: "m", messages: turn2 });
+  deepStrictEqual(a.lookup(model, turn2), {
+    promptTokens: 9,
+    completionTokens: 11,
+    prefixLength: 1,
+  });
+  strictEqual(a.size, 1);
+});
+
 Deno.test("SharedAnchorStore.prefetch() ignores a record of another shape and counts it", async () => {
   const server = new FakeStoreServer();
   await using shared = storeOn(server);
@@ -211,6 +236,68 @@ Deno.test("SharedStore never holds a request past its deadline", async (t) => {
     ok(text.includes('outcome="timeout"'));
     ok(text.includes('outcome="hit"'));
   });
+});
+
+Deno.test("SharedStore takes an answer that came while its thread was held past the deadline", async () => {
+  await using thread = answeringThread("v");
+  await using shared = new SharedStore({
+    connection: thread.connection,
+    timeoutMs: 5,
+    ttlSeconds: 60,
+  });
+  await ready();
+  for (let i = 0; i < 3; i++) {
+    const start = performance.now();
+    const sent = thread.sent();
+    const reading = shared.read("anchor", ["k"]);
+    // Held as a long synchronous task holds it: the answer is on its way,
+    // and the deadline passes, before the loop runs again.
+    while (thread.sent() === sent || performance.now() - start < 20) {
+      // Busy: nothing else on this thread runs meanwhile.
+    }
+    deepStrictEqual(await reading, ["v"]);
+  }
+  strictEqual(shared.errors.value({ kind: "anchor", reason: "timeout" }), 0);
+  strictEqual(shared.status().state, "up");
+});
+
+Deno.test("SharedStore writes while the store is down, and a write answered ends the outage", async () => {
+  await using _logs = await captureLogs();
+  const server = new FakeStoreServer();
+  await using shared = storeOn(server);
+  await ready();
+  server.mode = "fail";
+  strictEqual(await shared.read("anchor", ["k"]), undefined);
+  strictEqual(shared.status().state, "down");
+  server.mode = "ok";
+  shared.write("anchor", "k", "v");
+  await ready();
+  strictEqual(server.records.get("k"), "v");
+  strictEqual(shared.status().state, "up");
+  strictEqual(
+    shared.errors.value({ kind: "anchor", reason: "unavailable" }),
+    0,
+  );
+});
+
+Deno.test("SharedStore tries the store at once when a call abandoned at its deadline is answered after all", async () => {
+  await using _logs = await captureLogs();
+  const server = new FakeStoreServer();
+  const clock = { now: 0 };
+  await using shared = storeOn(server, clock);
+  await ready();
+  server.mode = "hang";
+  strictEqual(await shared.read("anchor", ["k"]), undefined);
+  strictEqual(shared.status().state, "down");
+  strictEqual(await shared.read("anchor", ["k"]), undefined, "skipped");
+  // The store answers, late: it is slow, not gone.
+  server.mode = "ok";
+  server.records.set("k", "v");
+  server.answerHung();
+  await ready();
+  // Within the retry interval, the next lookup goes.
+  deepStrictEqual(await shared.read("anchor", ["k"]), ["v"]);
+  strictEqual(shared.status().state, "up");
 });
 
 Deno.test("SharedStore bounds the calls waiting on a hung store", async () => {
