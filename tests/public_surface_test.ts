@@ -8,6 +8,7 @@ import * as worker from "../src/cache/worker.ts";
 import * as fetchEntry from "../src/bridges/fetch.ts";
 import * as middleware from "../src/bridges/middleware.ts";
 import * as preflight from "../src/bridges/preflight.ts";
+import * as exhausted from "../src/bridges/exhausted.ts";
 import * as hermes from "../src/bridges/hermes/mod.ts";
 import * as proxy from "../src/proxy/mod.ts";
 import * as local from "../src/backends/local/mod.ts";
@@ -32,6 +33,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     fetch: fetchEntry,
     middleware,
     preflight,
+    exhausted,
     hermes,
     proxy,
     local,
@@ -83,6 +85,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     fetch: ["budgetedFetch"],
     middleware: ["budgetMiddleware"],
     preflight: ["preflight"],
+    exhausted: ["ContextWindowExhaustedError", "isContextWindowExhausted"],
     proxy: [
       "BackendChain",
       "Readiness",

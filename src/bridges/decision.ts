@@ -9,7 +9,7 @@
  */
 import type { JsonObject, RequestKind } from "../core/request.ts";
 import { budget, type BudgetResult } from "../core/budget.ts";
-import type { BridgeOptions } from "./options.ts";
+import type { BridgeOptions, DecisionRequest } from "./options.ts";
 import { isJsonObject } from "../core/request.ts";
 import { contextLengthExceeded } from "./answers.ts";
 import { holdsUnsafeNumber, numbersSurviveRewrite } from "./number_safety.ts";
@@ -61,6 +61,12 @@ export interface DecideOptions {
   readonly bridge: BridgeOptions;
   /** Aborts the count; the rough estimate is used instead. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The request the body came with, for `onDecision`.
+   *
+   * @default a new id, no URL, no headers
+   */
+  readonly request?: DecisionRequest;
 }
 
 /**
@@ -93,7 +99,12 @@ export async function decide(
     ? serialized(decision, parsed, text)
     : decision;
   try {
-    bridge.onDecision?.(final.result, kind);
+    bridge.onDecision?.(
+      final.result,
+      kind,
+      options.request ??
+        { id: crypto.randomUUID(), url: "", headers: new Headers() },
+    );
   } catch (error) {
     // An observer's failure must not change what is sent. Only its type is
     // logged: its message could quote the request it was shown.
@@ -137,17 +148,23 @@ function exhaust(
   if (result.action !== "compress" || policy === "unchanged") {
     return sending(result, request);
   }
-  const { hardLimitTokens: hard, field } = result;
-  if (policy === "clamp" && hard !== undefined && hard >= 2 && field) {
+  // Never a tiny cap: clamp sends the smallest reply worth sending,
+  // min(caller's cap, R), while the context still holds it; past that, the
+  // request cannot be served and the overflow answer makes the host compress.
+  const { hardLimitTokens: hard, requiredTokens: required, field } = result;
+  if (
+    policy === "clamp" && hard !== undefined && required !== undefined &&
+    hard >= required && field
+  ) {
     let sent: JsonObject;
     try {
-      sent = options.backend.writeCap(request, field, hard);
+      sent = options.backend.writeCap(request, field, required);
       if (!isJsonObject(sent)) throw new TypeError("not an object");
     } catch {
       // A failing hook leaves the request as it came (fail-open).
       return sending(result, request);
     }
-    return sending(result, sent, hard);
+    return sending(result, sent, required);
   }
   const headers = decisionHeaders(result, undefined);
   const response = withDecisionHeaders(
