@@ -84,7 +84,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     worker: [],
     fetch: ["budgetedFetch"],
     middleware: ["budgetMiddleware"],
-    preflight: ["preflight"],
+    preflight: ["preflight", "shouldCompress"],
     exhausted: ["ContextWindowExhaustedError", "isContextWindowExhausted"],
     proxy: [
       "BackendChain",
