@@ -9,6 +9,7 @@ import * as fetchEntry from "../src/bridges/fetch.ts";
 import * as middleware from "../src/bridges/middleware.ts";
 import * as preflight from "../src/bridges/preflight.ts";
 import * as exhausted from "../src/bridges/exhausted.ts";
+import * as aiSdk from "../src/bridges/ai_sdk/mod.ts";
 import * as hermes from "../src/bridges/hermes/mod.ts";
 import * as proxy from "../src/proxy/mod.ts";
 import * as local from "../src/backends/local/mod.ts";
@@ -34,6 +35,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     middleware,
     preflight,
     exhausted,
+    aiSdk,
     hermes,
     proxy,
     local,
@@ -86,6 +88,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     middleware: ["budgetMiddleware"],
     preflight: ["preflight", "shouldCompress"],
     exhausted: ["ContextWindowExhaustedError", "isContextWindowExhausted"],
+    aiSdk: ["budgetedModelMiddleware", "compactionStep"],
     proxy: [
       "BackendChain",
       "Readiness",

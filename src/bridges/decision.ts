@@ -12,6 +12,7 @@ import { budget, type BudgetResult } from "../core/budget.ts";
 import type { BridgeOptions, DecisionRequest } from "./options.ts";
 import { isJsonObject } from "../core/request.ts";
 import { contextLengthExceeded } from "./answers.ts";
+import { applyPolicy } from "./policy.ts";
 import { holdsUnsafeNumber, numbersSurviveRewrite } from "./number_safety.ts";
 import { getLogger } from "@logtape/logtape";
 import { jsonText } from "../_internal/json_bytes.ts";
@@ -141,30 +142,23 @@ function exhaust(
   result: BudgetResult,
   options: BridgeOptions,
 ): Sending | Rejected {
-  if (result.action === "set") {
-    return sending(result, result.request, result.maxTokens);
-  }
-  const policy = options.onExhausted ?? "clamp";
-  if (result.action !== "compress" || policy === "unchanged") {
-    return sending(result, request);
-  }
-  // Never a tiny cap: clamp sends the smallest reply worth sending,
-  // min(caller's cap, R), while the context still holds it; past that, the
-  // request cannot be served and the overflow answer makes the host compress.
-  const { hardLimitTokens: hard, requiredTokens: required, field } = result;
-  if (
-    policy === "clamp" && hard !== undefined && required !== undefined &&
-    hard >= required && field
-  ) {
+  const outcome = applyPolicy(result, options.onExhausted);
+  if (outcome.send === "as-is") return sending(result, request);
+  if (outcome.send === "cap") {
+    if (result.action === "set") {
+      return sending(result, result.request, outcome.maxTokens);
+    }
+    const { field } = result;
     let sent: JsonObject;
     try {
-      sent = options.backend.writeCap(request, field, required);
+      if (!field) throw new TypeError("no field");
+      sent = options.backend.writeCap(request, field, outcome.maxTokens);
       if (!isJsonObject(sent)) throw new TypeError("not an object");
     } catch {
       // A failing hook leaves the request as it came (fail-open).
       return sending(result, request);
     }
-    return sending(result, sent, required);
+    return sending(result, sent, outcome.maxTokens);
   }
   const headers = decisionHeaders(result, undefined);
   const response = withDecisionHeaders(

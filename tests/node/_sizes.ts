@@ -19,11 +19,12 @@ const MAX_ROOT_REACHABLE_BYTES = 60_000;
 // nine backends and their chains, the local counting engine (vLLM's DeepSeek encoders
 // included), the proxy with its status page, the check of every count against the
 // server's usage, the shared store, the overflow signal every SDK's error
-// carries, the readers of four SDKs' messages for the preflight, and the
+// carries, the readers of four SDKs' messages for the preflight, the
+// agent-framework bridges, and the
 // `incontext` command line with its demo upstream and start-up diagnostics,
 // and every entry's documentation; what a user's import loads is held by the
 // two graph budgets above.
-const MAX_PACKAGE_BYTES = 1_790_000;
+const MAX_PACKAGE_BYTES = 1_820_000;
 
 /** The regular files of a `.tgz`, by path inside the package, with their bytes. */
 export async function readTarball(
