@@ -109,6 +109,10 @@ Deno.test("the ./config entry loads no backend until one is selected", async () 
 /** Each framework bridge's entry, and the npm packages of its framework. */
 const FRAMEWORK_BRIDGES: readonly [string, RegExp][] = [
   ["src/bridges/ai_sdk/mod.ts", /^npm:\/?(?:ai|@ai-sdk\/)/],
+  [
+    "src/bridges/langchain/mod.ts",
+    /^npm:\/?(?:langchain|@langchain\/|langsmith)/,
+  ],
 ];
 
 Deno.test("a framework bridge loads none of its framework's modules, and no other entry loads a bridge", async () => {

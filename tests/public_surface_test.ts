@@ -10,6 +10,7 @@ import * as middleware from "../src/bridges/middleware.ts";
 import * as preflight from "../src/bridges/preflight.ts";
 import * as exhausted from "../src/bridges/exhausted.ts";
 import * as aiSdk from "../src/bridges/ai_sdk/mod.ts";
+import * as langchain from "../src/bridges/langchain/mod.ts";
 import * as hermes from "../src/bridges/hermes/mod.ts";
 import * as proxy from "../src/proxy/mod.ts";
 import * as local from "../src/backends/local/mod.ts";
@@ -36,6 +37,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     preflight,
     exhausted,
     aiSdk,
+    langchain,
     hermes,
     proxy,
     local,
@@ -89,6 +91,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     preflight: ["preflight", "shouldCompress"],
     exhausted: ["ContextWindowExhaustedError", "isContextWindowExhausted"],
     aiSdk: ["budgetedModelMiddleware", "compactionStep"],
+    langchain: ["summarizationBudget"],
     proxy: [
       "BackendChain",
       "Readiness",
