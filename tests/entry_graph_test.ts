@@ -113,6 +113,7 @@ const FRAMEWORK_BRIDGES: readonly [string, RegExp][] = [
     "src/bridges/langchain/mod.ts",
     /^npm:\/?(?:langchain|@langchain\/|langsmith)/,
   ],
+  ["src/bridges/openai_agents/mod.ts", /^npm:\/?(?:@openai\/agents|openai@)/],
 ];
 
 Deno.test("a framework bridge loads none of its framework's modules, and no other entry loads a bridge", async () => {

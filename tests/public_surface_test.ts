@@ -11,6 +11,7 @@ import * as preflight from "../src/bridges/preflight.ts";
 import * as exhausted from "../src/bridges/exhausted.ts";
 import * as aiSdk from "../src/bridges/ai_sdk/mod.ts";
 import * as langchain from "../src/bridges/langchain/mod.ts";
+import * as openaiAgents from "../src/bridges/openai_agents/mod.ts";
 import * as hermes from "../src/bridges/hermes/mod.ts";
 import * as proxy from "../src/proxy/mod.ts";
 import * as local from "../src/backends/local/mod.ts";
@@ -38,6 +39,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     exhausted,
     aiSdk,
     langchain,
+    openaiAgents,
     hermes,
     proxy,
     local,
@@ -92,6 +94,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     exhausted: ["ContextWindowExhaustedError", "isContextWindowExhausted"],
     aiSdk: ["budgetedModelMiddleware", "compactionStep"],
     langchain: ["summarizationBudget"],
+    openaiAgents: ["compactionFilter"],
     proxy: [
       "BackendChain",
       "Readiness",

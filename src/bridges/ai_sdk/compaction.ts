@@ -11,6 +11,7 @@ import { shouldCompress } from "../preflight.ts";
 import type { BridgeOptions } from "../options.ts";
 import { createModelMiddleware } from "./middleware.ts";
 import type { ModelMiddleware } from "./types.ts";
+import { Cuts, sameMessages } from "../cuts.ts";
 
 /** What the host's `compact` is told. */
 export interface CompactionContext {
@@ -74,12 +75,6 @@ export interface CompactionStep<M> {
   readonly compactions: number;
 }
 
-/** A compaction: these messages were replaced by those. */
-interface Cut<M> {
-  readonly original: readonly M[];
-  readonly replacement: readonly M[];
-}
-
 /**
  * Creates a compaction for AI SDK agents. Before each step its
  * `prepareStep` counts the prompt the step sends (messages, instructions,
@@ -123,7 +118,7 @@ export function compactionStep<M>(
       "Cannot create the compaction as 'compact' must be a function",
     );
   }
-  const cuts: Cut<M>[] = [];
+  const cuts = new Cuts<M>();
   let tools = options.tools;
   let compacting = false;
   const middleware = createModelMiddleware(options, {
@@ -132,7 +127,7 @@ export function compactionStep<M>(
       if (!compacting) tools = Array.isArray(seen) ? seen : undefined;
     },
   });
-  const compacted = (history: readonly M[]) => applyCuts(cuts, history);
+  const compacted = (history: readonly M[]) => cuts.apply(history);
 
   async function prepareStep(
     step: StepInput<M>,
@@ -148,10 +143,7 @@ export function compactionStep<M>(
       },
     );
     if (!check.compress) {
-      return messages.length === step.messages.length &&
-          messages.every((m, i) => m === step.messages[i])
-        ? undefined
-        : { messages };
+      return sameMessages(messages, step.messages) ? undefined : { messages };
     }
     compacting = true;
     let replacement: readonly M[];
@@ -171,7 +163,7 @@ export function compactionStep<M>(
         "Cannot compact the conversation as 'compact' did not return an array of messages",
       );
     }
-    cuts.push({ original: messages, replacement: [...replacement] });
+    cuts.add(messages, replacement);
     return { messages: [...replacement] };
   }
 
@@ -180,7 +172,7 @@ export function compactionStep<M>(
     middleware,
     compacted,
     get compactions() {
-      return cuts.length;
+      return cuts.size;
     },
   };
 }
@@ -198,22 +190,4 @@ function systemMessages(instructions: unknown): unknown[] {
     }
     return [];
   });
-}
-
-/** `history` with each cut whose messages it starts with replaced, in order. */
-function applyCuts<M>(cuts: readonly Cut<M>[], history: readonly M[]): M[] {
-  let current = [...history];
-  for (const { original, replacement } of cuts) {
-    if (startsWith(current, original)) {
-      current = [...replacement, ...current.slice(original.length)];
-    }
-  }
-  return current;
-}
-
-function startsWith<M>(list: readonly M[], prefix: readonly M[]): boolean {
-  if (prefix.length > list.length) return false;
-  return prefix.every((message, i) =>
-    message === list[i] || JSON.stringify(message) === JSON.stringify(list[i])
-  );
 }
