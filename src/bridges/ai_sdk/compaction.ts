@@ -120,11 +120,15 @@ export function compactionStep<M>(
   }
   const cuts = new Cuts<M>();
   let tools = options.tools;
+  // Until a call through the middleware, only the `tools` option says which tools a step sends.
+  let toolsKnown = options.tools !== undefined;
   let compacting = false;
   const middleware = createModelMiddleware(options, {
     compacting: () => compacting,
     sawTools: (seen) => {
-      if (!compacting) tools = Array.isArray(seen) ? seen : undefined;
+      if (compacting) return;
+      tools = Array.isArray(seen) ? seen : undefined;
+      toolsKnown = true;
     },
   });
   const compacted = (history: readonly M[]) => cuts.apply(history);
@@ -152,8 +156,7 @@ export function compactionStep<M>(
         promptTokens: check.promptTokens!,
         window: options.window,
         contextLength: options.contextLength,
-        exact: check.exact,
-        ...(check.reason === undefined ? {} : { reason: check.reason }),
+        ...exactness(check.reason, toolsKnown),
       });
     } finally {
       compacting = false;
@@ -175,6 +178,22 @@ export function compactionStep<M>(
       return cuts.size;
     },
   };
+}
+
+/** Whether the count is exact, and why not: its own reason, or tools not yet seen. */
+function exactness(
+  reason: string | undefined,
+  toolsKnown: boolean,
+): { exact: boolean; reason?: string } {
+  const why = [
+    reason,
+    toolsKnown
+      ? undefined
+      : "the tools are counted from the first call through the middleware on",
+  ].filter((item) => item !== undefined);
+  return why.length === 0
+    ? { exact: true }
+    : { exact: false, reason: why.join("; ") };
 }
 
 /** The instructions as the system messages the AI SDK sends first. */

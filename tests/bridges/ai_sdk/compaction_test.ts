@@ -124,14 +124,16 @@ Deno.test("compactionStep() compacts an AI SDK agent loop each time it reaches W
 
 Deno.test("compactionStep() keeps each cut for later steps and turns", async () => {
   const count = { value: 100 };
+  const told: unknown[] = [];
   const compaction = compactionStep<{ role: string; content: string }>({
     window: W,
     contextLength: C,
     minOutputTokens: R,
     backend: new FakeBackend({ count: () => count.value }),
-    compact: (
-      messages,
-    ) => [{ role: "user", content: `${messages.length} summarised` }],
+    compact: (messages, context) => {
+      told.push(context);
+      return [{ role: "user", content: `${messages.length} summarised` }];
+    },
   });
   const first = [
     { role: "user", content: "a" },
@@ -158,4 +160,13 @@ Deno.test("compactionStep() keeps each cut for later steps and turns", async () 
     { role: "user", content: "c" },
   ]);
   strictEqual(compaction.compactions, 1);
+  // No call through the middleware yet: the tools are not in the count.
+  deepStrictEqual(told, [{
+    promptTokens: W,
+    window: W,
+    contextLength: C,
+    exact: false,
+    reason:
+      "the tools are counted from the first call through the middleware on",
+  }]);
 });
