@@ -105,3 +105,35 @@ Deno.test("the ./config entry loads no backend until one is selected", async () 
   const atOnce = [...staticClosure(graph, "src/config/mod.ts")];
   deepStrictEqual(atOnce.filter(inBackendFolder), []);
 });
+
+/** Each framework bridge's entry, and the npm packages of its framework. */
+const FRAMEWORK_BRIDGES: readonly [string, RegExp][] = [
+  ["src/bridges/ai_sdk/mod.ts", /^npm:\/?(?:ai|@ai-sdk\/)/],
+  [
+    "src/bridges/langchain/mod.ts",
+    /^npm:\/?(?:langchain|@langchain\/|langsmith)/,
+  ],
+  ["src/bridges/openai_agents/mod.ts", /^npm:\/?(?:@openai\/agents|openai@)/],
+];
+
+Deno.test("a framework bridge loads none of its framework's modules, and no other entry loads a bridge", async () => {
+  const manifest = JSON.parse(
+    await Deno.readTextFile(new URL("deno.json", ROOT)),
+  ) as { exports: Record<string, string> };
+  const bridges = FRAMEWORK_BRIDGES.map(([entry]) => entry);
+  for (const [entry, framework] of FRAMEWORK_BRIDGES) {
+    const graph = await moduleGraph(entry);
+    deepStrictEqual(graph.modules.filter((m) => framework.test(m)), [], entry);
+  }
+  for (const file of Object.values(manifest.exports)) {
+    const entry = file.replace(/^\.\//, "");
+    if (bridges.includes(entry)) continue;
+    const graph = await moduleGraph(entry);
+    const folders = bridges.map((bridge) => bridge.replace(/mod\.ts$/, ""));
+    deepStrictEqual(
+      graph.modules.filter((m) => folders.some((f) => m.startsWith(f))),
+      [],
+      entry,
+    );
+  }
+});

@@ -8,6 +8,10 @@ import * as worker from "../src/cache/worker.ts";
 import * as fetchEntry from "../src/bridges/fetch.ts";
 import * as middleware from "../src/bridges/middleware.ts";
 import * as preflight from "../src/bridges/preflight.ts";
+import * as exhausted from "../src/bridges/exhausted.ts";
+import * as aiSdk from "../src/bridges/ai_sdk/mod.ts";
+import * as langchain from "../src/bridges/langchain/mod.ts";
+import * as openaiAgents from "../src/bridges/openai_agents/mod.ts";
 import * as hermes from "../src/bridges/hermes/mod.ts";
 import * as proxy from "../src/proxy/mod.ts";
 import * as local from "../src/backends/local/mod.ts";
@@ -32,6 +36,10 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     fetch: fetchEntry,
     middleware,
     preflight,
+    exhausted,
+    aiSdk,
+    langchain,
+    openaiAgents,
     hermes,
     proxy,
     local,
@@ -82,7 +90,11 @@ Deno.test("the export entries expose exactly the documented surface", () => {
     worker: [],
     fetch: ["budgetedFetch"],
     middleware: ["budgetMiddleware"],
-    preflight: ["preflight"],
+    preflight: ["preflight", "shouldCompress"],
+    exhausted: ["ContextWindowExhaustedError", "isContextWindowExhausted"],
+    aiSdk: ["budgetedModelMiddleware", "compactionStep"],
+    langchain: ["summarizationBudget"],
+    openaiAgents: ["compactionFilter"],
     proxy: [
       "BackendChain",
       "Readiness",

@@ -5,29 +5,52 @@
  */
 import type { BudgetResult } from "../core/budget.ts";
 import type { BridgeOptions } from "./options.ts";
+import {
+  CONTEXT_LENGTH_EXCEEDED,
+  type ContextWindowExhaustion,
+  exhaustionMessage,
+} from "./exhaustion.ts";
 
 /**
- * A 400 in OpenAI's shape that makes Hermes and OpenAI-style clients
- * compress and retry: "prompt is too long" / "reduce the length of the
- * messages", code `context_length_exceeded`. It never quotes a context
- * length below the real one, and none of the output-cap phrasings
- * ("requested N output tokens", "available_tokens", "Range of max_tokens")
- * that hosts treat differently.
+ * The counts of a "compress" result that no policy sends: the window is
+ * full (`reject`), or the context length no longer holds the smallest reply
+ * worth sending (every policy but `unchanged`).
+ */
+export function exhaustionOf(
+  result: BudgetResult,
+  options: Pick<BridgeOptions, "window" | "contextLength">,
+): ContextWindowExhaustion {
+  const required = result.requiredTokens ?? 0;
+  const hard = result.hardLimitTokens ?? 0;
+  const fitsContext = hard >= required;
+  return {
+    promptTokens: result.promptTokens ?? 0,
+    contextLength: options.contextLength,
+    window: result.window ?? options.window,
+    requiredTokens: required,
+    availableTokens: Math.max(0, fitsContext ? result.maxTokens ?? 0 : hard),
+    fitsContext,
+    estimated: (result.estimatedTokens ?? 0) > 0,
+  };
+}
+
+/**
+ * The overflow 400 in OpenAI's shape, `code: "context_length_exceeded"`,
+ * with vLLM's wording ({@linkcode exhaustionMessage}): the `openai` SDK,
+ * LangChain.js, the AI SDK and Hermes all read it as a context overflow, so
+ * the host compresses and retries. It quotes the real context length, never
+ * a smaller one.
  */
 export function contextLengthExceeded(
   result: BudgetResult,
   options: Pick<BridgeOptions, "window" | "contextLength">,
 ): Response {
-  const message =
-    `The prompt is too long: its ${result.promptTokens} tokens leave fewer than ${result.requiredTokens} tokens to generate below the compression window of ${
-      result.window ?? options.window
-    } tokens (context length ${options.contextLength}). Please reduce the length of the messages.`;
   return Response.json({
     error: {
-      message,
+      message: exhaustionMessage(exhaustionOf(result, options)),
       type: "invalid_request_error",
       param: "messages",
-      code: "context_length_exceeded",
+      code: CONTEXT_LENGTH_EXCEEDED,
     },
   }, { status: 400 });
 }

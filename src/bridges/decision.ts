@@ -9,9 +9,10 @@
  */
 import type { JsonObject, RequestKind } from "../core/request.ts";
 import { budget, type BudgetResult } from "../core/budget.ts";
-import type { BridgeOptions } from "./options.ts";
+import type { BridgeOptions, DecisionRequest } from "./options.ts";
 import { isJsonObject } from "../core/request.ts";
 import { contextLengthExceeded } from "./answers.ts";
+import { applyPolicy } from "./policy.ts";
 import { holdsUnsafeNumber, numbersSurviveRewrite } from "./number_safety.ts";
 import { getLogger } from "@logtape/logtape";
 import { jsonText } from "../_internal/json_bytes.ts";
@@ -62,6 +63,12 @@ export interface DecideOptions {
   readonly bridge: BridgeOptions;
   /** Aborts the count; the rough estimate is used instead. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The request the body came with, for `onDecision`.
+   *
+   * @default a new id, no URL, no headers
+   */
+  readonly request?: DecisionRequest;
 }
 
 /**
@@ -97,7 +104,12 @@ export async function decide(
     ? serialized(decision, parsed, read)
     : decision;
   try {
-    bridge.onDecision?.(final.result, kind);
+    bridge.onDecision?.(
+      final.result,
+      kind,
+      options.request ??
+        { id: crypto.randomUUID(), url: "", headers: new Headers() },
+    );
   } catch (error) {
     // An observer's failure must not change what is sent. Only its type is
     // logged: its message could quote the request it was shown.
@@ -142,24 +154,23 @@ function exhaust(
   result: BudgetResult,
   options: BridgeOptions,
 ): Sending | Rejected {
-  if (result.action === "set") {
-    return sending(result, result.request, result.maxTokens);
-  }
-  const policy = options.onExhausted ?? "clamp";
-  if (result.action !== "compress" || policy === "unchanged") {
-    return sending(result, request);
-  }
-  const { hardLimitTokens: hard, field } = result;
-  if (policy === "clamp" && hard !== undefined && hard >= 2 && field) {
+  const outcome = applyPolicy(result, options.onExhausted);
+  if (outcome.send === "as-is") return sending(result, request);
+  if (outcome.send === "cap") {
+    if (result.action === "set") {
+      return sending(result, result.request, outcome.maxTokens);
+    }
+    const { field } = result;
     let sent: JsonObject;
     try {
-      sent = options.backend.writeCap(request, field, hard);
+      if (!field) throw new TypeError("no field");
+      sent = options.backend.writeCap(request, field, outcome.maxTokens);
       if (!isJsonObject(sent)) throw new TypeError("not an object");
     } catch {
       // A failing hook leaves the request as it came (fail-open).
       return sending(result, request);
     }
-    return sending(result, sent, hard);
+    return sending(result, sent, outcome.maxTokens);
   }
   const headers = decisionHeaders(result, undefined);
   const response = withDecisionHeaders(

@@ -5,7 +5,11 @@
  *
  * @module
  */
-export type { BridgeOptions, ExhaustedPolicy } from "./options.ts";
+export type {
+  BridgeOptions,
+  DecisionRequest,
+  ExhaustedPolicy,
+} from "./options.ts";
 export type * from "../core/contract_types.ts";
 export type {
   BudgetOptions,

@@ -20,7 +20,12 @@
  * @module
  */
 import { validateBudgetOptions } from "../core/budget_settings.ts";
-import { decide } from "./decision.ts";
+import {
+  decide,
+  type DecisionHeaders,
+  withDecisionHeaders,
+} from "./decision.ts";
+import { requestIdOf } from "../_internal/request_id.ts";
 import { endpointKind, isJsonContentType } from "./endpoints.ts";
 import type { JsonObject } from "../core/request.ts";
 import type { BridgeOptions } from "./options.ts";
@@ -45,19 +50,32 @@ export interface BudgetedFetchOptions extends BridgeOptions {
    * @default undefined: no usage is recorded
    */
   readonly anchors?: AnchorStore;
+  /**
+   * Puts the decision on each budgeted response, as the proxy does:
+   * `x-incontext-action`, `x-incontext-source`, `x-incontext-prompt-tokens`,
+   * `x-incontext-max-tokens` (when a cap was written), `x-incontext-reason`
+   * (when unchanged), and `x-incontext-request-id`, the id `onDecision` was
+   * given. SDKs hand response headers to the host (the AI SDK as
+   * `response.headers`, the `openai` SDK through `.withResponse()`).
+   *
+   * @default false: the server's response as it came
+   */
+  readonly decisionHeaders?: boolean;
 }
 
 /**
  * Wraps a fetch so that every POST to a chat completions, completions or
  * Responses endpoint with a JSON body is budgeted: its output cap becomes
  * min(caller's cap, W - exact prompt tokens). When less than the minimum is
- * left, `onExhausted` decides (default `"clamp"`: min(caller's cap, R, what
- * the server accepts); `"reject"`: a 400 `context_length_exceeded` answer without a call,
- * so the host compresses; `"unchanged"`). Every other request, and every body
+ * left, `onExhausted` decides (default `"clamp"`: min(caller's cap, R) while
+ * the context length still holds it, else the overflow answer; `"reject"`: a
+ * 400 `context_length_exceeded` answer without a call, so the host
+ * compresses; `"unchanged"`). Every other request, and every body
  * that is not a JSON object, is passed to `fetch` untouched, byte for byte.
  * It never throws because of a request's content. The responses are the
- * server's own, without `x-incontext-*` headers (but the 400 that
- * `"reject"` answers itself): `onDecision` sees each decision.
+ * server's own, without `x-incontext-*` headers unless `decisionHeaders` is
+ * set (the overflow 400 it answers itself always carries them);
+ * `onDecision` sees each decision with the request's id.
  *
  * @param fetch The fetch to wrap, such as `globalThis.fetch`.
  * @param options The window, context length, backend, policy and anchor store.
@@ -143,26 +161,45 @@ export function budgetedFetch(
     const bytes = await readBody(request, init);
     if (bytes === undefined) return fetch(input, init);
     const signal = init?.signal ?? request?.signal;
+    const id = requestIdOf(headers.get("x-request-id"));
     const decision = await decide(bytes, {
       kind,
       bridge,
       signal: signal ?? undefined,
+      request: { id, url, headers },
     });
     // A malformed body goes on as it came: the server answers it.
     if (decision.kind === "malformed") return fetch(input, init);
-    if (decision.kind === "reject") return decision.response;
+    const marked: DecisionHeaders = [
+      ...decision.headers,
+      ["x-incontext-request-id", id],
+    ];
+    if (decision.kind === "reject") {
+      return withDecisionHeaders(decision.response, marked);
+    }
     const sent = { kind, request: decision.sent };
-    if (decision.body === undefined) return send(sent, fetch(input, init));
+    const response = send(sent, forward(input, init, decision.body));
+    return options.decisionHeaders
+      ? withDecisionHeaders(await response, marked)
+      : response;
+  };
+
+  /** The call with the decided body, or as it came when the bytes stand. */
+  function forward(
+    input: RequestInfo | URL,
+    init: RequestInit | undefined,
+    body: string | undefined,
+  ): Promise<Response> {
+    if (body === undefined) return fetch(input, init);
+    const request = input instanceof Request ? input : undefined;
     // The new body has another length; fetch computes it.
+    const headers = new Headers(init?.headers ?? request?.headers);
     headers.delete("content-length");
     if (request !== undefined && init?.body === undefined) {
-      return send(
-        sent,
-        fetch(new Request(request, { ...init, body: decision.body, headers })),
-      );
+      return fetch(new Request(request, { ...init, body, headers }));
     }
-    return send(sent, fetch(input, { ...init, headers, body: decision.body }));
-  };
+    return fetch(input, { ...init, headers, body });
+  }
 }
 
 /**

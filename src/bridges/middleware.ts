@@ -24,6 +24,7 @@ import { decide, withDecisionHeaders } from "./decision.ts";
 import { endpointKind, isJsonContentType } from "./endpoints.ts";
 import { errorResponse } from "./answers.ts";
 import type { BridgeOptions } from "./options.ts";
+import { requestIdOf } from "../_internal/request_id.ts";
 
 // The types this entry's API names, so that it stands on its own.
 export type * from "./entry_types.ts";
@@ -89,6 +90,11 @@ export function budgetMiddleware(options: BridgeOptions): BudgetMiddleware {
       kind,
       bridge: options,
       signal: request.signal,
+      request: {
+        id: requestIdOf(request.headers.get("x-request-id")),
+        url: request.url,
+        headers: request.headers,
+      },
     });
     switch (decision.kind) {
       case "malformed":

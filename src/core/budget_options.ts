@@ -108,10 +108,13 @@ export interface BudgetResult {
   /** "set" and "compress": the compression window W the request was budgeted against. */
   readonly window?: number;
   /**
-   * "compress": the largest cap a bridge that clamps instead of compressing
-   * may write: min(caller's cap, R, context length - P (- F for an
-   * estimate), backend limit). R bounds it so that a reply never fills the
-   * room the host's compression request needs next; it can be below 1.
+   * "compress": min(caller's cap, R, context length - P (- F for an
+   * estimate), backend limit), which can be below 1. When it reaches
+   * `requiredTokens`, the context still holds the smallest reply worth
+   * sending, and a bridge that clamps sends that; below it, the request
+   * cannot be served, and a bridge answers the overflow itself. R bounds it
+   * so that a reply never fills the room the host's compression request
+   * needs next.
    */
   readonly hardLimitTokens?: number;
 }

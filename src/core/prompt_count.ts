@@ -118,7 +118,7 @@ export interface Counted {
 }
 
 /** A backend's count as a {@linkcode Counted}, or undefined when it is not a valid count. */
-function validCount(
+export function validCount(
   value: number | CountResult,
   source: string,
 ): Counted | undefined {

@@ -5,6 +5,7 @@
  * names of sources and actions, and the request id.
  */
 import { getLogger } from "@logtape/logtape";
+import { requestIdOf } from "../_internal/request_id.ts";
 
 const logger = getLogger(["incontext", "access"]);
 
@@ -23,21 +24,6 @@ export interface AccessTrace {
   countMs: number | null;
   /** Time from the send to the upstream's answer (headers; a small JSON answer whole), ms. */
   upstreamMs: number | null;
-}
-
-/** The longest request id taken from a client. */
-const MAX_ID_LENGTH = 128;
-// Visible ASCII only: an id goes into log lines and a response header.
-const ID = /^[\x21-\x7e]+$/;
-
-/**
- * The request id: the client's `x-request-id` when it is a short run of
- * visible ASCII, else a new UUID.
- */
-export function requestIdOf(header: string | null): string {
-  return header !== null && header.length <= MAX_ID_LENGTH && ID.test(header)
-    ? header
-    : crypto.randomUUID();
 }
 
 /** A trace for a request arriving now. */

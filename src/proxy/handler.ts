@@ -207,6 +207,11 @@ async function budgeted(
       ? { ...bridge, ...context.options.live() }
       : bridge,
     signal: request.signal,
+    request: {
+      id: trace.requestId,
+      url: request.url,
+      headers: request.headers,
+    },
   });
   if (request.signal.aborted) {
     // The client went away while its prompt was counted: nothing to send,

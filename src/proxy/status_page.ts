@@ -38,7 +38,7 @@ function configuration(context: ProxyContext): string {
   const upstream = settings.upstream;
   const onExhausted = {
     clamp:
-      `it sends the cap min(its own cap, R, C − its prompt tokens), so that the reply leaves room for the compression request, and marks the request "compress"; when fewer than 2 tokens are left below C, it answers 400 context_length_exceeded`,
+      `it sends the cap min(its own cap, R), so that the reply leaves room for the compression request, and marks the request "compress"; when C no longer holds that cap after the prompt, it answers 400 context_length_exceeded itself`,
     reject:
       `it answers 400 context_length_exceeded itself, so that the host compresses and retries`,
     unchanged: `it forwards the request unchanged`,

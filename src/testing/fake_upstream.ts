@@ -167,6 +167,17 @@ export interface FakeUpstreamOptions {
    */
   readonly recordRequests?: boolean;
   /**
+   * Every how many user turns a chat request that offers `tools` is answered
+   * with a tool call: a request that ends with the N-th, 2N-th, ... user
+   * message calls the first tool it offers, with arguments `{}`
+   * (`finish_reason: "tool_calls"`, streamed as vLLM streams calls). A
+   * request that ends with a tool's result is answered with text, so agent
+   * loops end.
+   *
+   * @default {undefined} never a tool call
+   */
+  readonly toolCallEvery?: number;
+  /**
    * The release `GET /version` reports; `null` answers that route 404, as a
    * server without it would.
    *
@@ -381,6 +392,7 @@ export async function serveFakeUpstream(
 
 /** The options, validated, with their defaults. */
 interface Settings {
+  readonly toolCallEvery: number | undefined;
   readonly model: string;
   readonly maxModelLen: number;
   readonly reply: (body: JsonBody) => string;
@@ -399,7 +411,16 @@ function readSettings(options: FakeUpstreamOptions): Settings {
     chunkDelayMs = 0,
     sleep = timerSleep,
     signal,
+    toolCallEvery,
   } = options;
+  if (
+    toolCallEvery !== undefined &&
+    !(Number.isSafeInteger(toolCallEvery) && toolCallEvery >= 1)
+  ) {
+    throw new RangeError(
+      `Cannot create the fake upstream as 'toolCallEvery' must be a positive integer: current value is ${toolCallEvery}`,
+    );
+  }
   if (typeof model !== "string" || model === "") {
     throw new RangeError(
       `Cannot create the fake upstream as 'model' must be a non-empty string: current value is ${model}`,
@@ -422,7 +443,16 @@ function readSettings(options: FakeUpstreamOptions): Settings {
       );
     }
   }
-  return { model, maxModelLen, reply, delayMs, chunkDelayMs, sleep, signal };
+  return {
+    toolCallEvery,
+    model,
+    maxModelLen,
+    reply,
+    delayMs,
+    chunkDelayMs,
+    sleep,
+    signal,
+  };
 }
 
 function checkFault(

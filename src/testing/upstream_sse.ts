@@ -7,6 +7,8 @@
  * @module
  */
 
+import { type FakeToolCall, toolCallFor } from "./tool_calls.ts";
+
 /** A JSON object, as the fake parses a request body. */
 export type JsonBody = { readonly [key: string]: unknown };
 
@@ -20,9 +22,11 @@ export interface Generation {
   readonly created: number;
   readonly model: string;
   readonly text: string;
-  readonly finishReason: "stop" | "length";
+  readonly finishReason: "stop" | "length" | "tool_calls";
   readonly promptTokens: number;
   readonly completionTokens: number;
+  /** A chat answer that calls a tool instead of `text`. */
+  readonly toolCall?: FakeToolCall;
 }
 
 /** Waits `ms` milliseconds, or less once `signal` aborts; never rejects. */
@@ -210,7 +214,18 @@ function usage(generation: Generation): Json {
 }
 
 function chatJson(generation: Generation): Json {
-  const { id, created, model, text, finishReason } = generation;
+  const { id, created, model, text, finishReason, toolCall } = generation;
+  const message = toolCall === undefined
+    ? { role: "assistant", content: text, tool_calls: [] }
+    : {
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        id: toolCall.id,
+        type: "function",
+        function: { name: toolCall.name, arguments: toolCall.arguments },
+      }],
+    };
   return {
     id,
     object: "chat.completion",
@@ -218,7 +233,7 @@ function chatJson(generation: Generation): Json {
     model,
     choices: [{
       index: 0,
-      message: { role: "assistant", content: text, tool_calls: [] },
+      message,
       logprobs: null,
       finish_reason: finishReason,
       stop_reason: null,
@@ -245,9 +260,25 @@ function chatEvents(generation: Generation, includeUsage: boolean): string[] {
     logprobs: null,
     finish_reason: finish,
   });
+  const { toolCall } = generation;
+  const body = toolCall === undefined
+    ? pieces(generation.text).map((content) => chunk([choice({ content })]))
+    : [
+      chunk([choice({
+        tool_calls: [{
+          index: 0,
+          id: toolCall.id,
+          type: "function",
+          function: { name: toolCall.name, arguments: "" },
+        }],
+      })]),
+      chunk([choice({
+        tool_calls: [{ index: 0, function: { arguments: toolCall.arguments } }],
+      })]),
+    ];
   return [
     chunk([choice({ role: "assistant", content: "" })]),
-    ...pieces(generation.text).map((content) => chunk([choice({ content })])),
+    ...body,
     chunk([choice({}, generation.finishReason)]),
     ...(includeUsage ? [chunk([], { usage: usage(generation) })] : []),
     "data: [DONE]\n\n",
@@ -379,6 +410,8 @@ export interface Planner {
   readonly reply: (body: JsonBody) => string;
   /** Counts a `/tokenize` body, chat form or text form. */
   readonly count: (form: JsonBody) => Promise<number>;
+  /** Every how many user turns a chat request that offers tools gets a tool call. */
+  readonly toolCallEvery?: number | undefined;
 }
 
 /** The keys of a chat body that vLLM's `/tokenize` chat form also takes. */
@@ -424,17 +457,36 @@ export async function plan(
     : await planner.count(form);
   const tooLong = lengthError(promptTokens, cap, planner.maxModelLen);
   if (tooLong !== undefined) return tooLong;
-  const reply = planner.reply(body);
-  const cut = cap !== undefined && tokensOf(reply) > cap;
-  const text = cut ? reply.slice(0, cap * 4) : reply;
-  return {
+  const base = {
     kind,
     id: `${ID_PREFIX[kind]}${serial}`,
     created: Math.floor(Date.now() / 1000),
     model: typeof body.model === "string" ? body.model : planner.model,
+    promptTokens,
+  };
+  const toolCall = kind === "chat"
+    ? toolCallFor(body, { every: planner.toolCallEvery, serial })
+    : undefined;
+  if (toolCall !== undefined) {
+    const called = tokensOf(toolCall.name + toolCall.arguments);
+    // A call the cap cuts is no call: the text it would have been ends there.
+    if (cap === undefined || called <= cap) {
+      return {
+        ...base,
+        text: "",
+        finishReason: "tool_calls",
+        completionTokens: called,
+        toolCall,
+      };
+    }
+  }
+  const reply = planner.reply(body);
+  const cut = cap !== undefined && tokensOf(reply) > cap;
+  const text = cut ? reply.slice(0, cap * 4) : reply;
+  return {
+    ...base,
     text,
     finishReason: cut ? "length" : "stop",
-    promptTokens,
     completionTokens: tokensOf(text),
   };
 }

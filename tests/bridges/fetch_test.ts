@@ -153,14 +153,15 @@ Deno.test("budgetedFetch() passes everything else through untouched", async () =
 Deno.test("budgetedFetch() follows the exhausted policy", async (t) => {
   const tight = new FakeBackend({ count: W - 100 }); // 100 left below W, 65536 - 55605 = 9931 below C
   await t.step(
-    "clamp (default): R, below the hard limit the server accepts",
+    "clamp (default): min(caller's cap, R) while the context holds it",
     async () => {
       const { sent, fetch } = recorder();
-      await budgetedFetch(fetch, {
+      const budgeted = budgetedFetch(fetch, {
         window: W,
         contextLength: C,
         backend: tight,
-      })(
+      });
+      await budgeted(
         "http://h/v1/chat/completions",
         post('{"messages":[],"max_completion_tokens":65536}'),
       );
@@ -168,10 +169,18 @@ Deno.test("budgetedFetch() follows the exhausted policy", async (t) => {
         sent.at(-1)?.init?.body,
         `{"messages":[],"max_completion_tokens":4096}`,
       );
+      await budgeted(
+        "http://h/v1/chat/completions",
+        post('{"messages":[],"max_completion_tokens":300}'),
+      );
+      strictEqual(
+        sent.at(-1)?.init?.body,
+        `{"messages":[],"max_completion_tokens":300}`,
+      );
     },
   );
   await t.step(
-    "reject: 400 context_length_exceeded, no upstream call",
+    "reject: the overflow 400 in vLLM's wording, no upstream call",
     async () => {
       const { sent, fetch } = recorder();
       const response = await budgetedFetch(fetch, {
@@ -190,31 +199,54 @@ Deno.test("budgetedFetch() follows the exhausted policy", async (t) => {
       const { error } = await response.json();
       strictEqual(error.code, "context_length_exceeded");
       strictEqual(error.type, "invalid_request_error");
-      ok(
-        /prompt is too long/i.test(error.message) &&
-          /reduce the length of the messages/.test(error.message),
-      );
-      ok(
-        !/maximum context length is|requested \d+ output tokens|available_tokens|Range of max_tokens/
-          .test(error.message),
+      strictEqual(
+        error.message,
+        `This model's maximum context length is ${C} tokens, and its compression window is ${W} tokens. However, your prompt contains ${
+          W - 100
+        } input tokens, which leaves 100 tokens for the reply below the compression window, fewer than the 4096 it needs. Please reduce the length of the messages.`,
       );
     },
   );
   await t.step(
-    "clamp answers as reject when fewer than 2 tokens fit the context",
+    "clamp answers the overflow once the context no longer holds min(caller's cap, R)",
     async () => {
+      for (
+        const [count, body] of [
+          [C + 5, '{"messages":[]}'],
+          [C - 4095, '{"messages":[]}'],
+          [C - 4095, '{"messages":[],"max_tokens":4096}'],
+          [C - 299, '{"messages":[],"max_tokens":300}'],
+        ] as const
+      ) {
+        const { sent, fetch } = recorder();
+        const response = await budgetedFetch(fetch, {
+          window: W,
+          contextLength: C,
+          backend: new FakeBackend({ count }),
+        })("http://h/v1/chat/completions", post(body));
+        strictEqual(response.status, 400, `${count} ${body}`);
+        strictEqual(sent.length, 0);
+        const { error } = await response.json();
+        ok(
+          error.message.includes(
+            `leaves ${
+              Math.max(0, C - count)
+            } tokens for the reply within the maximum context length`,
+          ),
+          error.message,
+        );
+      }
+      // One token more room: the smallest reply fits, and is sent.
       const { sent, fetch } = recorder();
-      const over = new FakeBackend({ count: C + 5 });
-      const response = await budgetedFetch(fetch, {
+      await budgetedFetch(fetch, {
         window: W,
         contextLength: C,
-        backend: over,
+        backend: new FakeBackend({ count: C - 300 }),
       })(
         "http://h/v1/chat/completions",
-        post('{"messages":[]}'),
+        post('{"messages":[],"max_tokens":300}'),
       );
-      strictEqual(response.status, 400);
-      strictEqual(sent.length, 0);
+      strictEqual(sent.at(-1)?.init?.body, '{"messages":[],"max_tokens":300}');
     },
   );
   await t.step("unchanged: forwards the original", async () => {

@@ -373,6 +373,76 @@ Deno.test("incontext count prints what the proxy would do with a request from st
     ok(/^decision: +set max_tokens=\d+$/m.test(output.stdout), output.stdout);
   });
   await t.step(
+    "less than R left: the cap the proxy sends, or the 400 it answers",
+    async () => {
+      // W = 8000: a prompt of about 5,000 tokens leaves less than R below it.
+      const tight = { ...env, INCONTEXT_COMPRESSION_WINDOW_TOKENS: "8000" };
+      const sized = (characters: number) =>
+        JSON.stringify({
+          ...request,
+          messages: [{ role: "user", content: "x".repeat(characters) }],
+        });
+      const clamped = JSON.parse(
+        (await runCli(["count", "--json"], {
+          env: tight,
+          stdin: sized(20_000),
+        })).stdout,
+      );
+      strictEqual(clamped.action, "compress");
+      ok(clamped.maxTokens < 4096);
+      strictEqual(clamped.sentMaxTokens, 4096);
+      strictEqual(clamped.answer, undefined);
+      const text = await runCli(["count"], {
+        env: tight,
+        stdin: sized(20_000),
+      });
+      ok(
+        /^decision: +compress max_tokens=4096$/m.test(text.stdout),
+        text.stdout,
+      );
+      for (
+        const [variables, characters] of [
+          [{ ...tight, INCONTEXT_ON_EXHAUSTED: "reject" }, 20_000],
+          [tight, 250_000],
+        ] as const
+      ) {
+        const output = await runCli(["count", "--json"], {
+          env: variables,
+          stdin: sized(characters),
+        });
+        strictEqual(output.code, 0, output.stderr);
+        const answered = JSON.parse(output.stdout);
+        strictEqual(answered.action, "compress");
+        strictEqual(answered.sentMaxTokens, undefined);
+        strictEqual(answered.answer.status, 400);
+        strictEqual(answered.answer.error.code, "context_length_exceeded");
+        ok(
+          answered.answer.error.message.startsWith(
+            "This model's maximum context length is 65536 tokens, and its compression window is 8000 tokens.",
+          ),
+        );
+      }
+      const refused = await runCli(["count"], {
+        env: tight,
+        stdin: sized(250_000),
+      });
+      ok(
+        /^decision: +compress \(answered 400 context_length_exceeded, upstream not called\)$/m
+          .test(refused.stdout),
+        refused.stdout,
+      );
+      ok(
+        /^answer: +This model's maximum context length is 65536/m.test(
+          refused.stdout,
+        ),
+      );
+      deepStrictEqual(
+        upstream.requests.filter((r) => r.path !== "/tokenize"),
+        [],
+      );
+    },
+  );
+  await t.step(
     "input that is not a JSON object: exit 1, input not quoted",
     async () => {
       const output = await runCli(["count"], {

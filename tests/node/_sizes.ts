@@ -23,12 +23,14 @@ const BUDGETS: Readonly<Record<string, Budget>> = {
   // and loads nothing later on first use, so both graphs are the same. The
   // package holds the library, nine backends and their chains, the proxy
   // with its status page, the check of every count against the server's
-  // usage, the shared store, the `incontext` command line with its demo
-  // upstream and start-up diagnostics, and every entry's documentation.
+  // usage, the shared store, the overflow signal every SDK's error carries,
+  // the readers of four SDKs' messages for the preflight, the agent-framework
+  // bridges, the `incontext` command line with its demo upstream and start-up
+  // diagnostics, and every entry's documentation.
   "@incontext/incontext": {
     rootGraph: 60_000,
     rootReachable: 60_000,
-    package: 1_450_000,
+    package: 1_600_000,
   },
   // The engine: chat templates, tokenizers, vLLM's rules and DeepSeek's
   // encoders. Its root entry loads the model host; templates and tokenizers

@@ -95,7 +95,7 @@ Deno.test("the proxy takes the window and routes in force from options.live", as
   strictEqual(view.window, 45_000);
 });
 
-Deno.test("clamp never eats the compression room across a conversation", async (t) => {
+Deno.test("clamp never sends a cap below min(caller's cap, R) across a conversation", async (t) => {
   const W = 40_000;
   let P = 0;
   await using proxy = await proxyFixture({
@@ -125,31 +125,55 @@ Deno.test("clamp never eats the compression room across a conversation", async (
       strictEqual(sentCap(proxy.upstream), 2000);
     },
   );
-  await t.step("less than R left: min(caller's cap, R, C - P)", async () => {
-    for (const prompt of [W - R + 1, W, W + 10_000]) {
-      P = prompt;
-      const { response } = await turn();
-      strictEqual(response.headers.get("x-incontext-action"), "compress");
-      strictEqual(sentCap(proxy.upstream), Math.min(R, C - prompt));
-    }
-    P = C - 1000;
-    await turn();
-    strictEqual(sentCap(proxy.upstream), 1000);
-    P = W;
-    await turn(100);
-    strictEqual(sentCap(proxy.upstream), 100);
-  });
-  await t.step("below 2 tokens it answers as reject does", async () => {
-    P = C - 1;
-    const sent = proxy.upstream.requests.length;
-    try {
-      await turn();
-      throw new Error("expected a 400");
-    } catch (error) {
-      ok(error instanceof OpenAI.BadRequestError, String(error));
-      strictEqual(error.code, "context_length_exceeded");
-      ok(error.message.includes("compression window of 40000 tokens"));
-    }
-    strictEqual(proxy.upstream.requests.length, sent);
-  });
+  await t.step(
+    "less than R left below W: min(caller's cap, R) while C holds it",
+    async () => {
+      for (const prompt of [W - R + 1, W, W + 10_000, C - R]) {
+        P = prompt;
+        const { response } = await turn();
+        strictEqual(response.headers.get("x-incontext-action"), "compress");
+        strictEqual(sentCap(proxy.upstream), R);
+      }
+      P = W;
+      await turn(100);
+      strictEqual(sentCap(proxy.upstream), 100);
+      P = C - 100;
+      await turn(100);
+      strictEqual(sentCap(proxy.upstream), 100);
+    },
+  );
+  await t.step(
+    "once C no longer holds min(caller's cap, R): the overflow 400, no upstream call",
+    async () => {
+      for (
+        const [prompt, cap] of [
+          [C - R + 1, 65536],
+          [C - 1000, 65536],
+          [
+            C - 1,
+            65536,
+          ],
+          [C + 5, 65536],
+          [C - 99, 100],
+        ] as const
+      ) {
+        P = prompt;
+        const sent = proxy.upstream.requests.length;
+        try {
+          await turn(cap);
+          throw new Error("expected a 400");
+        } catch (error) {
+          ok(error instanceof OpenAI.BadRequestError, String(error));
+          strictEqual(error.code, "context_length_exceeded");
+          ok(
+            error.message.includes(
+              `maximum context length is ${C} tokens, and its compression window is ${W} tokens`,
+            ),
+            error.message,
+          );
+        }
+        strictEqual(proxy.upstream.requests.length, sent);
+      }
+    },
+  );
 });

@@ -30,7 +30,8 @@ Deno.test("GET /incontext/ serves one self-contained page with the configuration
   ok(html.includes("<b>65,536</b> tokens"), "context length in words");
   ok(html.includes("<b>http://user-upstream.test:8000</b>"), "upstream");
   ok(
-    html.includes("the cap min(its own cap, R, C − its prompt tokens)"),
+    html.includes("the cap min(its own cap, R)") &&
+      html.includes("when C no longer holds that cap after the prompt"),
     "the clamp policy, as the bridge clamps",
   );
   ok(!html.includes("the context length less the prompt"));

@@ -62,7 +62,7 @@ const notUtf8 = {
 const tooLong = {
   reject: 400,
   code: "context_length_exceeded",
-  message: /prompt is too long/i,
+  message: /^This model's maximum context length is \d+ tokens/,
 };
 
 function json(name: string, body: unknown, expect: Expect = "forward") {

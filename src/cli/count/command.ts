@@ -6,8 +6,9 @@
  *
  * @module
  */
-import { budget } from "../../core/budget.ts";
-import { isJsonObject } from "../../core/request.ts";
+import { decide as decideBody } from "../../bridges/decision.ts";
+import { detectKind } from "../../core/kind.ts";
+import { isJsonObject, type JsonObject } from "../../core/request.ts";
 import { configured, reportConfigIssues } from "../config_failure.ts";
 import { configureConsoleLog, logSettings } from "../console_log.ts";
 import { prepare, type Prepared } from "../setup/prepare.ts";
@@ -22,9 +23,10 @@ Usage:
 
 Reads a chat completions, completions or Responses request body as JSON from
 PATH, or from standard input without --file, counts it with the configured
-backend and prints the prompt tokens, the budget and the decision (--json: as
-one JSON object). The upstream is not contacted; the flags and variables are
-those of \`incontext serve --help\`.`;
+backend and prints the prompt tokens, the decision and exactly what the proxy
+would send (the cap it writes) or answer (its 400 when the window is full),
+under INCONTEXT_ON_EXHAUSTED (--json: as one JSON object). The upstream is not
+contacted; the flags and variables are those of \`incontext serve --help\`.`;
 
 /**
  * Counts one request and prints the decision.
@@ -67,39 +69,68 @@ export async function countCommand(
   }
 }
 
-/** Reads the request, budgets it, prints the decision; returns the exit code. */
+/** Reads the request, decides as the proxy would, prints it; returns the exit code. */
 async function decide(ready: Prepared, own: OwnFlags): Promise<number> {
-  const request = await readRequest(own.file);
-  if (typeof request === "string") {
-    console.error(`${COMMAND}: ${request}`);
+  const input = await readRequest(own.file);
+  if (typeof input === "string") {
+    console.error(`${COMMAND}: ${input}`);
     return 1;
   }
   const { settings, backend } = ready;
-  const { config } = settings;
-  const result = await budget(request, {
-    window: settings.window,
-    contextLength: settings.contextLength,
-    backend,
-    fallbackMarginTokens: config.fallbackMarginTokens,
-    minOutputTokens: config.minOutputTokens,
-    ...(config.model === undefined ? {} : { route: { model: config.model } }),
+  const { config, hermes } = settings;
+  // The proxy's own decision, policy included: what it would send or answer.
+  const decision = await decideBody(input.bytes, {
+    kind: detectKind(input.request) ?? "chat",
+    bridge: {
+      window: settings.window,
+      contextLength: settings.contextLength,
+      backend,
+      fallbackMarginTokens: config.fallbackMarginTokens,
+      minOutputTokens: config.minOutputTokens,
+      onExhausted: config.onExhausted,
+      ...(config.model === undefined ? {} : { route: { model: config.model } }),
+      ...(hermes?.routes === undefined ? {} : { routes: hermes.routes }),
+    },
   });
-  const { request: _request, ...decision } = result;
+  if (decision.kind === "malformed") {
+    console.error(`${COMMAND}: ${decision.reason}`);
+    return 1;
+  }
+  const { request: _request, ...result } = decision.result;
+  const answer = decision.kind === "reject"
+    ? await decision.response.json() as { error: { message: string } }
+    : undefined;
+  const sent = decision.kind === "send" ? decision.maxTokens : undefined;
   if (own.json) {
-    console.log(JSON.stringify({ window: settings.window, ...decision }));
+    console.log(JSON.stringify({
+      window: settings.window,
+      ...result,
+      ...(sent === undefined ? {} : { sentMaxTokens: sent }),
+      ...(answer === undefined ? {} : { answer: { status: 400, ...answer } }),
+    }));
     return 0;
   }
   console.log([
-    `prompt tokens: ${decision.promptTokens ?? "-"} (${decision.source})`,
+    `prompt tokens: ${result.promptTokens ?? "-"} (${result.source})`,
     `window:        ${settings.window} (${settings.windowSource})`,
-    `decision:      ${decision.action}${
-      decision.maxTokens === undefined
-        ? ""
-        : ` ${decision.field ?? "max_tokens"}=${decision.maxTokens}`
-    }`,
-    `reason:        ${decision.reason}`,
+    `decision:      ${result.action}${outcome(result, decision.kind, sent)}`,
+    ...(answer === undefined ? [] : [`answer:        ${answer.error.message}`]),
+    `reason:        ${result.reason}`,
   ].join("\n"));
   return 0;
+}
+
+/** What is sent or answered, after the action. */
+function outcome(
+  result: { readonly action: string; readonly field?: string },
+  kind: "send" | "reject",
+  sent: number | undefined,
+): string {
+  if (kind === "reject") {
+    return " (answered 400 context_length_exceeded, upstream not called)";
+  }
+  if (sent !== undefined) return ` ${result.field ?? "max_tokens"}=${sent}`;
+  return result.action === "compress" ? " (sent as it came)" : "";
 }
 
 interface OwnFlags {
@@ -131,15 +162,15 @@ function ownFlags(args: readonly string[]): OwnFlags {
   return { ...(file === undefined ? {} : { file }), json, help, rest };
 }
 
-/** The request object, or why there is none (never quoting the input). */
+/** The request's bytes and object, or why there is none (never quoting the input). */
 async function readRequest(
   file: string | undefined,
-): Promise<Record<string, unknown> | string> {
-  let text: string;
+): Promise<{ bytes: Uint8Array; request: JsonObject } | string> {
+  let bytes: Uint8Array;
   try {
-    text = file === undefined
-      ? await new Response(Deno.stdin.readable).text()
-      : await Deno.readTextFile(file);
+    bytes = file === undefined
+      ? await new Response(Deno.stdin.readable).bytes()
+      : await Deno.readFile(file);
   } catch (error) {
     return `cannot read ${file ?? "standard input"} (${
       error instanceof Error ? error.name : typeof error
@@ -147,9 +178,11 @@ async function readRequest(
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     return "the input is not valid JSON";
   }
-  return isJsonObject(parsed) ? parsed : "the input is not a JSON object";
+  return isJsonObject(parsed)
+    ? { bytes, request: parsed }
+    : "the input is not a JSON object";
 }

@@ -56,6 +56,9 @@ export async function demoUpstreamCommand(
   const fake = createFakeUpstreamHandler({
     model: settings.model,
     maxModelLen: settings.maxModelLen,
+    ...(settings.toolCallEvery === undefined
+      ? {}
+      : { toolCallEvery: settings.toolCallEvery }),
     recordRequests: false,
     signal: closing.signal,
   });
@@ -147,6 +150,11 @@ function announce(server: HttpServer, settings: DemoUpstreamSettings): void {
   console.log(
     'It is a stand-in for vLLM: it counts one token per 4 characters of JSON and replies "Noted: N messages.".',
   );
+  if (settings.toolCallEvery !== undefined) {
+    console.log(
+      `Every ${settings.toolCallEvery} user turns, a request that offers tools gets a call of its first tool.`,
+    );
+  }
   console.log(
     `Put the proxy in front of it: INCONTEXT_TOKENIZER_URL=${root}/tokenize, --upstream ${root} (README: "Try the proxy").`,
   );

@@ -15,6 +15,8 @@ export const DEMO_LISTEN = "127.0.0.1:8000";
 export const DEMO_MAX_MODEL_LEN = 65536;
 /** The model it lists by default. */
 export const DEMO_MODEL = "demo-model";
+/** With --tool-calls: every how many user turns a request that offers tools gets a call. */
+export const DEMO_TOOL_CALL_EVERY = 3;
 
 /** The help of `incontext demo-upstream`. */
 export const DEMO_HELP: string =
@@ -27,6 +29,7 @@ Flags:
   --listen HOST:PORT   default ${DEMO_LISTEN} (vLLM's default port)
   --max-model-len N    the context length it reports and enforces; default ${DEMO_MAX_MODEL_LEN}
   --model NAME         the model GET /v1/models lists; default ${DEMO_MODEL}
+  --tool-calls         call a tool every ${DEMO_TOOL_CALL_EVERY} user turns, to try agent loops
   --help               print this help
 
 It answers in vLLM's shapes: POST /v1/chat/completions, /v1/completions and /v1/responses
@@ -34,6 +37,9 @@ It answers in vLLM's shapes: POST /v1/chat/completions, /v1/completions and /v1/
 /health. It has no model and no tokenizer: it counts one token per 4 characters of the JSON of
 the messages and tools (of the prompt, for completions), the same at /tokenize and in usage; it
 replies "Noted: N messages."; a prompt and max_tokens beyond --max-model-len get vLLM's 400.
+With --tool-calls, a chat request that offers tools and ends with the 3rd, 6th, ... user
+message of its conversation is answered with a call of its first tool, arguments {}
+(finish_reason "tool_calls", streamed as vLLM streams calls); the tool's result gets text.
 
 Environment: INCONTEXT_MAX_REQUEST_BYTES (413 above it), INCONTEXT_MAX_HEADER_BYTES (431),
 INCONTEXT_HEADERS_TIMEOUT_SECONDS, INCONTEXT_REQUEST_TIMEOUT_SECONDS (408),
@@ -45,6 +51,8 @@ export interface DemoUpstreamSettings {
   readonly port: number;
   readonly maxModelLen: number;
   readonly model: string;
+  /** Every how many user turns a request that offers tools gets a tool call, if at all. */
+  readonly toolCallEvery: number | undefined;
   readonly limits: ServerLimits;
 }
 
@@ -68,6 +76,7 @@ export function resolveDemoUpstreamSettings(
           default: String(DEMO_MAX_MODEL_LEN),
         },
         model: { type: "string", default: DEMO_MODEL },
+        "tool-calls": { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
       strict: true,
@@ -106,6 +115,7 @@ export function resolveDemoUpstreamSettings(
     port,
     maxModelLen,
     model: values.model,
+    toolCallEvery: values["tool-calls"] ? DEMO_TOOL_CALL_EVERY : undefined,
     limits,
   };
 }

@@ -127,11 +127,56 @@ Deno.test("incontext demo-upstream serves vLLM's protocol on the address given, 
   strictEqual(demo.stderr.text, "");
 });
 
+Deno.test("incontext demo-upstream --tool-calls calls the first tool every 3 user turns, so that an agent loop can be tried", async () => {
+  const port = freePort();
+  await using demo = spawnCli([
+    "demo-upstream",
+    "--listen",
+    `127.0.0.1:${port}`,
+    "--tool-calls",
+  ]);
+  const started = await demo.stdout.waitFor(/Put the proxy in front/);
+  ok(started.includes("Every 3 user turns"), started);
+  const client = new OpenAI({
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    apiKey: "-",
+    maxRetries: 0,
+  });
+  const tools = [{
+    type: "function" as const,
+    function: { name: "read_log", parameters: { type: "object" } },
+  }];
+  const messages: OpenAI.ChatCompletionMessageParam[] = [];
+  const finishes: string[] = [];
+  for (let turn = 1; turn <= 6; turn++) {
+    messages.push({ role: "user", content: `turn ${turn}` });
+    const chat = await client.chat.completions.create({
+      model: "m",
+      messages,
+      tools,
+    });
+    const choice = chat.choices[0]!;
+    finishes.push(choice.finish_reason);
+    messages.push({ role: "assistant", content: "ok" });
+  }
+  deepStrictEqual(finishes, [
+    "stop",
+    "stop",
+    "tool_calls",
+    "stop",
+    "stop",
+    "tool_calls",
+  ]);
+  demo.child.kill("SIGTERM");
+  strictEqual((await demo.child.status).code, 0);
+});
+
 Deno.test("incontext demo-upstream --help names its default address, vLLM's port", async () => {
   const output = await runCli(["demo-upstream", "--help"]);
   strictEqual(output.code, 0);
   ok(output.stdout.includes("default 127.0.0.1:8000"), output.stdout);
   ok(output.stdout.includes("--max-model-len N"), output.stdout);
+  ok(output.stdout.includes("--tool-calls"), output.stdout);
 });
 
 Deno.test("incontext demo-upstream refuses a body over INCONTEXT_MAX_REQUEST_BYTES with 413", async () => {
