@@ -1,6 +1,6 @@
 /**
  * How Hermes Agent reads a 400's message, mirrored from its source
- * (NousResearch/hermes-agent, main of 2026-11): `_classify_400` and the
+ * (Hermes 0.20.0): `_classify_400` and the
  * context-overflow phrases of `agent/error_classifier.py`, and
  * `parse_available_output_tokens_from_error`, `is_output_cap_error` and
  * `parse_context_limit_from_error` of `agent/model_metadata.py`. Hermes
