@@ -152,6 +152,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "tgiFromConfig",
     ],
     testing: [
+      "BAD_ANSWERS",
       "CONFORMANCE_MARKER",
       "FakeBackend",
       "backendConformanceCases",
@@ -164,6 +165,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "createFakeTgiHandler",
       "createFakeUpstreamHandler",
       "createFakeVllmTokenizerHandler",
+      "httpBackendConformanceCases",
       "serveFakeAnthropic",
       "serveFakeGemini",
       "serveFakeLlamaCpp",
