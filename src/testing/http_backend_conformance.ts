@@ -7,6 +7,8 @@
  *
  * @module
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import {
   deepStrictEqual,
   ok,
@@ -24,7 +26,6 @@ import {
   type ConformanceCase,
 } from "./backend_conformance.ts";
 import { errorTexts } from "./error_texts.ts";
-import { serveOnLocalPort } from "./server_kit.ts";
 
 /**
  * A fake server of the backend's protocol, as the suite drives it. Besides
@@ -201,6 +202,19 @@ class Suite {
     return this.#options.serve({ apiKey: KEY });
   }
 
+  /** Runs `step` against a fresh fake, disposed after. */
+  async #on(
+    step: (server: HttpConformanceServer) => Promise<void>,
+    options: { readonly apiKey?: string } = { apiKey: KEY },
+  ): Promise<void> {
+    const server = await this.#options.serve(options);
+    try {
+      await step(server);
+    } finally {
+      await server[Symbol.asyncDispose]();
+    }
+  }
+
   #backend(
     server: { readonly url: string },
     options: Partial<HttpConformanceBackendOptions> = {},
@@ -226,155 +240,174 @@ class Suite {
   }
 
   async badAnswer(fault: string): Promise<void> {
-    await using server = await this.#serve();
-    server.fault = fault;
-    const error = await countError(this.#count(this.#backend(server)));
-    const phrase = /^http-\d+$/.test(fault)
-      ? `HTTP ${fault.slice(5)}`
-      : BAD_ANSWERS[fault];
-    ok(phrase !== undefined, `no phrase is known for ${fault}`);
-    ok(error.message.includes(phrase), error.message);
-    const paths = server.requests.map((request) => request.path);
-    ok(paths.length > 0, "no request reached the server");
-    strictEqual(new Set(paths).size, paths.length, `asked again: ${paths}`);
+    await this.#on(async (server) => {
+      server.fault = fault;
+      const error = await countError(this.#count(this.#backend(server)));
+      const phrase = /^http-\d+$/.test(fault)
+        ? `HTTP ${fault.slice(5)}`
+        : BAD_ANSWERS[fault];
+      ok(phrase !== undefined, `no phrase is known for ${fault}`);
+      ok(error.message.includes(phrase), error.message);
+      const paths = server.requests.map((request) => request.path);
+      ok(paths.length > 0, "no request reached the server");
+      strictEqual(new Set(paths).size, paths.length, `asked again: ${paths}`);
+    });
   }
 
   async refused(): Promise<void> {
-    await using server = await this.#serve();
-    server.fault = "refused";
-    const error = await countError(this.#count(this.#backend(server)));
-    ok(error.message.includes("request failed"), error.message);
+    await this.#on(async (server) => {
+      server.fault = "refused";
+      const error = await countError(this.#count(this.#backend(server)));
+      ok(error.message.includes("request failed"), error.message);
+    });
   }
 
   async timeout(): Promise<void> {
-    await using server = await this.#serve();
-    server.fault = "slow";
-    const backend = this.#backend(server, { timeoutSeconds: 0.05 });
-    const error = await countError(this.#count(backend));
-    ok(error.message.includes("did not answer within"), error.message);
+    await this.#on(async (server) => {
+      server.fault = "slow";
+      const backend = this.#backend(server, { timeoutSeconds: 0.05 });
+      const error = await countError(this.#count(backend));
+      ok(error.message.includes("did not answer within"), error.message);
+    });
   }
 
   async abortHeld(): Promise<void> {
-    await using server = await this.#serve();
-    server.fault = "slow";
-    const controller = new AbortController();
-    const counting = this.#count(this.#backend(server), {
-      signal: controller.signal,
+    await this.#on(async (server) => {
+      server.fault = "slow";
+      const controller = new AbortController();
+      const counting = this.#count(this.#backend(server), {
+        signal: controller.signal,
+      });
+      await untilRequested(server);
+      controller.abort(new Error("the caller gave up"));
+      const error = await countError(counting);
+      ok(error.message.includes("aborted"), error.message);
     });
-    await untilRequested(server);
-    controller.abort(new Error("the caller gave up"));
-    const error = await countError(counting);
-    ok(error.message.includes("aborted"), error.message);
   }
 
   async abortedBefore(): Promise<void> {
-    await using server = await this.#serve();
-    const error = await countError(
-      this.#count(this.#backend(server), { signal: AbortSignal.abort() }),
-    );
-    ok(error.message.includes("aborted"), error.message);
-    strictEqual(server.requests.length, 0);
+    await this.#on(async (server) => {
+      const error = await countError(
+        this.#count(this.#backend(server), { signal: AbortSignal.abort() }),
+      );
+      ok(error.message.includes("aborted"), error.message);
+      strictEqual(server.requests.length, 0);
+    });
   }
 
   async redirect(): Promise<void> {
-    await using elsewhere = await this.#serve();
-    const redirect = await serveOnLocalPort(
-      () => (request) =>
-        Promise.resolve(
-          Response.redirect(
-            `${elsewhere.url}${new URL(request.url).pathname}`,
-            307,
-          ),
-        ),
-      { what: "the redirecting server" },
-    );
-    try {
-      await rejects(this.#count(this.#backend(redirect)), {
-        name: "CountRedirectError",
+    await this.#on(async (elsewhere) => {
+      // node:http, so that the case runs wherever the fakes do.
+      const redirect = createServer((request, response) => {
+        response.writeHead(307, { location: `${elsewhere.url}${request.url}` });
+        response.end();
       });
-    } finally {
-      await redirect.close();
-    }
-    strictEqual(elsewhere.requests.length, 0);
+      await new Promise<void>((resolve) =>
+        redirect.listen(0, "127.0.0.1", resolve)
+      );
+      const { port } = redirect.address() as AddressInfo;
+      try {
+        await rejects(
+          this.#count(this.#backend({ url: `http://127.0.0.1:${port}` })),
+          { name: "CountRedirectError" },
+        );
+      } finally {
+        redirect.closeAllConnections();
+        await new Promise((resolve) => redirect.close(resolve));
+      }
+      strictEqual(elsewhere.requests.length, 0);
+    });
   }
 
   async headers(): Promise<void> {
-    await using server = await this.#serve();
-    const userAgent = "conformance-agent/1.0";
-    await this.#count(
-      this.#backend({ url: withQuery(server.url, "tenant", "a") }, {
-        userAgent,
-      }),
-    );
-    const [name, value] = this.#keyHeader(KEY);
-    ok(server.requests.length > 0, "no request reached the server");
-    for (const request of server.requests) {
-      strictEqual(request.headers["content-type"], "application/json");
-      strictEqual(request.headers["user-agent"], userAgent);
-      strictEqual(request.headers[name], value, name);
-      ok(request.search.includes("tenant=a"), "the query string was lost");
-      for (const [other, text] of Object.entries(request.headers)) {
-        if (other !== name) ok(!text.includes(KEY), `the key is in ${other}`);
+    await this.#on(async (server) => {
+      const userAgent = "conformance-agent/1.0";
+      await this.#count(
+        this.#backend({ url: withQuery(server.url, "tenant", "a") }, {
+          userAgent,
+        }),
+      );
+      const [name, value] = this.#keyHeader(KEY);
+      ok(server.requests.length > 0, "no request reached the server");
+      for (const request of server.requests) {
+        strictEqual(request.headers["content-type"], "application/json");
+        strictEqual(request.headers["user-agent"], userAgent);
+        strictEqual(request.headers[name], value, name);
+        ok(request.search.includes("tenant=a"), "the query string was lost");
+        for (const [other, text] of Object.entries(request.headers)) {
+          if (other !== name) ok(!text.includes(KEY), `the key is in ${other}`);
+        }
+        ok(!request.text.includes(KEY), "the key is in the body");
       }
-      ok(!request.text.includes(KEY), "the key is in the body");
-    }
+    });
   }
 
   async defaultHeaders(): Promise<void> {
-    await using server = await this.#options.serve({});
-    const backend = this.#options.backend({ url: server.url, cache: null });
-    await this.#count(backend);
-    const [name] = this.#keyHeader(KEY);
-    ok(server.requests.length > 0, "no request reached the server");
-    for (const request of server.requests) {
-      strictEqual(request.headers["user-agent"], `incontext/${VERSION}`);
-      strictEqual(request.headers[name], undefined, name);
-    }
+    await this.#on(async (server) => {
+      const backend = this.#options.backend({ url: server.url, cache: null });
+      await this.#count(backend);
+      const [name] = this.#keyHeader(KEY);
+      ok(server.requests.length > 0, "no request reached the server");
+      for (const request of server.requests) {
+        strictEqual(request.headers["user-agent"], `incontext/${VERSION}`);
+        strictEqual(request.headers[name], undefined, name);
+      }
+    }, {});
   }
 
   async noLeak(): Promise<void> {
-    await using server = await this.#serve();
-    const before = this.#options.logs?.().length ?? 0;
-    await this.#count(this.#backend(server));
-    const errors: unknown[] = [];
-    for (const fault of ["http-500", "non-json", "refused", "slow"]) {
-      server.fault = fault;
-      const backend = this.#backend(
-        { url: withQuery(server.url, "key", KEY) },
-        {
-          timeoutSeconds: fault === "slow" ? 0.05 : 30,
-        },
-      );
-      errors.push(await countError(this.#count(backend)));
-    }
-    ok(
-      server.requests.some((r) => r.text.includes(CONFORMANCE_MARKER)),
-      "the prompt never reached the server",
-    );
-    const logs = this.#options.logs?.().slice(before) ?? [];
-    for (const text of [...errors.flatMap(errorTexts), ...logs]) {
-      for (const secret of [KEY, CONFORMANCE_MARKER, "127.0.0.1"]) {
-        ok(!text.includes(secret), `quoted ${secret}: ${text}`);
+    await this.#on(async (server) => {
+      const before = this.#options.logs?.().length ?? 0;
+      await this.#count(this.#backend(server));
+      const errors: unknown[] = [];
+      for (const fault of ["http-500", "non-json", "refused", "slow"]) {
+        server.fault = fault;
+        const backend = this.#backend(
+          { url: withQuery(server.url, "key", KEY) },
+          {
+            timeoutSeconds: fault === "slow" ? 0.05 : 30,
+          },
+        );
+        errors.push(await countError(this.#count(backend)));
       }
-    }
+      ok(
+        server.requests.some((r) => r.text.includes(CONFORMANCE_MARKER)),
+        "the prompt never reached the server",
+      );
+      const logs = this.#options.logs?.().slice(before) ?? [];
+      for (const text of [...errors.flatMap(errorTexts), ...logs]) {
+        for (const secret of [KEY, CONFORMANCE_MARKER, "127.0.0.1"]) {
+          ok(!text.includes(secret), `quoted ${secret}: ${text}`);
+        }
+      }
+    });
   }
 
   async cache(): Promise<void> {
-    await using server = await this.#serve();
-    await using cache = createCountCache();
-    const backend = this.#backend(server, { cache });
-    const first = await this.#count(backend);
-    const asked = server.requests.length;
-    deepStrictEqual(await this.#count(backend), first);
-    strictEqual(server.requests.length, asked, "a cached count asked again");
-    server.fault = "http-500";
-    const failing = this.#backend(server, { cache });
-    const other = grow(this.#options.request);
-    await countError(this.#count(failing, { request: other }));
-    server.fault = "none";
-    const sent = server.requests.length;
-    await this.#count(failing, { request: other });
-    ok(server.requests.length > sent, "a failure was cached");
+    await this.#on(async (server) => {
+      const cache = createCountCache();
+      try {
+        const backend = this.#backend(server, { cache });
+        const first = await this.#count(backend);
+        const asked = server.requests.length;
+        deepStrictEqual(await this.#count(backend), first);
+        strictEqual(
+          server.requests.length,
+          asked,
+          "a cached count asked again",
+        );
+        server.fault = "http-500";
+        const failing = this.#backend(server, { cache });
+        const other = grow(this.#options.request);
+        await countError(this.#count(failing, { request: other }));
+        server.fault = "none";
+        const sent = server.requests.length;
+        await this.#count(failing, { request: other });
+        ok(server.requests.length > sent, "a failure was cached");
+      } finally {
+        await cache[Symbol.asyncDispose]();
+      }
+    });
   }
 
   badUrls(): void {
@@ -425,18 +458,19 @@ class Suite {
   }
 
   async badContextLengths(): Promise<void> {
-    await using server = await this.#serve();
-    const backend = this.#backend(server);
-    for (const contextLength of [0, -1, 1.5, Number.NaN]) {
-      await rejects(
-        backend.count(this.#options.request, {
-          contextLength,
-          kind: this.#options.kind ?? "chat",
-        }),
-        RangeError,
-      );
-    }
-    strictEqual(server.requests.length, 0);
+    await this.#on(async (server) => {
+      const backend = this.#backend(server);
+      for (const contextLength of [0, -1, 1.5, Number.NaN]) {
+        await rejects(
+          backend.count(this.#options.request, {
+            contextLength,
+            kind: this.#options.kind ?? "chat",
+          }),
+          RangeError,
+        );
+      }
+      strictEqual(server.requests.length, 0);
+    });
   }
 
   #keyHeader(key: string): readonly [string, string] {
