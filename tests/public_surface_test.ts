@@ -164,6 +164,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "tgiFromConfig",
     ],
     testing: [
+      "BAD_ANSWERS",
       "CONFORMANCE_MARKER",
       "FakeBackend",
       "backendConformanceCases",
@@ -176,6 +177,7 @@ Deno.test("the export entries expose exactly the documented surface", () => {
       "createFakeTgiHandler",
       "createFakeUpstreamHandler",
       "createFakeVllmTokenizerHandler",
+      "httpBackendConformanceCases",
       "serveFakeAnthropic",
       "serveFakeGemini",
       "serveFakeLlamaCpp",

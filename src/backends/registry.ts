@@ -9,13 +9,14 @@ import {
   type BackendFactory,
   type BackendRegistry,
   createBackendRegistry,
-} from "../core/registry.ts";
-import { type Config, CONFIG_VARIABLES } from "../core/config.ts";
+} from "./backend_registry.ts";
+import { BACKEND_SETTINGS } from "./_shared/config.ts";
+import type { RequirableSetting } from "./_shared/from_config.ts";
 
 /** A bundled backend as its folder declares it (see `_shared/from_config.ts`). */
 export interface DeclaredBackend {
   readonly name: string;
-  readonly requires: readonly (keyof Config)[];
+  readonly requires: readonly RequirableSetting[];
   readonly factory: BackendFactory;
 }
 
@@ -27,7 +28,7 @@ export interface DeclaredBackend {
  */
 export interface BundledEntry {
   readonly name: string;
-  readonly requires: readonly (keyof Config)[];
+  readonly requires: readonly RequirableSetting[];
   readonly load: () => Promise<DeclaredBackend>;
 }
 
@@ -106,6 +107,6 @@ for (const entry of BUNDLED) {
   backends.plugin(
     entry.name,
     async (config) => (await entry.load()).factory(config),
-    { requires: entry.requires.map((key) => CONFIG_VARIABLES[key].name) },
+    { requires: entry.requires.map((key) => BACKEND_SETTINGS[key].variable) },
   );
 }

@@ -12,18 +12,15 @@ import {
   jsonLinesFormatter,
   type LogLevel,
 } from "@logtape/logtape";
-
-/** The levels `INCONTEXT_LOG_LEVEL` accepts, as LogTape names them. */
-export const LOG_LEVELS = ["debug", "info", "warning", "error"] as const;
-/** The formats `INCONTEXT_LOG_FORMAT` accepts. */
-export const LOG_FORMATS = ["text", "json"] as const;
+import { LOG_SETTINGS, type LogConfig } from "../config/log_config.ts";
+import { readSettings } from "../config/read_settings.ts";
 
 /** How the command line logs. */
 export interface LogSettings {
   /** The lowest level written. @default "info" */
-  readonly level?: (typeof LOG_LEVELS)[number];
+  readonly level?: LogConfig["logLevel"];
   /** `text` lines or `json` lines. @default "text" */
-  readonly format?: (typeof LOG_FORMATS)[number];
+  readonly format?: LogConfig["logFormat"];
   /**
    * Buffers records and writes them from a timer, off the request path: a
    * console write blocks while a slow reader (a pipe, a terminal) catches
@@ -46,10 +43,8 @@ export interface LogSettings {
 export function logSettings(
   env: Record<string, string | undefined>,
 ): LogSettings {
-  const level = LOG_LEVELS.find((l) => l === env.INCONTEXT_LOG_LEVEL?.trim());
-  const format = LOG_FORMATS.find((f) =>
-    f === env.INCONTEXT_LOG_FORMAT?.trim()
-  );
+  const { logLevel: level, logFormat: format } =
+    readSettings(LOG_SETTINGS, env, []).values;
   return {
     ...(level === undefined ? {} : { level }),
     ...(format === undefined ? {} : { format }),

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { Config } from "../core/config.ts";
+import type { SettingsOf } from "../_internal/setting.ts";
+import { integer, map } from "../_internal/setting_parsers.ts";
 
 /** Why a configuration counts with its backends: named, or which tokenizer settings are set. */
 export type BackendReason =
@@ -39,7 +40,10 @@ export function chooseBackends(
 }
 
 /** The backends of a loaded configuration, first first. */
-export function backendNames(config: Config): readonly string[] {
+export function backendNames(config: {
+  readonly backend: string;
+  readonly backendFallbacks?: readonly string[];
+}): readonly string[] {
   return [config.backend, ...(config.backendFallbacks ?? [])];
 }
 
@@ -70,3 +74,48 @@ export function chainProblems(names: readonly string[]): string[] {
   }
   return problems;
 }
+
+/** The chain's settings, by the property each one sets. */
+export const CHAIN_SETTINGS: SettingsOf<Omit<ChainConfig, "backendFallbacks">> =
+  {
+    // The names written back without the spaces around them; the
+    // configuration splits them into the first and the rest.
+    backend: {
+      variable: "INCONTEXT_BACKEND",
+      alias: "HERMES_DYNAMIC_BUDGET_BACKEND",
+      flag: "--backend NAME",
+      default: "vllm",
+      doc:
+        "the backend's name or a plugin's, or a chain such as `local,vllm`; unset, chosen from the tokenizer settings",
+      parse: map(
+        (value) => {
+          const names = splitChain(value);
+          const rules = chainProblems(names);
+          return rules.length === 0 ? { value: names, rules } : { rules };
+        },
+        (names) => names.join(","),
+      ),
+    },
+    backendFallbackTurns: {
+      variable: "INCONTEXT_BACKEND_FALLBACK_TURNS",
+      shownDefault: "none (until restart)",
+      doc:
+        "verified counts a model makes on a chain's later backend, then the first again",
+      parse: integer(1),
+    },
+  };
+
+/**
+ * The chain's part of the configuration: its first backend, the rest, and
+ * how long a model stays on a later one.
+ */
+export type ChainConfig = {
+  readonly backend: string;
+  readonly backendFallbackTurns?: number;
+  /**
+   * `INCONTEXT_BACKEND`'s names after the first, in order: the backends a
+   * model moves on to when a response's usage contradicts a count. Absent
+   * for a single backend.
+   */
+  readonly backendFallbacks?: readonly string[];
+};

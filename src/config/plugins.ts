@@ -7,6 +7,38 @@
  */
 import { ConfigError } from "../core/config_error.ts";
 import { errorType } from "../core/error_type.ts";
+import type { SettingsOf } from "../_internal/setting.ts";
+import { commaItems } from "../_internal/setting_parsers.ts";
+
+const SPECIFIER = /^(?:jsr|npm|file):\S/;
+
+/** The plugin modules' part of the configuration. */
+export type PluginConfig = {
+  readonly backendModules: readonly string[];
+};
+
+/** The plugin modules' setting, by the property it sets. */
+export const PLUGIN_SETTINGS: SettingsOf<PluginConfig> = {
+  backendModules: {
+    variable: "INCONTEXT_BACKEND_MODULES",
+    default: Object.freeze([]) as readonly string[],
+    doc:
+      "comma-separated `jsr:`, `npm:` or `file:` modules that register backends",
+    parse: (value) => {
+      const items = commaItems(value);
+      const rules = items.flatMap((item, index) =>
+        item === ""
+          ? [`item ${index + 1} must not be empty`]
+          : SPECIFIER.test(item)
+          ? []
+          : [`item ${index + 1} must be a jsr:, npm: or file: module specifier`]
+      );
+      return rules.length === 0
+        ? { value: Object.freeze(items) as readonly string[], rules }
+        : { rules };
+    },
+  },
+};
 
 /** Options for {@linkcode loadBackendModules}. */
 export interface LoadBackendModulesOptions {

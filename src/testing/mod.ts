@@ -1,6 +1,8 @@
 /**
- * Test doubles for code that uses incontext: an in-memory backend and a
- * vLLM-protocol tokenize server on port 0 with fault modes.
+ * Test doubles for code that uses incontext: an in-memory backend, fake
+ * servers of each counting protocol on port 0 with fault modes, and the
+ * conformance suites a backend runs: the contract's, and, for a backend that
+ * counts over HTTP, the HTTP cases.
  *
  * @example A fake backend
  * ```ts
@@ -34,6 +36,15 @@ export type {
   BackendConformanceOptions,
   ConformanceCase,
 } from "./backend_conformance.ts";
+export {
+  BAD_ANSWERS,
+  httpBackendConformanceCases,
+} from "./http_backend_conformance.ts";
+export type {
+  HttpBackendConformanceOptions,
+  HttpConformanceBackendOptions,
+  HttpConformanceServer,
+} from "./http_backend_conformance.ts";
 export {
   createCountCacheForTesting,
   terminateCountWorkerForTesting,

@@ -1,7 +1,8 @@
 /**
- * What the counting backends' tests share: catching a CountError, reading
- * an error's cause chain, the canary checks that secrets never leak, the
- * fault loops run against the protocol fakes, and the conformance runner.
+ * What the counting backends' tests share besides the HTTP suite
+ * (`src/testing/http_backend_conformance.ts`, run by
+ * tests/backends/_shared/http_conformance_test.ts): catching a CountError, the
+ * canary text, per-endpoint fault loops, and the conformance runner.
  *
  * @module
  */
@@ -11,7 +12,6 @@ import {
   backendConformanceCases,
   type BackendConformanceOptions,
 } from "../../src/testing/backend_conformance.ts";
-import { COUNT_FAULTS } from "../../src/testing/server_kit.ts";
 import { budget } from "../../src/core/budget.ts";
 import { ConfigError } from "../../src/core/config_error.ts";
 import { CountError, TemplateRejectedError } from "../../src/core/errors.ts";
@@ -125,32 +125,6 @@ export function assertNoLeak(
   }
 }
 
-/**
- * Two steps: none of the `expected` errors (their cause chains) and no log
- * line (with a debug line among them) holds any of `secrets`.
- */
-export async function leakFreeSteps(
-  t: Deno.TestContext,
-  errors: readonly unknown[],
-  expected: number,
-  logs: { readonly lines: readonly string[] },
-  secrets: readonly string[],
-): Promise<void> {
-  await t.step("no error, cause or stack holds the key or the prompt", () => {
-    strictEqual(errors.length, expected);
-    assertNoLeak(errors.flatMap(errorTexts), secrets);
-  });
-  await t.step("no log line holds the key, the prompt or the URL", () => {
-    ok(logs.lines.some((line) => line.includes(" debug ")));
-    assertNoLeak(logs.lines, secrets);
-  });
-}
-
-/** The faults of the OpenAI and SGLang fakes that fail a count at once. */
-export const PLAIN_FAULTS = COUNT_FAULTS.filter((fault) =>
-  fault !== "none" && fault !== "slow"
-);
-
 /** A secret shaped like an API key and a prompt that quotes part of it. */
 export function canary(): { secret: string; prompt: string } {
   const secret = `sk-canary-${crypto.randomUUID()}`;
@@ -166,28 +140,6 @@ export async function untilRequested(
   }
 }
 
-/** A server on port 0 that redirects every request (307) to `target`, path kept. */
-export function redirectTo(target: string): Deno.HttpServer<Deno.NetAddr> {
-  return Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    (request) =>
-      Response.redirect(`${target}${new URL(request.url).pathname}`, 307),
-  );
-}
-
-/** A `fetch` that records each call's URL and headers, then fetches. */
-export function fetchSpy(): {
-  fetch: typeof fetch;
-  sent: { url: string; headers: Headers }[];
-} {
-  const sent: { url: string; headers: Headers }[] = [];
-  const spy: typeof fetch = (input, init) => {
-    sent.push({ url: String(input), headers: new Headers(init?.headers) });
-    return fetch(input, init);
-  };
-  return { fetch: spy, sent };
-}
-
 /** Runs each conformance case, with `extra` options, as a step of `t`. */
 export async function runConformance(
   t: Deno.TestContext,
@@ -197,82 +149,6 @@ export async function runConformance(
   for (const c of backendConformanceCases({ ...options, ...extra })) {
     await t.step({ name: c.name, ignore: c.skip !== undefined, fn: c.run });
   }
-}
-
-/**
- * One step per fault that answers badly (an HTTP error, a broken body):
- * each fails the count after exactly one request, `"refused"` after none,
- * and an `http-NNN` fault's message ends with `HTTP NNN`.
- */
-export async function statusFaultSteps<F extends string>(
-  t: Deno.TestContext,
-  server: FaultyServer<F>,
-  faults: readonly F[],
-  count: () => Promise<unknown>,
-): Promise<void> {
-  for (const fault of faults) {
-    await t.step(fault, async () => {
-      server.fault = fault;
-      server.requests.length = 0;
-      const error = await countError(count());
-      strictEqual(server.requests.length, fault === "refused" ? 0 : 1);
-      if (fault.startsWith("http-")) {
-        ok(error.message.endsWith(`HTTP ${fault.slice(5)}`), error.message);
-      }
-    });
-  }
-}
-
-/** A step: the caller's abort ends a count the `"slow"` fault holds. */
-export async function abortWhileSlowStep<F extends string>(
-  t: Deno.TestContext,
-  name: string,
-  server: FaultyServer<F>,
-  count: (signal: AbortSignal) => Promise<unknown>,
-): Promise<void> {
-  await t.step(name, async () => {
-    server.fault = "slow" as F;
-    server.requests.length = 0;
-    const controller = new AbortController();
-    const counting = count(controller.signal);
-    await untilRequested(server);
-    controller.abort(new Error("gave up"));
-    const error = await countError(counting);
-    ok(error.message.includes("aborted"), error.message);
-  });
-}
-
-/**
- * One step per `[fault, phrase]`: the count fails with a message holding
- * `phrase`, after exactly one request; then `"refused"` fails as a failed
- * request and `"slow"` as a timeout (with `slowCount`, a short timeout).
- */
-export async function phraseFaultSteps<F extends string>(
-  t: Deno.TestContext,
-  server: FaultyServer<F>,
-  faults: readonly (readonly [F, string])[],
-  count: () => Promise<unknown>,
-  slowCount: () => Promise<unknown>,
-): Promise<void> {
-  for (const [fault, phrase] of faults) {
-    await t.step(fault, async () => {
-      server.fault = fault;
-      server.requests.length = 0;
-      const error = await countError(count());
-      ok(error.message.includes(phrase), error.message);
-      strictEqual(server.requests.length, 1);
-    });
-  }
-  await t.step("refused", async () => {
-    server.fault = "refused" as F;
-    const error = await countError(count());
-    ok(error.message.includes("request failed"), error.message);
-  });
-  await t.step("slow: the timeout ends the count", async () => {
-    server.fault = "slow" as F;
-    const error = await countError(slowCount());
-    ok(error.message.includes("did not answer within"), error.message);
-  });
 }
 
 /**
@@ -302,189 +178,6 @@ export async function pathFaultSteps<F extends string>(
   }
 }
 
-/** What {@linkcode pathFaultCanary} runs against. */
-export interface PathFaultCanary<F extends string> {
-  /** Serves the fake, requiring `apiKey` when given. */
-  readonly serve: (
-    options: { apiKey?: string },
-  ) => Promise<PathFaultyServer<F> & AsyncDisposable>;
-  /** A backend on `url` with `apiKey`, no cache, and the given timeout. */
-  readonly backend: (
-    url: string,
-    options: { apiKey?: string; timeoutSeconds?: number },
-  ) => { count(request: object, options: object): Promise<unknown> };
-  /** The faults to fail the count with, each on a path or on all. */
-  readonly faults: readonly (readonly [F, string | undefined])[];
-  /** The count options; a count with `contextLength: 4096` must fail. */
-  readonly options: { readonly contextLength: number };
-  /** Checks what a successful count returned. */
-  readonly counted: (count: unknown) => void;
-  /** How many requests one count sends. */
-  readonly requestsPerCount: number;
-}
-
-/**
- * The canary for a self-hosted server with a key: counts succeed and fail
- * (every fault, a wrong context length, an unreachable host, a secret in
- * the URL's query); the server sees the key and prompt, but no error (its
- * whole cause chain) or log line holds the key, the prompt or the host;
- * and a redirect to another origin does not carry the key.
- */
-export async function pathFaultCanary<F extends string>(
-  t: Deno.TestContext,
-  spec: PathFaultCanary<F>,
-  logs: { readonly lines: readonly string[] },
-): Promise<void> {
-  const { secret } = canary();
-  const prompt = `my password is ${secret.slice(10)}-prompt`;
-  const request = { messages: [{ role: "user", content: prompt }] };
-  await using server = await spec.serve({ apiKey: secret });
-  const errors: unknown[] = [];
-  const keyed = (timeoutSeconds = 10, url = server.url) =>
-    spec.backend(`${url}/?key=${secret}`, { apiKey: secret, timeoutSeconds });
-
-  await t.step("a successful count", async () => {
-    spec.counted(await keyed().count(request, spec.options));
-  });
-
-  for (const [fault, path] of spec.faults) {
-    await t.step(`${fault} ${path ?? ""}`, async () => {
-      server.fault = fault;
-      server.faultPath = path;
-      const counting = keyed(fault === "slow" ? 0.05 : 10)
-        .count(request, spec.options);
-      errors.push(await countError(counting));
-      server.fault = "none" as F;
-    });
-  }
-
-  await t.step("a wrong context length and an unreachable host", async () => {
-    errors.push(
-      await countError(keyed().count(request, { contextLength: 4096 })),
-    );
-    errors.push(
-      await countError(
-        keyed(10, "http://127.0.0.1:1").count(request, spec.options),
-      ),
-    );
-  });
-
-  await t.step(
-    "the server saw the key and the prompt; no error or log did",
-    () => {
-      ok(server.requests.some((r) => r.text.includes(prompt)));
-      ok(
-        server.requests.every((r) =>
-          r.headers["authorization"] === `Bearer ${secret}`
-        ),
-      );
-      ok(logs.lines.length > 0);
-      assertNoLeak(
-        [...logs.lines, ...errors.flatMap(errorTexts)],
-        [secret, secret.slice(10), "127.0.0.1"],
-      );
-    },
-  );
-
-  await t.step(
-    "a redirect to another origin is not followed: nothing reaches it",
-    async () => {
-      await using elsewhere = await spec.serve({});
-      await using redirect = redirectTo(elsewhere.url);
-      await rejects(
-        spec.backend(`http://127.0.0.1:${redirect.addr.port}`, {
-          apiKey: secret,
-        }).count(request, spec.options),
-        { name: "CountRedirectError" },
-      );
-      strictEqual(elsewhere.requests.length, 0);
-    },
-  );
-}
-
-/** What {@linkcode hostedCanarySteps} runs against. */
-export interface HostedCanary<F extends string> {
-  /** The fake, requiring `secret` as its key. */
-  readonly server: FaultyServer<F>;
-  /** A backend on `url` with the key, no cache, and `fetch`. */
-  readonly make: (url: string, fetch: typeof globalThis.fetch) => Backend;
-  /** A request whose text holds the prompt. */
-  readonly request: JsonObject;
-  /** The count options. */
-  readonly options: { readonly contextLength: number };
-}
-
-/**
- * The canary for a hosted API: a successful count, a 500 whose body echoes
- * the key and prompt (and budget() falling back), an unreachable host, and
- * a secret in the URL's query; neither the key nor the prompt appears in
- * an error's cause chain or a log line. Returns what the backend sent.
- */
-export async function hostedCanarySteps<F extends string>(
-  t: Deno.TestContext,
-  spec: HostedCanary<F>,
-  secrets: readonly string[],
-  logs: { readonly lines: readonly string[] },
-): Promise<{ url: string; headers: Headers }[]> {
-  const { server, request, options } = spec;
-  const spy = fetchSpy();
-  const make = (url: string) => spec.make(url, spy.fetch);
-  const errors: unknown[] = [];
-  // The URL is read after the fault is set: "refused" changes it.
-  const fail = async (fault: F, query = "") => {
-    server.fault = fault;
-    const backend = make(`${server.url}${query}`);
-    errors.push(await countError(backend.count(request, options)));
-  };
-
-  await t.step("a successful count", async () => {
-    ok(Number(await make(server.url).count(request, options)) > 0);
-  });
-  await t.step("a 500 whose body echoes the key and prompt", async () => {
-    await fail("http-500" as F);
-    const result = await budget(request, {
-      window: Math.floor(options.contextLength / 2),
-      contextLength: options.contextLength,
-      backend: make(server.url),
-    });
-    strictEqual(result.source, "rough-fallback");
-  });
-  await t.step("an unreachable host", async () => {
-    await fail("refused" as F);
-  });
-  await t.step("a URL whose query holds the secret", async () => {
-    await fail("http-500" as F, `/?key=${secrets[0]}`);
-    server.fault = "none" as F;
-  });
-  await t.step("neither appears in errors or logs", () => {
-    const texts = errors.flatMap(errorTexts);
-    ok(texts.length > 0 && logs.lines.length > 0);
-    assertNoLeak([...texts, ...logs.lines], secrets);
-  });
-  return spy.sent;
-}
-
-/**
- * Asserts that the backend sent `header` with `secret` on every call, only
- * to `path`, and the secret in no other header nor in any recorded body.
- */
-export function assertKeyOnlyTo(
-  sent: readonly { url: string; headers: Headers }[],
-  recorded: readonly { readonly text: string }[],
-  expected: { path: string; header: string; secret: string },
-): void {
-  const { path, header, secret } = expected;
-  ok(sent.length >= 4);
-  for (const { url, headers } of sent) {
-    strictEqual(new URL(url).pathname, path);
-    strictEqual(headers.get(header), secret);
-    for (const [name, value] of headers) {
-      if (name !== header) ok(!value.includes(secret), name);
-    }
-  }
-  for (const request of recorded) ok(!request.text.includes(secret));
-}
-
 /** An OpenAI agent turn: a system prompt, a question, a tool call and its result. */
 export const AGENT_TURN: readonly JsonObject[] = [
   { role: "system", content: "Be brief." },
@@ -506,21 +199,6 @@ export const WEATHER_TOOL: JsonObject = {
   type: "function",
   function: { name: "weather", parameters: { type: "object" } },
 };
-
-/** A step: on a fresh server, a count whose signal is already aborted fails with `message`, sending nothing. */
-export async function abortedSignalStep<S extends AsyncDisposable>(
-  t: Deno.TestContext,
-  serve: () => Promise<S & { readonly requests: readonly unknown[] }>,
-  count: (server: S, signal: AbortSignal) => Promise<unknown>,
-  message: string,
-): Promise<void> {
-  await t.step("an aborted signal makes no HTTP call", async () => {
-    await using server = await serve();
-    const error = await countError(count(server, AbortSignal.abort()));
-    strictEqual(error.message, message);
-    strictEqual(server.requests.length, 0);
-  });
-}
 
 /** What {@linkcode abortWhileHeldStep} runs. */
 export interface AbortWhileHeld {
@@ -562,80 +240,6 @@ export async function abortWhileHeldStep(
     );
     strictEqual(error.message, spec.message);
   });
-}
-
-/** What {@linkcode bearerHeaderSteps} runs against. */
-export interface BearerHeaders {
-  /** Serves the fake, requiring `apiKey` when given. */
-  readonly serve: (
-    options: { apiKey?: string },
-  ) => Promise<FaultyServer<string> & AsyncDisposable>;
-  /** A backend on `url`, without a cache. */
-  readonly backend: (
-    url: string,
-    options: { apiKey?: string; userAgent?: string },
-  ) => Backend;
-  /** The count's request and options. */
-  readonly request: JsonObject;
-  readonly options: { readonly contextLength: number };
-  /** How many requests one count sends. */
-  readonly requestsPerCount: number;
-  /** A User-Agent to set and check, if the backend takes one. */
-  readonly userAgent?: string;
-  /** The server's name in the 401 step, and the count's message then. */
-  readonly server: string;
-  readonly wrongKeyMessage: string;
-}
-
-/**
- * Steps: every request carries JSON and the default User-Agent, without
- * Authorization; with a key (and a User-Agent) and a query string, every
- * request carries the bearer key and the query; a wrong key's 401 fails.
- */
-export async function bearerHeaderSteps(
-  t: Deno.TestContext,
-  spec: BearerHeaders,
-): Promise<void> {
-  const { request, options, userAgent } = spec;
-  await t.step("defaults: no Authorization", async () => {
-    await using server = await spec.serve({});
-    await spec.backend(server.url, {}).count(request, options);
-    assertEverySent(server.requests, { headers: DEFAULT_HEADERS });
-  });
-
-  const keyed = userAgent === undefined
-    ? "an API key and a query string"
-    : "an API key, a User-Agent and a query string";
-  await t.step(keyed, async () => {
-    await using server = await spec.serve({ apiKey: "sk-test" });
-    const agent = userAgent === undefined ? {} : { userAgent };
-    await spec.backend(`${server.url}/?tenant=a`, {
-      apiKey: "sk-test",
-      ...agent,
-    }).count(request, options);
-    strictEqual(server.requests.length, spec.requestsPerCount);
-    assertEverySent(server.requests, {
-      search: "?tenant=a",
-      headers: {
-        authorization: "Bearer sk-test",
-        ...(userAgent === undefined ? {} : { "user-agent": userAgent }),
-      },
-    });
-  });
-
-  await t.step(
-    `a wrong key: ${spec.server}'s 401 fails the count`,
-    async () => {
-      await using server = await spec.serve({ apiKey: "sk-right" });
-      const error = await countError(
-        spec.backend(server.url, { apiKey: "sk-wrong" }).count(
-          request,
-          options,
-        ),
-      );
-      strictEqual(error.message, spec.wrongKeyMessage);
-    },
-  );
 }
 
 /** Runs the conformance suite against a served fake and one failing with HTTP 500. */
@@ -690,22 +294,6 @@ export function growWith(
     [field]: [...(request[field] as unknown[]), ...turn(text)],
   });
 }
-
-/** `[fault, "HTTP NNN"]` for each `http-NNN` fault, for {@linkcode phraseFaultSteps}. */
-export function httpPhrases<F extends string>(
-  faults: readonly F[],
-): [F, string][] {
-  return faults.map((fault) => [fault, `HTTP ${fault.slice(5)}`]);
-}
-
-/** The phrases a count's error holds when the answer's body or transport breaks. */
-export const BROKEN_BODY_PHRASES = [
-  ["non-json", "non-JSON"],
-  ["non-object", "non-object"],
-  ["truncated-json", "non-JSON"],
-  ["reset", "request failed"],
-  ["oversized", "more than 65536 bytes"],
-] as const;
 
 /** Asserts that `build` throws a ConfigError naming `variable` among its issues. */
 export function assertRequires(build: () => unknown, variable: string): void {

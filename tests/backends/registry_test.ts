@@ -1,4 +1,4 @@
-// Covers: src/backends/registry.ts, src/core/registry.ts, src/config/plugins.ts
+// Covers: src/backends/registry.ts, src/backends/backend_registry.ts, src/config/plugins.ts
 import {
   deepStrictEqual,
   ok,
@@ -115,12 +115,12 @@ Deno.test("createBackendRegistry() builds only the selected backend, once", asyn
     const registry = createBackendRegistry();
     let seen: unknown;
     registry.plugin("a", (config) => {
-      seen = config.model;
+      seen = config.countModel;
       return new FakeBackend();
     });
     await registry.load(
       "a",
-      loadConfig({ INCONTEXT_MODEL: "qwen", INCONTEXT_BACKEND: "a" }, {
+      loadConfig({ INCONTEXT_COUNT_MODEL: "qwen", INCONTEXT_BACKEND: "a" }, {
         registry,
       }),
     );

@@ -49,8 +49,8 @@ Deno.test("incontext serve reports invalid and missing settings together, never 
   });
   assertConfigFailure(output, [
     /^ {2}INCONTEXT_UPSTREAM_URL is required/,
-    /^ {2}INCONTEXT_TOKENIZER_URL /,
     /^ {2}--window \(INCONTEXT_COMPRESSION_WINDOW_TOKENS\) must be a positive integer/,
+    /^ {2}INCONTEXT_TOKENIZER_URL /,
     /^ {2}INCONTEXT_CACHE_ENTRIES must be a positive integer/,
     /^ {2}INCONTEXT_CONTEXT_LENGTH is required/,
   ]);

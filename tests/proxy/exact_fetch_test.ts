@@ -12,6 +12,7 @@ import {
 } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createExactFetch } from "../../src/proxy/mod.ts";
+import { until } from "../_kit/hang.ts";
 
 interface Seen {
   readonly method: string;
@@ -114,10 +115,10 @@ Deno.test("createExactFetch() returns a redirect instead of following it", async
 });
 
 Deno.test("createExactFetch() never sends an aborted request again on a reused connection", async () => {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => release = resolve);
   await using server = await listen(async (request, response) => {
-    if (request.headers["x-slow"] !== undefined) {
-      await new Promise((resolve) => setTimeout(resolve, 300));
-    }
+    if (request.headers["x-slow"] !== undefined) await held;
     response.end("ok");
   });
   await using exactFetch = createExactFetch();
@@ -136,9 +137,13 @@ Deno.test("createExactFetch() never sends an aborted request again on a reused c
   }
   abort.abort(new Error("gone"));
   await rejects(slow);
-  // Past the slow answer: a resent request would have arrived by now.
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  deepStrictEqual(server.seen.map((seen) => seen.body), ["1", "2"]);
+  // The abort closes the connection it was sent on; a resend would be queued
+  // then, ahead of the next request through the same pool.
+  await until(() => server.closed.length > 0, "the aborted connection's close");
+  release();
+  await (await exactFetch(`${server.url}/third`, { method: "POST", body: "3" }))
+    .text();
+  deepStrictEqual(server.seen.map((seen) => seen.body), ["1", "2", "3"]);
 });
 
 Deno.test("createExactFetch() closes the connection of an answer cancelled mid-body", async () => {
@@ -158,9 +163,7 @@ Deno.test("createExactFetch() closes the connection of an answer cancelled mid-b
     "data: 1\n\n",
   );
   await reader.cancel();
-  while (server.closed.length === 0) {
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  await until(() => server.closed.length > 0, "the aborted connection's close");
   release();
   strictEqual(server.closed.length, 1);
 });

@@ -20,6 +20,8 @@ export interface ServedProxy extends AsyncDisposable {
   readonly port: number;
   /** What the handler threw or a response body errored with, as the server saw it. */
   readonly errors: unknown[];
+  /** How many requests the handler holds: called, and not yet answered. */
+  readonly inFlight: number;
 }
 
 /**
@@ -42,6 +44,7 @@ export function serveProxy(
     ...options,
   });
   const errors: unknown[] = [];
+  let inFlight = 0;
   const server = Deno.serve({
     port: 0,
     hostname: "127.0.0.1",
@@ -50,11 +53,21 @@ export function serveProxy(
       errors.push(error);
       return new Response(null, { status: 500 });
     },
-  }, handler);
+  }, async (request, info) => {
+    inFlight++;
+    try {
+      return await handler(request, info);
+    } finally {
+      inFlight--;
+    }
+  });
   return {
     url: `http://127.0.0.1:${server.addr.port}`,
     port: server.addr.port,
     errors,
+    get inFlight() {
+      return inFlight;
+    },
     [Symbol.asyncDispose]: async () => {
       await server.shutdown();
       await exactFetch?.[Symbol.asyncDispose]();

@@ -27,6 +27,7 @@ import {
   smugglingRequests,
 } from "./_proxy_hostile_cases.ts";
 import { C, type ServedProxy, serveProxy, W } from "./_proxy_serve.ts";
+import { unlessHung, until } from "../_kit/hang.ts";
 
 const CHAT = "/v1/chat/completions";
 
@@ -340,35 +341,43 @@ Deno.test("the proxy forwards odd headers unchanged and drops hop-by-hop ones", 
 
 /**
  * Sends raw bytes on a new connection and returns the status line the server
- * answered ("" when it closed without one); gives up after `waitMs`.
+ * answered ("" when it closed without one, or when `cut` came first: then the
+ * client closes the connection).
  */
 async function rawExchange(
   port: number,
   request: string,
-  waitMs = 2000,
+  cut?: Promise<unknown>,
 ): Promise<string> {
   const connection = await Deno.connect({ hostname: "127.0.0.1", port });
-  const timer = setTimeout(() => connection.close(), waitMs);
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    connection.close();
+  };
+  void cut?.then(close);
   let text = "";
   try {
     await connection.write(
       Uint8Array.from(request, (c) => c.charCodeAt(0) & 0xff),
     );
     const buffer = new Uint8Array(4096);
-    while (!text.includes("\r\n")) {
-      const n = await connection.read(buffer);
-      if (n === null) break;
-      text += new TextDecoder().decode(buffer.subarray(0, n));
-    }
-  } catch {
-    // Closed by the timer: the server said nothing in time.
+    await unlessHung(
+      "the server's answer",
+      (async () => {
+        while (!text.includes("\r\n")) {
+          const n = await connection.read(buffer);
+          if (n === null) break;
+          text += new TextDecoder().decode(buffer.subarray(0, n));
+        }
+      })(),
+    );
+  } catch (error) {
+    // Cut by the client: the server said nothing before.
+    if (!closed) throw error;
   } finally {
-    clearTimeout(timer);
-    try {
-      connection.close();
-    } catch {
-      // Already closed.
-    }
+    close();
   }
   return text.split("\r\n")[0]!;
 }
@@ -401,12 +410,14 @@ Deno.test("the proxy's server refuses smuggling and injection at the HTTP layer"
     "a body shorter than its Content-Length: no handler error",
     async () => {
       upstream.requests.length = 0;
+      // Cut once the handler holds the request, waiting for the rest.
       const status = await rawExchange(
         proxy.port,
         post(`Content-Length: ${body.length + 100}`),
-        300,
+        until(() => proxy.inFlight > 0, "the handler holding the request"),
       );
       strictEqual(status, "");
+      await until(() => proxy.inFlight === 0, "the cut body's handler");
       strictEqual(
         upstream.requests.filter((r) => r.path.endsWith(CHAT)).length,
         0,
@@ -441,7 +452,6 @@ Deno.test("the proxy's server refuses smuggling and injection at the HTTP layer"
       deepStrictEqual(based.errors, []);
     },
   );
-  // Give the handler of the cut body time to settle before counting errors.
   await normalRequestWorks(proxy);
   deepStrictEqual(proxy.errors, []);
 });

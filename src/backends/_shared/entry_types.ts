@@ -16,5 +16,5 @@ export type {
   EngineCall,
 } from "../../cache/mod.ts";
 export type { HttpCountOptions } from "./http_count_options.ts";
-export type { Config } from "../../core/config.ts";
+export type { BackendConfig } from "./config.ts";
 export type { ConfigIssue } from "../../core/config_error.ts";

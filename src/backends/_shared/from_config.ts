@@ -6,7 +6,7 @@
  * @module
  */
 import type { Backend } from "../../core/backend.ts";
-import { type Config, CONFIG_VARIABLES } from "../../core/config.ts";
+import { BACKEND_SETTINGS, type BackendConfig } from "./config.ts";
 import { ConfigError } from "../../core/config_error.ts";
 import { type CountCache, sharedCountCache } from "../../cache/mod.ts";
 
@@ -14,15 +14,20 @@ import { type CountCache, sharedCountCache } from "../../cache/mod.ts";
  * A bundled backend as the registry plugs it in: its name, the settings it
  * cannot work without (the registry reports their variables), and its factory.
  */
-export interface BundledBackend<K extends keyof Config = keyof Config> {
+export interface BundledBackend<
+  K extends RequirableSetting = RequirableSetting,
+> {
   readonly name: string;
   readonly requires: readonly K[];
-  readonly factory: (config: Config) => Backend;
+  readonly factory: (config: BackendConfig) => Backend;
 }
 
+/** A setting a backend may require: one of the backends' own. */
+export type RequirableSetting = keyof typeof BACKEND_SETTINGS;
+
 /** The values of `K`, each known to be set. */
-export type RequiredSettings<K extends keyof Config> = {
-  readonly [P in K]-?: Exclude<Config[P], undefined>;
+export type RequiredSettings<K extends RequirableSetting> = {
+  readonly [P in K]-?: Exclude<BackendConfig[P], undefined>;
 };
 
 /**
@@ -30,18 +35,18 @@ export type RequiredSettings<K extends keyof Config> = {
  *
  * @throws {ConfigError} Listing the variable of every one that is unset.
  */
-export function requireConfig<K extends keyof Config>(
+export function requireConfig<K extends RequirableSetting>(
   backend: Pick<BundledBackend<K>, "name" | "requires">,
-  config: Config,
+  config: BackendConfig,
 ): RequiredSettings<K> {
   const issues = backend.requires
     .filter((key) => config[key] === undefined)
     .map((key) => ({
-      variable: CONFIG_VARIABLES[key].name,
+      variable: BACKEND_SETTINGS[key].variable,
       rule: `is required by the '${backend.name}' backend`,
     }));
   if (issues.length > 0) throw new ConfigError(issues);
-  return config as Config & RequiredSettings<K>;
+  return config as BackendConfig & RequiredSettings<K>;
 }
 
 /** The options {@linkcode httpOptionsFromConfig} reads. */
@@ -59,7 +64,7 @@ export interface ConfiguredHttpOptions {
  * `User-Agent`, and the process-wide count cache.
  */
 export function httpOptionsFromConfig(
-  config: Config,
+  config: BackendConfig,
   apiKey: string | undefined,
 ): ConfiguredHttpOptions {
   return {

@@ -13,7 +13,7 @@ import { CountError, TemplateRejectedError } from "../../core/errors.ts";
 import { errorType, safeCause } from "../../core/error_type.ts";
 import { checkContextLength } from "../_shared/http_count.ts";
 import { effectiveField } from "../../core/request.ts";
-import type { Config } from "../../core/config.ts";
+import type { BackendConfig } from "../_shared/config.ts";
 import type { BundledBackend } from "../_shared/from_config.ts";
 
 const logger = getLogger(["incontext", "anchored"]);
@@ -337,7 +337,7 @@ function modelLabel(request: JsonObject): string {
  * ok(backend instanceof AnchoredBackend);
  * ```
  */
-export function anchoredFromConfig(config: Config): AnchoredBackend {
+export function anchoredFromConfig(config: BackendConfig): AnchoredBackend {
   return new AnchoredBackend({
     anchors: new AnchorStore({ maxEntries: config.anchorEntries }),
   });

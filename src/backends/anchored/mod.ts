@@ -60,4 +60,4 @@ export type { Usage } from "../../anchors/usage.ts";
 // The types AnchoredBackend's API names, so that this entry stands on its own.
 export type * from "../../core/contract_types.ts";
 export type { Estimator } from "../../core/estimate.ts";
-export type { Config } from "../../core/config.ts";
+export type { BackendConfig } from "../_shared/config.ts";

@@ -7,7 +7,7 @@ import {
   type JsonObject,
   type OutputFieldOptions,
 } from "../../core/backend.ts";
-import type { Config } from "../../core/config.ts";
+import type { BackendConfig } from "../_shared/config.ts";
 import { CountError } from "../../core/errors.ts";
 import {
   answerInteger,
@@ -264,7 +264,7 @@ export class AnthropicBackend extends Backend {
  * strictEqual(anthropicFromConfig(config).source, "anthropic-count-tokens");
  * ```
  */
-export function anthropicFromConfig(config: Config): AnthropicBackend {
+export function anthropicFromConfig(config: BackendConfig): AnthropicBackend {
   const { anthropicApiKey } = requireConfig(ANTHROPIC, config);
   return new AnthropicBackend({
     ...httpOptionsFromConfig(config, anthropicApiKey),

@@ -8,7 +8,7 @@ import {
   type ReadCapsOptions,
   type RequestKind,
 } from "../../core/backend.ts";
-import type { Config } from "../../core/config.ts";
+import type { BackendConfig } from "../_shared/config.ts";
 import { CountError } from "../../core/errors.ts";
 import {
   answerInteger,
@@ -337,7 +337,7 @@ export class GeminiBackend extends Backend {
  * strictEqual(geminiFromConfig(config).source, "gemini-count-tokens");
  * ```
  */
-export function geminiFromConfig(config: Config): GeminiBackend {
+export function geminiFromConfig(config: BackendConfig): GeminiBackend {
   const { geminiApiKey } = requireConfig(GEMINI, config);
   return new GeminiBackend({
     ...httpOptionsFromConfig(config, geminiApiKey),

@@ -10,7 +10,7 @@ import {
   type OutputLimitOptions,
   type ReadCapsOptions,
 } from "../../core/backend.ts";
-import type { Config } from "../../core/config.ts";
+import type { BackendConfig } from "../_shared/config.ts";
 import { CountError } from "../../core/errors.ts";
 import { isJsonObject } from "../../core/request.ts";
 import { responsesToChat } from "../_shared/responses.ts";
@@ -438,7 +438,7 @@ function isTokenId(value: unknown): boolean {
  * strictEqual(llamaCppFromConfig(config).source, "llamacpp-tokenize");
  * ```
  */
-export function llamaCppFromConfig(config: Config): LlamaCppBackend {
+export function llamaCppFromConfig(config: BackendConfig): LlamaCppBackend {
   const { tokenizerUrl } = requireConfig(LLAMACPP, config);
   return new LlamaCppBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),

@@ -34,7 +34,7 @@ import {
   resolveCountCache,
 } from "../_shared/http_count.ts";
 import { countGuard } from "../_shared/count_guard.ts";
-import type { Config } from "../../core/config.ts";
+import type { BackendConfig } from "../_shared/config.ts";
 import { type BundledBackend, requireConfig } from "../_shared/from_config.ts";
 import { sharedCountCache } from "../../cache/mod.ts";
 import { type VllmRules, vllmRules } from "@incontext/engine/vllm";
@@ -492,7 +492,7 @@ function disposedError(): CountError {
  * ok(localFromConfig(config) instanceof LocalBackend);
  * ```
  */
-export function localFromConfig(config: Config): LocalBackend {
+export function localFromConfig(config: BackendConfig): LocalBackend {
   const { tokenizerDir } = requireConfig(LOCAL, config);
   return new LocalBackend({
     dir: tokenizerDir,

@@ -27,7 +27,7 @@ import {
   estimateChatTokens,
   loadEncoding,
 } from "./chat_estimate.ts";
-import type { Config } from "../../core/config.ts";
+import type { BackendConfig } from "../_shared/config.ts";
 import type { HttpCountOptions } from "../_shared/http_count_options.ts";
 
 const WHAT = "the OpenAI backend";
@@ -334,7 +334,7 @@ function chatPayload(request: JsonObject): Record<string, unknown> {
  * strictEqual(openAIFromConfig(config).source, "openai-input-tokens");
  * ```
  */
-export function openAIFromConfig(config: Config): OpenAIBackend {
+export function openAIFromConfig(config: BackendConfig): OpenAIBackend {
   return new OpenAIBackend(httpOptionsFromConfig(config, config.openaiApiKey));
 }
 

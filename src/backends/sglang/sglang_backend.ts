@@ -11,7 +11,7 @@ import {
 } from "../../core/backend.ts";
 import { CountError } from "../../core/errors.ts";
 import { asCountError } from "../../core/error_type.ts";
-import type { Config } from "../../core/config.ts";
+import type { BackendConfig } from "../_shared/config.ts";
 import { effectiveField } from "../../core/request.ts";
 import type { Deadline } from "../../_internal/deadline.ts";
 import { laxPositiveInteger } from "@incontext/engine/vllm";
@@ -404,7 +404,7 @@ export class SglangBackend extends Backend implements AsyncDisposable {
  * strictEqual(backend.source, "sglang-tokenize");
  * ```
  */
-export function sglangFromConfig(config: Config): SglangBackend {
+export function sglangFromConfig(config: BackendConfig): SglangBackend {
   const { tokenizerUrl, tokenizerDir } = requireConfig(SGLANG, config);
   return new SglangBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),

@@ -8,7 +8,7 @@ import {
   type OutputFieldOptions,
   type OutputLimitOptions,
 } from "../../core/backend.ts";
-import type { Config } from "../../core/config.ts";
+import type { BackendConfig } from "../_shared/config.ts";
 import { CountError } from "../../core/errors.ts";
 import { responsesToChat } from "../_shared/responses.ts";
 import type { Deadline } from "../../_internal/deadline.ts";
@@ -350,7 +350,7 @@ export class TgiBackend extends Backend {
  * strictEqual(tgiFromConfig(config).source, "tgi-chat-tokenize");
  * ```
  */
-export function tgiFromConfig(config: Config): TgiBackend {
+export function tgiFromConfig(config: BackendConfig): TgiBackend {
   const { tokenizerUrl } = requireConfig(TGI, config);
   return new TgiBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),

@@ -37,7 +37,7 @@ import {
 } from "../_shared/http_count.ts";
 import { HttpCounter } from "../_shared/http_counter.ts";
 import { countGuard } from "../_shared/count_guard.ts";
-import type { Config } from "../../core/config.ts";
+import type { BackendConfig } from "../_shared/config.ts";
 import {
   type BundledBackend,
   httpOptionsFromConfig,
@@ -391,7 +391,7 @@ function readCount(body: JsonObject, contextLength: number): number {
  * ok(vllmFromConfig(config) instanceof VllmBackend);
  * ```
  */
-export function vllmFromConfig(config: Config): VllmBackend {
+export function vllmFromConfig(config: BackendConfig): VllmBackend {
   const { tokenizerUrl } = requireConfig(VLLM, config);
   return new VllmBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),

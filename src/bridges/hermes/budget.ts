@@ -10,7 +10,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { Config } from "../../config/mod.ts";
+import type { HermesConfig } from "./config.ts";
 import { errorType } from "../../core/error_type.ts";
 import { ConfigError, type ConfigIssue } from "../../core/config_error.ts";
 import type { BudgetRoute } from "../../core/route.ts";
@@ -52,7 +52,7 @@ export interface HermesBudget {
 
 /** What {@linkcode hermesBudget} reads. */
 export interface HermesBudgetInput {
-  readonly config: Config;
+  readonly config: HermesConfig;
   readonly settings: HermesSettings;
   readonly env: Record<string, string | undefined>;
 }
@@ -110,7 +110,7 @@ function answerWindows(
  * that breaks one would fail every request of its model.
  */
 export function windowIssues(
-  config: Config,
+  config: HermesConfig,
   { windows, contextLength }: {
     readonly windows: ReadonlyMap<string, number>;
     readonly contextLength: number | undefined;
@@ -291,7 +291,7 @@ export function answerWarnings(answer: HermesAnswer): HermesWarning[] {
 /** The routes of an answer Hermes gave. */
 export function liveRoutes(
   answer: HermesAnswer,
-  config: Pick<Config, "model">,
+  config: Pick<HermesConfig, "model">,
 ): BudgetRoute[] | undefined {
   const model = config.model ?? answer.model;
   return hermesRoutes(

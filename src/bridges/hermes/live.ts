@@ -8,7 +8,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
-import type { Config } from "../../config/mod.ts";
+import type { HermesConfig } from "./config.ts";
 import type { BudgetRoute } from "../../core/route.ts";
 import {
   answerWarnings,
@@ -47,7 +47,7 @@ export interface HermesProxyOptions {
 /** The options to add to the proxy's for a Hermes config, logging the start-up window. */
 export function hermesLive(
   budget: HermesBudget,
-  config: Config,
+  config: HermesConfig,
 ): HermesProxyOptions {
   logger.info(
     "hermes window={window} context_length={contextLength} from {source}; budgeting {models}",

@@ -49,7 +49,7 @@ import {
   releaseList,
   thresholdTokens,
 } from "./threshold.ts";
-import type { Config } from "../../config/mod.ts";
+import type { HermesConfig } from "./config.ts";
 import { ConfigError } from "../../core/config_error.ts";
 
 export type { HermesRelease, HermesSettings };
@@ -67,8 +67,9 @@ export {
   type WatchHermesOptions,
   watchHermesWindow,
 } from "./watch.ts";
-// resolveWindow() takes a Config: re-exported so that this entry stands on its own.
-export type { Config } from "../../config/mod.ts";
+// resolveWindow() takes the configuration's part it reads: exported so that this entry stands on its own.
+export type { HermesConfig } from "./config.ts";
+export type { BudgetConfig } from "../../core/budget_config.ts";
 
 const logger = getLogger(["incontext", "hermes"]);
 
@@ -349,7 +350,7 @@ export function hermesWindow(
  */
 export function resolveWindow(
   config: Pick<
-    Config,
+    HermesConfig,
     "compressionWindowTokens" | "contextLength" | "model" | "hermesRelease"
   >,
   settings?: HermesSettings,

@@ -22,7 +22,7 @@ import {
   contextProbe,
   probeLinks,
 } from "../setup/backend_chain.ts";
-import { HELP } from "../setup/settings.ts";
+import { HELP } from "../setup/help.ts";
 import type { ServerSettings } from "../setup/settings.ts";
 import type { Backend } from "../../core/backend.ts";
 

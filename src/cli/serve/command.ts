@@ -23,7 +23,7 @@ import { prepare, type Prepared } from "../setup/prepare.ts";
 import { probeUpstream, type TokenizerProbe } from "../setup/probes.ts";
 import { type LinkProbe, probeLinks } from "../setup/backend_chain.ts";
 import type { ContextLengthMismatchError } from "../../core/errors.ts";
-import { HELP } from "../setup/settings.ts";
+import { HELP } from "../setup/help.ts";
 import { listenProblem } from "../listen_problem.ts";
 import { onStopSignals } from "../stop_signals.ts";
 import { hermesLive } from "../../bridges/hermes/live.ts";

@@ -15,9 +15,9 @@ import {
 } from "../../config/backend_choice.ts";
 import type { Backend } from "../../core/backend.ts";
 import { BackendChain } from "../../core/backend_chain.ts";
-import type { Config } from "../../core/config.ts";
+import type { Config } from "../../config/settings.ts";
 import { ConfigError, type ConfigIssue } from "../../core/config_error.ts";
-import { UnknownBackendError } from "../../core/registry.ts";
+import { UnknownBackendError } from "../../backends/backend_registry.ts";
 import { publicUrl } from "./endpoint_problem.ts";
 import { probeTokenizer, type TokenizerProbe } from "./probes.ts";
 import { suggestion } from "../suggestion.ts";

@@ -14,65 +14,21 @@ import {
   loadHermesSettings,
   resolveWindow,
 } from "../../bridges/hermes/mod.ts";
-import { variablesHelp } from "./variables.ts";
+import type { Setting } from "../../_internal/setting.ts";
+import { SETTINGS } from "../../config/settings.ts";
 import {
   type HermesBudget,
   hermesBudget,
 } from "../../bridges/hermes/budget.ts";
 import { unknownBackends } from "./backend_chain.ts";
 
-/** Flag name -> the variable it overrides. */
-const FLAGS: Record<string, string> = {
-  upstream: "INCONTEXT_UPSTREAM_URL",
-  listen: "INCONTEXT_LISTEN",
-  window: "INCONTEXT_COMPRESSION_WINDOW_TOKENS",
-  "context-length": "INCONTEXT_CONTEXT_LENGTH",
-  model: "INCONTEXT_BUDGET_MODEL",
-  "hermes-config": "INCONTEXT_HERMES_CONFIG",
-  "hermes-python": "INCONTEXT_HERMES_PYTHON",
-  "hermes-release": "INCONTEXT_HERMES_RELEASE",
-  "hermes-models": "INCONTEXT_HERMES_MODELS",
-  "on-exhausted": "INCONTEXT_ON_EXHAUSTED",
-  "tokenizer-url": "INCONTEXT_TOKENIZER_URL",
-  backend: "INCONTEXT_BACKEND",
-};
-
-/** The help of `incontext serve`: its flags, every variable, its endpoints. */
-export const HELP: string =
-  `incontext proxy: exact output budgets in front of an OpenAI-compatible server
-
-Usage:
-  incontext serve [flags]
-
-Flags (each overrides its environment variable):
-  --upstream URL          INCONTEXT_UPSTREAM_URL   upstream server root (required), e.g. http://127.0.0.1:8000
-  --listen HOST:PORT      INCONTEXT_LISTEN         default 127.0.0.1:8787
-  --window N              INCONTEXT_COMPRESSION_WINDOW_TOKENS   compression window W
-  --context-length N      INCONTEXT_CONTEXT_LENGTH served context length (vLLM --max-model-len)
-  --model NAME            INCONTEXT_BUDGET_MODEL   budget only this model's requests (alias INCONTEXT_MODEL)
-  --hermes-config PATH    INCONTEXT_HERMES_CONFIG  Hermes' config.yaml: W from the installed Hermes, budgeting its model.default
-  --hermes-python PATH    INCONTEXT_HERMES_PYTHON  the Python that runs Hermes (default: the hermes executable's, else python3)
-  --hermes-release R      INCONTEXT_HERMES_RELEASE without Hermes installed: mirror release 2026-07 (0.18), 0.19 or 2026-09
-  --hermes-models A,B     INCONTEXT_HERMES_MODELS  more models to budget, each with its own W from Hermes
-  --on-exhausted POLICY   INCONTEXT_ON_EXHAUSTED   clamp (default), reject or unchanged
-  --tokenizer-url URL     INCONTEXT_TOKENIZER_URL  vllm: the /tokenize URL; llamacpp, tgi, sglang (required),
-                                                   anthropic, gemini, openai: the server's base URL
-  --backend NAME          INCONTEXT_BACKEND        vllm (default), llamacpp, tgi, sglang, anthropic, gemini,
-                                                   openai, local, or anchored: no count endpoint (Ollama,
-                                                   hosted gateways), counts from the last response's usage;
-                                                   or a chain such as local,vllm (the next counts a model
-                                                   whose count a response's usage contradicts)
-  --help                  print this help
-
-Variables (a flag above wins over its variable):
-${variablesHelp()}
-
-Signals: SIGTERM, SIGINT and SIGHUP stop accepting connections; requests in flight get
-INCONTEXT_SHUTDOWN_GRACE_SECONDS to finish. SIGHUP reloads nothing: restart to apply new settings.
-
-Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses are budgeted; every other path is
-forwarded; GET /incontext/ (a status page), /incontext/livez, /incontext/readyz (alias /incontext/healthz),
-/incontext/metrics, /incontext/context.`;
+/** Every setting with a flag, by the flag's name (`upstream` for `--upstream URL`). */
+export const FLAGS: Readonly<Record<string, Setting<unknown>>> = Object
+  .fromEntries(
+    Object.values<Setting<unknown>>(SETTINGS)
+      .filter((record) => record.flag !== undefined)
+      .map((record) => [/^--(\S+)/.exec(record.flag!)![1]!, record]),
+  );
 
 /** What the server needs, resolved from flags, environment and Hermes. */
 export interface ServerSettings {
@@ -153,8 +109,8 @@ export async function resolveServerSettings(
     contextLength,
     contextLengthSource: contextLengthSource(sources, { config, hermes }),
     nameOf: (variable) => sources.named({ variable, rule: "" }).variable,
-    ...(sources.isSet(BACKEND) || sources.isSet(BACKEND_ALIAS)
-      ? { backendSource: sources.sourceOf(BACKEND, BACKEND_ALIAS) }
+    ...(sources.isSet(BACKEND)
+      ? { backendSource: sources.sourceOf(BACKEND) }
       : {}),
     ...(hermes.budget === undefined ? {} : { hermes: hermes.budget }),
   };
@@ -172,16 +128,25 @@ class Sources {
     this.#flags = flags;
     this.merged = { ...env };
     for (const [flag, value] of Object.entries(flags)) {
-      this.merged[FLAGS[flag]!] = value;
+      this.merged[FLAGS[flag]!.variable] = value;
     }
   }
 
-  isSet(variable: string): boolean {
-    return this.merged[variable] !== undefined;
+  /** Whether the setting's variable, or its older name, is set. */
+  isSet(source: Source): boolean {
+    return this.text(source) !== undefined;
+  }
+
+  /** The text of the setting's variable, else of its older name. */
+  text(source: Source): string | undefined {
+    return this.merged[source.variable] ??
+      (source.alias === undefined ? undefined : this.merged[source.alias]);
   }
 
   #flagOf(variable: string): string | undefined {
-    return Object.keys(this.#flags).find((flag) => FLAGS[flag] === variable);
+    return Object.keys(this.#flags).find((flag) =>
+      FLAGS[flag]!.variable === variable
+    );
   }
 
   /** The issue, as `--flag (VARIABLE)` when a flag set its variable. */
@@ -193,18 +158,21 @@ class Sources {
   }
 
   /** The variable a value was read from: the primary name, else its alias. */
-  readFrom(variable: string, alias?: string): string {
+  readFrom({ variable, alias }: Source): string {
     const fromAlias = alias !== undefined &&
       this.merged[variable] === undefined && this.merged[alias] !== undefined;
     return fromAlias ? alias : variable;
   }
 
   /** Where a value came from: its flag, else the variable it was read from. */
-  sourceOf(variable: string, alias?: string): string {
-    const flag = this.#flagOf(variable);
-    return flag === undefined ? this.readFrom(variable, alias) : `--${flag}`;
+  sourceOf(source: Source): string {
+    const flag = this.#flagOf(source.variable);
+    return flag === undefined ? this.readFrom(source) : `--${flag}`;
   }
 }
+
+/** Where a setting is read from. */
+type Source = Pick<Setting<unknown>, "variable" | "alias">;
 
 /** The configuration, when it loads; its problems go to `issues`. */
 function readConfig(
@@ -214,7 +182,10 @@ function readConfig(
 ): Config | undefined {
   const { merged } = sources;
   if ((options.requireUpstream ?? true) && !sources.isSet(UPSTREAM)) {
-    issues.push({ variable: UPSTREAM, rule: "is required (or --upstream)" });
+    issues.push({
+      variable: UPSTREAM.variable,
+      rule: "is required (or --upstream)",
+    });
   }
   let config: Config | undefined;
   try {
@@ -226,8 +197,8 @@ function readConfig(
   if (options.knownBackends !== undefined) {
     issues.push(...unknownBackends({
       config,
-      text: merged[BACKEND] ?? merged[BACKEND_ALIAS],
-      variable: sources.readFrom(BACKEND, BACKEND_ALIAS),
+      text: sources.text(BACKEND),
+      variable: sources.readFrom(BACKEND),
       known: options.knownBackends,
     }));
   }
@@ -247,7 +218,7 @@ async function readHermes(
   config: Config | undefined,
   issues: ConfigIssue[],
 ): Promise<HermesRead> {
-  const path = config?.hermesConfig ?? sources.merged[HERMES]?.trim();
+  const path = config?.hermesConfig ?? sources.text(HERMES)?.trim();
   if (path === undefined || path === "") {
     return { path, settings: undefined, budget: undefined };
   }
@@ -272,15 +243,15 @@ async function readWindow(
   { config, hermes }: Read,
   issues: ConfigIssue[],
 ): Promise<number | undefined> {
-  const windowSet = sources.isSet(WINDOW) || sources.isSet(WINDOW_ALIAS);
+  const windowSet = sources.isSet(WINDOW);
   if (config !== undefined && hermes.path === undefined && windowSet) {
     return await gather(issues, () => resolveWindow(config));
   }
   if (!windowSet && hermes.path === undefined) {
     issues.push({
-      variable: WINDOW,
+      variable: WINDOW.variable,
       rule:
-        `is unset and so is ${HERMES}: set either (or --window, --hermes-config) to give the compression window`,
+        `is unset and so is ${HERMES.variable}: set either (or --window, --hermes-config) to give the compression window`,
     });
   }
   return hermes.budget?.window;
@@ -299,7 +270,7 @@ function readContextLength(
     (hermes.path === undefined || hermes.settings !== undefined)
   ) {
     issues.push({
-      variable: CONTEXT,
+      variable: CONTEXT.variable,
       rule:
         "is required (or --context-length, or model.context_length in the Hermes config)",
     });
@@ -313,7 +284,7 @@ function windowSource(
   { config, hermes }: Read & { readonly config: Config },
 ): string {
   if (config.compressionWindowTokens !== undefined) {
-    return sources.sourceOf(WINDOW, WINDOW_ALIAS);
+    return sources.sourceOf(WINDOW);
   }
   return `${hermes.budget?.source ?? "Hermes"} (${sources.sourceOf(HERMES)})`;
 }
@@ -332,13 +303,13 @@ function contextLengthSource(
   })`;
 }
 
-const UPSTREAM = "INCONTEXT_UPSTREAM_URL";
-const BACKEND = "INCONTEXT_BACKEND";
-const BACKEND_ALIAS = "HERMES_DYNAMIC_BUDGET_BACKEND";
-const WINDOW = "INCONTEXT_COMPRESSION_WINDOW_TOKENS";
-const WINDOW_ALIAS = "HERMES_DYNAMIC_BUDGET_COMPRESSION_WINDOW_TOKENS";
-const CONTEXT = "INCONTEXT_CONTEXT_LENGTH";
-const HERMES = "INCONTEXT_HERMES_CONFIG";
+const {
+  upstreamUrl: UPSTREAM,
+  backend: BACKEND,
+  compressionWindowTokens: WINDOW,
+  contextLength: CONTEXT,
+  hermesConfig: HERMES,
+} = SETTINGS;
 
 function parseFlags(args: readonly string[]): Record<string, string> | "help" {
   const options: Record<string, { type: "string" }> = {};

@@ -1,10 +1,4 @@
-import {
-  deepStrictEqual,
-  ok,
-  rejects,
-  strictEqual,
-  throws,
-} from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual, throws } from "node:assert/strict";
 import {
   ANTHROPIC_DEFAULT_URL,
   AnthropicBackend,
@@ -22,7 +16,6 @@ import {
   serveFakeAnthropic,
 } from "../../../src/testing/fake_anthropic_server.ts";
 import * as kit from "../../_kit/backend_kit.ts";
-import { captureLogs } from "../../_kit/log_capture.ts";
 
 const CONTEXT = 200_000;
 const OPTIONS = { contextLength: CONTEXT };
@@ -334,41 +327,26 @@ Deno.test("the fake Anthropic API rejects what the real one rejects", async (t) 
   });
 });
 
-Deno.test("AnthropicBackend.count() fails every fault with a CountError, without retrying", async (t) => {
+Deno.test("AnthropicBackend.count() fails on the API's own errors, without retrying", async (t) => {
   await using server = await serveFakeAnthropic();
-  const faults: (readonly [FakeAnthropicFault, string])[] = [
-    ...kit.httpPhrases<FakeAnthropicFault>([
-      "http-401",
-      "http-429",
-      "http-500",
-      "http-529",
-    ]),
+  const faults: [FakeAnthropicFault, string][] = [
     ["prompt-too-long", "HTTP 400"],
     ["invalid-count", "invalid input_tokens"],
-    ...kit.BROKEN_BODY_PHRASES,
   ];
-  await kit.phraseFaultSteps(
-    t,
-    server,
-    faults,
-    () => backendFor(server).count(HELLO, OPTIONS),
-    () => backendFor(server, { timeoutSeconds: 0.05 }).count(HELLO, OPTIONS),
-  );
-  await t.step("slow: the caller's abort ends the count", async () => {
-    server.fault = "slow";
-    const controller = new AbortController();
-    const counting = backendFor(server).count(HELLO, {
-      ...OPTIONS,
-      signal: controller.signal,
+  for (const [fault, phrase] of faults) {
+    await t.step(fault, async () => {
+      server.fault = fault;
+      server.requests.length = 0;
+      const error = await kit.countError(
+        backendFor(server).count(HELLO, OPTIONS),
+      );
+      ok(error.message.includes(phrase), error.message);
+      strictEqual(server.requests.length, 1);
     });
-    controller.abort();
-    const error = await kit.countError(counting);
-    ok(error.message.includes("aborted"), error.message);
-  });
-  server.fault = "none";
+  }
 });
 
-Deno.test("AnthropicBackend.count() goes through the count cache", async () => {
+Deno.test("AnthropicBackend.count() keys its cache by the context length too", async () => {
   const fake = createFakeAnthropicHandler();
   await using cache = createCountCache({ inProcess: true });
   const backend = new AnthropicBackend({ fetch: fake.fetch, cache });
@@ -377,12 +355,6 @@ Deno.test("AnthropicBackend.count() goes through the count cache", async () => {
   strictEqual(fake.requests.length, 1);
   await backend.count(HELLO, { contextLength: CONTEXT - 1 });
   strictEqual(fake.requests.length, 2);
-  fake.fault = "http-500";
-  const other = { ...HELLO, messages: [{ role: "user", content: "Other" }] };
-  await kit.countError(backend.count(other, OPTIONS));
-  fake.fault = "none";
-  // Failures are never cached.
-  ok(await backend.count(other, OPTIONS) > 0);
 });
 
 Deno.test("AnthropicBackend budgets with max_tokens only", async (t) => {
@@ -432,35 +404,6 @@ Deno.test("AnthropicBackend budgets with max_tokens only", async (t) => {
   });
 });
 
-Deno.test("AnthropicBackend never leaks its key or the prompt", async (t) => {
-  const { secret, prompt } = kit.canary();
-  const request = {
-    model: MODEL,
-    messages: [{ role: "user", content: prompt }],
-  };
-  await using logs = await captureLogs();
-  await using server = await serveFakeAnthropic({ apiKey: secret });
-  const sent = await kit.hostedCanarySteps(
-    t,
-    {
-      server,
-      make: (url, fetch) =>
-        new AnthropicBackend({ url, apiKey: secret, cache: null, fetch }),
-      request,
-      options: OPTIONS,
-    },
-    [secret, prompt],
-    logs,
-  );
-  await t.step("the key goes only in x-api-key, only to count_tokens", () => {
-    kit.assertKeyOnlyTo(sent, server.requests, {
-      path: "/v1/messages/count_tokens",
-      header: "x-api-key",
-      secret,
-    });
-  });
-});
-
 Deno.test("new AnthropicBackend() validates its options", async (t) => {
   await t.step("the default URL", async () => {
     const { fetch, urls } = kit.urlRecorder({ input_tokens: 3 });
@@ -485,22 +428,8 @@ Deno.test("new AnthropicBackend() validates its options", async (t) => {
       "http://gateway.test/anthropic/v1/messages/count_tokens?tenant=a",
     ]);
   });
-  await t.step("bad options throw, never echoing the key", () => {
-    throws(() => new AnthropicBackend({ url: "ftp://x" }), TypeError);
-    throws(() => new AnthropicBackend({ timeoutSeconds: 0 }), RangeError);
+  await t.step("a blank model throws", () => {
     throws(() => new AnthropicBackend({ model: " " }), TypeError);
-    throws(
-      () => new AnthropicBackend({ apiKey: "sk-secret\nx" }),
-      (error: unknown) =>
-        error instanceof TypeError && error.message.includes("'apiKey'") &&
-        !error.message.includes("sk-secret"),
-    );
-  });
-  await t.step("count() rejects a bad context length", async () => {
-    await rejects(
-      new AnthropicBackend({ cache: null }).count(HELLO, { contextLength: 0 }),
-      RangeError,
-    );
   });
 });
 

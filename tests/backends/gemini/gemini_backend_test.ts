@@ -1,10 +1,4 @@
-import {
-  deepStrictEqual,
-  ok,
-  rejects,
-  strictEqual,
-  throws,
-} from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual, throws } from "node:assert/strict";
 import type { JsonObject } from "../../../src/core/backend.ts";
 import { budget } from "../../../src/core/budget.ts";
 import { loadConfig } from "../../../src/config/mod.ts";
@@ -22,7 +16,6 @@ import {
   geminiFromConfig,
 } from "../../../src/backends/gemini/mod.ts";
 import * as kit from "../../_kit/backend_kit.ts";
-import { captureLogs } from "../../_kit/log_capture.ts";
 
 const CONTEXT = 1_048_576;
 const OPTIONS = { contextLength: CONTEXT };
@@ -311,27 +304,11 @@ Deno.test("the fake Gemini API rejects what the real one rejects", async (t) => 
   });
 });
 
-Deno.test("GeminiBackend.count() fails every fault with a CountError, without retrying", async (t) => {
-  await using server = await serveFakeGemini();
-  const faults: (readonly [FakeGeminiFault, string])[] = [
-    ...kit.httpPhrases<FakeGeminiFault>([
-      "http-400",
-      "http-403",
-      "http-429",
-      "http-500",
-      "http-503",
-    ]),
-    ["invalid-count", "invalid totalTokens"],
-    ...kit.BROKEN_BODY_PHRASES,
-  ];
-  await kit.phraseFaultSteps(
-    t,
-    server,
-    faults,
-    () => backendFor(server).count(HELLO, OPTIONS),
-    () => backendFor(server, { timeoutSeconds: 0.05 }).count(HELLO, OPTIONS),
-  );
-  server.fault = "none";
+Deno.test("GeminiBackend.count() fails on a count that is not one, without retrying", async () => {
+  await using server = await serveFakeGemini({ fault: "invalid-count" });
+  const error = await kit.countError(backendFor(server).count(HELLO, OPTIONS));
+  ok(error.message.includes("invalid totalTokens"), error.message);
+  strictEqual(server.requests.length, 1);
 });
 
 Deno.test("GeminiBackend.count() goes through the count cache", async () => {
@@ -429,54 +406,17 @@ Deno.test("GeminiBackend budgets each shape with its own cap field", async (t) =
   );
 });
 
-Deno.test("GeminiBackend never leaks its key or the prompt", async (t) => {
-  const { secret, prompt } = kit.canary();
-  const request = { contents: [{ role: "user", parts: [{ text: prompt }] }] };
-  await using logs = await captureLogs();
-  await using server = await serveFakeGemini({ apiKey: secret });
-  const sent = await kit.hostedCanarySteps(
-    t,
-    {
-      server,
-      make: (url, fetch) =>
-        new GeminiBackend({
-          url,
-          apiKey: secret,
-          model: MODEL,
-          cache: null,
-          fetch,
-        }),
-      request,
-      options: OPTIONS,
-    },
-    [secret, prompt],
-    logs,
-  );
-  await t.step(
-    "the key goes only in x-goog-api-key, only to countTokens",
-    () => {
-      kit.assertKeyOnlyTo(sent, server.requests, {
-        path: PATH,
-        header: "x-goog-api-key",
-        secret,
-      });
-      // The backend never puts the key in the URL itself (only the caller's query did).
-      ok(!new URL(sent[0]!.url).search.includes(secret));
-    },
-  );
+Deno.test("GeminiBackend sends its key in x-goog-api-key, never in the URL", async () => {
+  await using server = await serveFakeGemini({ apiKey: KEY });
+  await backendFor(server).count(HELLO, OPTIONS);
+  for (const request of server.requests) {
+    strictEqual(request.path, PATH);
+    strictEqual(request.headers["x-goog-api-key"], KEY);
+    ok(!request.search.includes(KEY));
+  }
 });
 
-Deno.test("new GeminiBackend() validates its options", async (t) => {
-  await t.step("bad options throw, never echoing the key", () => {
-    throws(() => new GeminiBackend({ url: "http://user:pw@x" }), TypeError);
-    throws(() => new GeminiBackend({ timeoutSeconds: Number.NaN }), RangeError);
-    throws(
-      () => new GeminiBackend({ apiKey: "AIza-secret\r\n" }),
-      (error: unknown) =>
-        error instanceof TypeError && error.message.includes("'apiKey'") &&
-        !error.message.includes("AIza-secret"),
-    );
-  });
+Deno.test("new GeminiBackend() keeps a base path and a query string", async (t) => {
   await t.step("a base path and query string are kept", async () => {
     const { fetch, urls } = kit.urlRecorder({ totalTokens: 3 });
     const backend = new GeminiBackend({
@@ -487,12 +427,6 @@ Deno.test("new GeminiBackend() validates its options", async (t) => {
     });
     strictEqual(await backend.count(HELLO, OPTIONS), 3);
     deepStrictEqual(urls, [`http://gateway.test/google${PATH}?tenant=a`]);
-  });
-  await t.step("count() rejects a bad context length", async () => {
-    await rejects(
-      new GeminiBackend({ cache: null }).count(HELLO, { contextLength: 1.5 }),
-      RangeError,
-    );
   });
 });
 

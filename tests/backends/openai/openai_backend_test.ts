@@ -1,11 +1,5 @@
 // Covers: src/backends/openai/openai_backend.ts, src/backends/openai/chat_estimate.ts
-import {
-  deepStrictEqual,
-  ok,
-  rejects,
-  strictEqual,
-  throws,
-} from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import type { JsonObject } from "../../../src/core/backend.ts";
 import { CONFORMANCE_MARKER } from "../../../src/testing/backend_conformance.ts";
 import { budget } from "../../../src/core/budget.ts";
@@ -344,37 +338,6 @@ Deno.test("OpenAIBackend.count() counts Responses requests with /v1/responses/in
   });
 });
 
-Deno.test("OpenAIBackend.count() fails at once on every server fault, without retrying", async (t) => {
-  await using server = await serveFakeOpenAI();
-  await kit.statusFaultSteps(
-    t,
-    server,
-    kit.PLAIN_FAULTS,
-    () =>
-      new OpenAIBackend({ url: server.url, cache: null })
-        .count({ model: "gpt-5", input: "Hi" }, RESPONSES),
-  );
-  await t.step("budget() falls back on a 429", async () => {
-    const result = await kit.budgetUnderFault(server, "http-429", {
-      model: "gpt-5",
-      input: "Hi",
-    }, {
-      window: 100000,
-      contextLength: CONTEXT,
-      backend: new OpenAIBackend({ url: server.url, cache: null }),
-    });
-    strictEqual(result.action, "set");
-  });
-  await kit.abortWhileSlowStep(
-    t,
-    "a slow answer fails once the caller aborts",
-    server,
-    (signal) =>
-      new OpenAIBackend({ url: server.url, cache: null })
-        .count({ input: "Hi" }, { ...RESPONSES, signal }),
-  );
-});
-
 Deno.test("OpenAIBackend writes the cap field OpenAI reads", async (t) => {
   const backend = new OpenAIBackend({ cache: null });
   await t.step("outputBudgetField() by kind", () => {
@@ -448,38 +411,7 @@ Deno.test("OpenAIBackend writes the cap field OpenAI reads", async (t) => {
   });
 });
 
-Deno.test("OpenAIBackend.count() caches counts", async (t) => {
-  await t.step("a Responses count is asked once", async () => {
-    const fake = createFakeOpenAIHandler();
-    await using cache = createCountCache({ inProcess: true });
-    const backend = new OpenAIBackend({
-      url: "http://fake.test",
-      fetch: fake.fetch,
-      cache,
-    });
-    const request = { model: "gpt-5", input: "Hi" };
-    deepStrictEqual(
-      await backend.count(request, RESPONSES),
-      await backend.count(request, RESPONSES),
-    );
-    strictEqual(fake.requests.length, 1);
-  });
-  await t.step("failures are not cached", async () => {
-    const fake = createFakeOpenAIHandler({ fault: "http-500" });
-    await using cache = createCountCache({ inProcess: true });
-    const backend = new OpenAIBackend({
-      url: "http://fake.test",
-      fetch: fake.fetch,
-      cache,
-    });
-    await kit.countError(backend.count({ input: "Hi" }, RESPONSES));
-    fake.fault = "none";
-    strictEqual(
-      (await backend.count({ input: "Hi" }, RESPONSES)).estimatedTokens,
-      0,
-    );
-    strictEqual(fake.requests.length, 2);
-  });
+Deno.test("OpenAIBackend.count() caches a chat estimate as an estimate", async (t) => {
   await t.step("a chat estimate is cached and stays an estimate", async () => {
     await using cache = createCountCache({ inProcess: true });
     const backend = new OpenAIBackend({ cache });
@@ -490,42 +422,7 @@ Deno.test("OpenAIBackend.count() caches counts", async (t) => {
   });
 });
 
-Deno.test("new OpenAIBackend() validates its options", async (t) => {
-  await t.step("URL rules, without echoing the URL", () => {
-    for (
-      const url of ["ftp://h/x", "http://user:sk-secret@h", "not a url", ""]
-    ) {
-      throws(() => new OpenAIBackend({ url }), (error: unknown) => {
-        ok(error instanceof TypeError);
-        ok(error.message.includes("'url'"));
-        ok(!error.message.includes("sk-secret"));
-        return true;
-      });
-    }
-  });
-  await t.step("timeoutSeconds must be finite and positive", () => {
-    for (const timeoutSeconds of [0, -1, Infinity, NaN]) {
-      throws(() => new OpenAIBackend({ timeoutSeconds }), RangeError);
-    }
-  });
-  await t.step("apiKey must be a valid header value, never echoed", () => {
-    throws(
-      () => new OpenAIBackend({ apiKey: "sk-line\nbreak" }),
-      (error: unknown) => {
-        ok(error instanceof TypeError);
-        ok(error.message.includes("'apiKey'"));
-        ok(!error.message.includes("sk-line"));
-        return true;
-      },
-    );
-  });
-  await t.step("count() needs a positive integer context length", async () => {
-    const backend = new OpenAIBackend({ cache: null });
-    await rejects(
-      backend.count(chat("gpt-4o"), { contextLength: 0 }),
-      RangeError,
-    );
-  });
+Deno.test("new OpenAIBackend() counts with OpenAI's URL by default", async (t) => {
   await t.step("the default URL is OpenAI's", async () => {
     const { fetch, urls: seen } = kit.urlRecorder({ input_tokens: 3 });
     const backend = new OpenAIBackend({
@@ -558,99 +455,25 @@ Deno.test("openAIFromConfig() sends the OpenAI key, and only it, to the configur
   strictEqual(server.requests[0]?.headers["authorization"], "Bearer sk-openai");
 });
 
-Deno.test("OpenAIBackend.count() keeps the key and the prompt out of errors and logs", async (t) => {
-  const { secret, prompt } = kit.canary();
+Deno.test("OpenAIBackend.count() estimates chat requests without the server, never quoting the prompt", async () => {
+  const { prompt } = kit.canary();
   await using logs = await captureLogs();
-  await using server = await serveFakeOpenAI({ apiKey: secret });
-  const responses = { model: "gpt-5", input: `Say ${prompt}` };
-  const errors: unknown[] = [];
-  const fail = async (
-    backend: OpenAIBackend,
-    request: JsonObject,
-    options: typeof RESPONSES | typeof CHAT,
-  ) => errors.push(await kit.countError(backend.count(request, options)));
-
-  await t.step("counts succeed with the key", async () => {
-    const backend = new OpenAIBackend({
-      url: server.url,
-      apiKey: secret,
-      cache: null,
-    });
-    await backend.count(responses, RESPONSES);
-    await backend.count(
-      chat("gpt-4o", { messages: [{ role: "user", content: prompt }] }),
-      CHAT,
-    );
-  });
-  for (const fault of ["http-500", "http-429", "non-json"] as const) {
-    await t.step(`${fault} echoing the prompt fails cleanly`, async () => {
-      server.fault = fault;
-      const backend = new OpenAIBackend({
-        url: server.url,
-        apiKey: secret,
-        cache: null,
-      });
-      await fail(backend, responses, RESPONSES);
-    });
-  }
-  server.fault = "none";
-  await t.step("a 401 quoting the key fails cleanly", async () => {
-    const backend = new OpenAIBackend({
-      url: server.url,
-      apiKey: `${secret}x`,
-      cache: null,
-    });
-    await fail(backend, responses, RESPONSES);
-  });
-  await t.step("a secret in the URL's query string stays out", async () => {
-    const backend = new OpenAIBackend({
-      url: `${server.url}?key=${secret}`,
-      apiKey: secret,
-      cache: null,
-    });
-    server.fault = "http-500";
-    await fail(backend, responses, RESPONSES);
-    server.fault = "none";
-  });
-  await t.step("an unreachable host fails cleanly", async () => {
-    const backend = new OpenAIBackend({
-      url: `http://127.0.0.1:9/?key=${secret}`,
-      apiKey: secret,
-      cache: null,
-    });
-    await fail(backend, responses, RESPONSES);
-  });
-  await t.step(
-    "a chat request that cannot be estimated fails cleanly",
-    async () => {
-      const backend = new OpenAIBackend({
-        url: server.url,
-        apiKey: secret,
-        cache: null,
-      });
-      const image = {
-        type: "image_url",
-        image_url: { url: `data:,${prompt}` },
-      };
-      await fail(
-        backend,
-        {
-          model: "gpt-4o",
-          messages: [{ role: "user", content: [image, prompt] }],
-        },
-        CHAT,
-      );
-    },
+  await using server = await serveFakeOpenAI();
+  const backend = new OpenAIBackend({ url: server.url, cache: null });
+  await backend.count(
+    chat("gpt-4o", { messages: [{ role: "user", content: prompt }] }),
+    CHAT,
   );
-  await kit.leakFreeSteps(t, errors, 7, logs, [secret, prompt, "127.0.0.1"]);
-  await t.step("the key went only to the count endpoint", () => {
-    ok(server.requests.some((r) => r.text.includes(prompt)));
-    for (const request of server.requests) {
-      strictEqual(request.path, "/v1/responses/input_tokens");
-    }
-    // Chat requests are estimated locally: none of them reached the server.
-    ok(server.requests.every((r) => !r.text.includes('"messages"')));
-  });
+  const image = { type: "image_url", image_url: { url: `data:,${prompt}` } };
+  const error = await kit.countError(
+    backend.count({
+      model: "gpt-4o",
+      messages: [{ role: "user", content: [image, prompt] }],
+    }, CHAT),
+  );
+  ok(logs.lines.length > 0);
+  kit.assertNoLeak([...kit.errorTexts(error), ...logs.lines], [prompt]);
+  strictEqual(server.requests.length, 0);
 });
 
 Deno.test("conformance: OpenAIBackend, Responses requests against the protocol server", async (t) => {

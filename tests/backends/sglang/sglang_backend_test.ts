@@ -1,10 +1,4 @@
-import {
-  deepStrictEqual,
-  ok,
-  rejects,
-  strictEqual,
-  throws,
-} from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual, throws } from "node:assert/strict";
 import { dirname } from "node:path";
 import {
   Backend,
@@ -137,22 +131,6 @@ Deno.test("SglangBackend.count() renders the chat locally and sends the text", a
       );
     },
   );
-  await t.step("an API key and a query string", async () => {
-    server.requests.length = 0;
-    await using keyed = new SglangBackend({
-      url: `${server.url}/?tenant=a`,
-      dir: DIR,
-      apiKey: "sk-sglang",
-      cache: null,
-    });
-    await keyed.count(HELLO, C);
-    strictEqual(
-      server.requests[0]?.headers["authorization"],
-      "Bearer sk-sglang",
-    );
-    strictEqual(server.requests[0]?.search, "?tenant=a");
-    strictEqual(server.requests[0]?.path, "/tokenize");
-  });
 });
 
 Deno.test("SglangBackend.count() takes the context from configuration, not max_model_len", async () => {
@@ -221,31 +199,6 @@ Deno.test("SglangBackend.count() fails before any HTTP call when the render cann
     await kit.countError(backend.count(HELLO, C));
   });
   strictEqual(server.requests.length, 0);
-});
-
-Deno.test("SglangBackend.count() fails at once on every server fault, without retrying", async (t) => {
-  await using server = await serve();
-  await kit.statusFaultSteps(t, server, kit.PLAIN_FAULTS, async () => {
-    await using backend = backendFor(server);
-    return await backend.count(HELLO, C);
-  });
-  await t.step("budget() falls back on a 503", async () => {
-    await using backend = backendFor(server);
-    await kit.budgetUnderFault(server, "http-503", HELLO, {
-      window: 8000,
-      contextLength: CONTEXT,
-      backend,
-    });
-  });
-  await kit.abortWhileSlowStep(
-    t,
-    "an abort while the server is slow",
-    server,
-    async (signal) => {
-      await using backend = backendFor(server);
-      return await backend.count(HELLO, { ...C, signal });
-    },
-  );
 });
 
 Deno.test("createFakeSglangHandler() speaks SGLang's text-only /tokenize", async (t) => {
@@ -408,14 +361,8 @@ Deno.test("budget() with SglangBackend writes max_tokens from the exact count", 
   strictEqual(open.maxTokens, 6000 - 4);
 });
 
-Deno.test("SglangBackend.count() caches counts", async (t) => {
+Deno.test("SglangBackend.count() keys its cache by template", async (t) => {
   await using server = await serve();
-  await t.step("a second identical count makes no HTTP request", async () => {
-    await using cache = createCountCache({ inProcess: true });
-    await using backend = backendFor(server, { cache });
-    strictEqual(await backend.count(HELLO, C), await backend.count(HELLO, C));
-    strictEqual(server.requests.length, 1);
-  });
   await t.step("another template is another key", async () => {
     server.requests.length = 0;
     await using cache = createCountCache({ inProcess: true });
@@ -426,48 +373,16 @@ Deno.test("SglangBackend.count() caches counts", async (t) => {
     ok(a !== b);
     strictEqual(server.requests.length, 2);
   });
-  await t.step("failures are not cached", async () => {
-    server.requests.length = 0;
-    await using cache = createCountCache({ inProcess: true });
-    await using backend = backendFor(server, { cache });
-    server.fault = "http-500";
-    await kit.countError(backend.count(HELLO, C));
-    server.fault = "none";
-    strictEqual(await backend.count(HELLO, C), 4);
-    strictEqual(server.requests.length, 2);
-  });
 });
 
-Deno.test("new SglangBackend() validates its options", async (t) => {
+Deno.test("new SglangBackend() checks its model folder options", async (t) => {
   const valid = { url: "http://127.0.0.1:30000", dir: DIR };
-  await t.step("URL rules, without echoing the URL", () => {
-    for (const url of ["ftp://h/x", "http://user:sk-secret@h", "nope"]) {
-      throws(() => new SglangBackend({ ...valid, url }), (error: unknown) => {
-        ok(error instanceof TypeError);
-        ok(error.message.includes("'url'"));
-        ok(!error.message.includes("sk-secret"));
-        return true;
-      });
-    }
-  });
   await t.step("dir and expectedSha256", () => {
     throws(() => new SglangBackend({ ...valid, dir: "" }), TypeError);
     throws(
       () => new SglangBackend({ ...valid, expectedSha256: "abc" }),
       TypeError,
     );
-  });
-  await t.step("timeoutSeconds and header values", () => {
-    throws(
-      () => new SglangBackend({ ...valid, timeoutSeconds: 0 }),
-      RangeError,
-    );
-    throws(() => new SglangBackend({ ...valid, apiKey: "a\nb" }), TypeError);
-    throws(() => new SglangBackend({ ...valid, userAgent: " " }), TypeError);
-  });
-  await t.step("count() needs a positive integer context length", async () => {
-    await using backend = new SglangBackend(valid);
-    await rejects(backend.count(HELLO, { contextLength: 1.5 }), RangeError);
   });
 });
 
@@ -524,48 +439,18 @@ Deno.test("sglangFromConfig() requires the URL and the model folder, listed toge
   );
 });
 
-Deno.test("SglangBackend.count() keeps the key and the prompt out of errors and logs", async (t) => {
-  const { secret, prompt } = kit.canary();
+Deno.test("SglangBackend.count() keeps the prompt out of a raising template's error and logs", async () => {
+  const { prompt } = kit.canary();
   const request = { messages: [{ role: "user", content: `Say ${prompt}` }] };
   await using logs = await captureLogs();
   await using server = await serve();
-  const errors: unknown[] = [];
-  const keyed = (url: string, options: Partial<SglangBackendOptions> = {}) =>
-    backendFor({ url }, { apiKey: secret, ...options });
-
-  await t.step("a count succeeds", async () => {
-    await using backend = keyed(server.url);
-    ok(await backend.count(request, C) > 0);
+  await using backend = backendFor(server, {
+    chatTemplate: "{{ raise_exception(messages[0].content) }}",
   });
-  for (const fault of ["http-500", "http-429", "non-json"] as const) {
-    await t.step(`${fault} echoing the prompt fails cleanly`, async () => {
-      server.fault = fault;
-      await using backend = keyed(`${server.url}?key=${secret}`);
-      errors.push(await kit.countError(backend.count(request, C)));
-    });
-  }
-  server.fault = "none";
-  await t.step("an unreachable host fails cleanly", async () => {
-    await using backend = keyed(`http://127.0.0.1:9/?key=${secret}`);
-    errors.push(await kit.countError(backend.count(request, C)));
-  });
-  await t.step(
-    "a template that raises with the prompt fails cleanly",
-    async () => {
-      await using backend = keyed(server.url, {
-        chatTemplate: "{{ raise_exception(messages[0].content) }}",
-      });
-      errors.push(await kit.countError(backend.count(request, C)));
-    },
-  );
-  await kit.leakFreeSteps(t, errors, 5, logs, [secret, prompt, "127.0.0.1"]);
-  await t.step("the key went only to /tokenize, with the prompt", () => {
-    ok(server.requests.some((r) => r.text.includes(prompt)));
-    for (const request of server.requests) {
-      strictEqual(request.path, "/tokenize");
-      strictEqual(request.headers["authorization"], `Bearer ${secret}`);
-    }
-  });
+  const error = await kit.countError(backend.count(request, C));
+  ok(logs.lines.length > 0);
+  kit.assertNoLeak([...kit.errorTexts(error), ...logs.lines], [prompt]);
+  strictEqual(server.requests.length, 0);
 });
 
 /** Chat requests Qwen3's template renders in different ways. */

@@ -1,10 +1,4 @@
-import {
-  deepStrictEqual,
-  ok,
-  rejects,
-  strictEqual,
-  throws,
-} from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import type { JsonObject } from "../../../src/core/backend.ts";
 import { createCountCache } from "../../../src/cache/mod.ts";
 import {
@@ -19,7 +13,6 @@ import {
 } from "../../../src/backends/vllm/mod.ts";
 import * as kit from "../../_kit/backend_kit.ts";
 import { captureLogs } from "../../_kit/log_capture.ts";
-import { HANG_MS } from "../../_kit/hang.ts";
 
 const CONTEXT = 8192;
 const OPTIONS = { contextLength: CONTEXT };
@@ -209,44 +202,9 @@ Deno.test("VllmBackend.count() posts the tokenize payload byte for byte", async 
   });
 });
 
-Deno.test("VllmBackend.count() sends the JSON, User-Agent and Authorization headers", async (t) => {
-  await using server = await serve();
-
-  await t.step("defaults: no Authorization", async () => {
-    await backendFor(server).count(HELLO, OPTIONS);
-    kit.assertEverySent(server.requests.slice(-1), {
-      method: "POST",
-      path: "/tokenize",
-      headers: kit.DEFAULT_HEADERS,
-    });
-  });
-
-  await t.step("a custom User-Agent and an API key", async () => {
-    await backendFor(server, { userAgent: "hermes/1.2", apiKey: "sk-test" })
-      .count(HELLO, OPTIONS);
-    kit.assertEverySent(server.requests.slice(-1), {
-      headers: { "user-agent": "hermes/1.2", authorization: "Bearer sk-test" },
-    });
-  });
-
-  await t.step("a query string in the URL is kept", async () => {
-    await new VllmBackend({ url: `${server.url}?tenant=a`, cache: null }).count(
-      HELLO,
-      OPTIONS,
-    );
-    kit.assertEverySent(server.requests.slice(-1), {
-      path: "/tokenize",
-      search: "?tenant=a",
-    });
-  });
-});
-
+// What any HTTP backend does on a bad answer is tested in
+// tests/backends/http_conformance_test.ts; these are vLLM's own answers.
 const FAULT_MESSAGES: readonly [FakeVllmFault, string][] = [
-  ["refused", "vLLM /tokenize request failed: TypeError"],
-  ["slow", "vLLM /tokenize did not answer within 0.05 s"],
-  ["http-500", "vLLM /tokenize answered HTTP 500"],
-  ["non-json", "vLLM /tokenize returned a non-JSON response"],
-  ["non-object", "vLLM /tokenize returned a non-object response"],
   ["invalid-count", "vLLM /tokenize returned an invalid count"],
   ["missing-count", "vLLM /tokenize returned an invalid count"],
   ["negative-count", "vLLM /tokenize returned an invalid count"],
@@ -258,19 +216,16 @@ const FAULT_MESSAGES: readonly [FakeVllmFault, string][] = [
   ],
 ];
 
-Deno.test("VllmBackend.count() fails with a CountError on every server fault", async (t) => {
+Deno.test("VllmBackend.count() fails with a CountError on an answer vLLM would not give", async (t) => {
   for (const [fault, message] of FAULT_MESSAGES) {
     await t.step(fault, async () => {
       await using server = await serve();
       server.fault = fault;
-      // Only "slow" needs a short limit (it is held, so the limit always
-      // fires); the rest fail by their answer, however long it takes.
-      const timeoutSeconds = fault === "slow" ? 0.05 : HANG_MS / 1000;
-      const backend = backendFor(server, { timeoutSeconds });
-      const error = await kit.countError(backend.count(HELLO, OPTIONS));
+      const error = await kit.countError(
+        backendFor(server).count(HELLO, OPTIONS),
+      );
       strictEqual(error.message, message);
-      const transport = fault === "refused" || fault === "slow";
-      strictEqual(error.cause !== undefined, transport);
+      strictEqual(error.cause, undefined);
     });
   }
 
@@ -287,38 +242,6 @@ Deno.test("VllmBackend.count() fails with a CountError on every server fault", a
       );
     },
   );
-});
-
-Deno.test("VllmBackend.count() rejects with a CountError when aborted", async (t) => {
-  await using server = await serve();
-
-  await kit.abortedSignalStep(
-    t,
-    () => serve(),
-    (server, signal) => backendFor(server).count(HELLO, { ...OPTIONS, signal }),
-    "vLLM /tokenize count was aborted",
-  );
-
-  await t.step("an abort during the request", async () => {
-    server.fault = "slow";
-    let started = (): void => {};
-    const fetching = new Promise<void>((resolve) => started = resolve);
-    const fetch = (input: string | URL | Request, init?: RequestInit) => {
-      started();
-      return globalThis.fetch(input, init);
-    };
-    const controller = new AbortController();
-    const counting = backendFor(server, { fetch }).count(HELLO, {
-      ...OPTIONS,
-      signal: controller.signal,
-    });
-    await fetching;
-    controller.abort();
-    strictEqual(
-      (await kit.countError(counting)).message,
-      "vLLM /tokenize count was aborted",
-    );
-  });
 });
 
 Deno.test("VllmBackend.count() fails requests /tokenize cannot mirror before any HTTP call", async (t) => {
@@ -583,84 +506,7 @@ Deno.test("VllmBackend.outputBudgetField() maps max_output_tokens to max_tokens"
   strictEqual(backend.source, "vllm-tokenize");
 });
 
-Deno.test("new VllmBackend() validates its options", async (t) => {
-  await t.step("URL rules, without echoing the URL", () => {
-    const urls: [string, string][] = [
-      ["ftp://canary.test/tokenize", "must use http or https"],
-      ["canary.test:8000/tokenize", "must use http or https"],
-      ["http canary", "must be an absolute http(s) URL with a valid port"],
-      [
-        "http://canary.test:99999/tokenize",
-        "must be an absolute http(s) URL with a valid port",
-      ],
-      ["http:///canary", "must name a host"],
-      [
-        "http://user:canary@127.0.0.1/tokenize",
-        "must not contain user:password",
-      ],
-      ["http://canary.test:0/tokenize", "must not use port 0"],
-      ["http://127.0.0.1/tokenize#canary", "must not contain a fragment"],
-    ];
-    for (const [url, rule] of urls) {
-      throws(() => new VllmBackend({ url }), (error: unknown) => {
-        ok(error instanceof TypeError);
-        ok(
-          error.message.startsWith(
-            `Cannot create the vLLM backend as 'url' ${rule}`,
-          ),
-          error.message,
-        );
-        ok(!error.message.includes("canary"), error.message);
-        return true;
-      });
-    }
-  });
-
-  await t.step("timeoutSeconds must be finite and positive", () => {
-    for (
-      const timeoutSeconds of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]
-    ) {
-      throws(
-        () =>
-          new VllmBackend({
-            url: "http://127.0.0.1:8000/tokenize",
-            timeoutSeconds,
-          }),
-        (error: unknown) =>
-          error instanceof RangeError &&
-          error.message.startsWith(
-            "Cannot create the vLLM backend as 'timeoutSeconds' must be a finite number",
-          ),
-      );
-    }
-  });
-
-  await t.step("userAgent and apiKey must be valid header values", () => {
-    const url = "http://127.0.0.1:8000/tokenize";
-    for (
-      const options of [{ url, userAgent: " " }, { url, apiKey: "" }, {
-        url,
-        apiKey: "sk-canary\r\nX: y",
-      }]
-    ) {
-      throws(() => new VllmBackend(options), (error: unknown) => {
-        ok(error instanceof TypeError);
-        ok(!error.message.includes("canary"));
-        return true;
-      });
-    }
-  });
-
-  await t.step("count() needs a positive integer context length", async () => {
-    const backend = new VllmBackend({
-      url: "http://127.0.0.1:8000/tokenize",
-      cache: null,
-    });
-    for (const contextLength of [0, -1, 1.5, Number.NaN]) {
-      await rejects(backend.count(HELLO, { contextLength }), RangeError);
-    }
-  });
-
+Deno.test("new VllmBackend() reads no cache", async (t) => {
   await t.step("construction reads no cache", () => {
     // Would start the shared cache's worker and fail the leak check if it did.
     new VllmBackend({ url: "http://127.0.0.1:8000/tokenize" });
@@ -697,53 +543,6 @@ function deepFreeze(value: unknown): void {
   for (const child of Object.values(value)) deepFreeze(child);
 }
 
-Deno.test("VllmBackend.count() keeps secrets out of error messages and logs", async (t) => {
-  const canary = "CANARY-7f3a9c";
-  const request = {
-    messages: [{ role: "user", content: `my password is ${canary}` }],
-  };
-  await using logs = await captureLogs();
-  await using server = await serve();
-  const url = server.url;
-
-  for (
-    const fault of [
-      "http-500",
-      "non-json",
-      "refused",
-      "slow",
-      "wrong-max-model-len",
-    ] as const
-  ) {
-    await t.step(fault, async () => {
-      server.fault = fault;
-      const backend = new VllmBackend({
-        url: `${server.url}?token=${canary}`,
-        apiKey: `sk-${canary}`,
-        cache: null,
-        timeoutSeconds: fault === "slow" ? 0.05 : 10,
-      });
-      const error = await kit.countError(backend.count(request, OPTIONS));
-      ok(!error.message.includes(canary), error.message);
-      ok(!error.message.includes("127.0.0.1"), error.message);
-    });
-  }
-
-  await t.step("the server did see the canary", () => {
-    ok(server.requests.some((r) => r.text.includes(canary)));
-    ok(
-      server.requests.some((r) =>
-        r.headers["authorization"] === `Bearer sk-${canary}`
-      ),
-    );
-  });
-
-  await t.step("no log line holds the canary or the URL", () => {
-    ok(logs.lines.length > 0);
-    kit.assertNoLeak(logs.lines, [canary, url, "127.0.0.1"]);
-  });
-});
-
 Deno.test("VllmBackend.count() logs counts at debug level", async () => {
   await using logs = await captureLogs();
   await using server = await serve(() => 21);
@@ -759,15 +558,6 @@ Deno.test("VllmBackend.count() logs counts at debug level", async () => {
 });
 
 Deno.test("VllmBackend.count() caches counts", async (t) => {
-  await t.step("a second identical count makes no HTTP request", async () => {
-    await using server = await serve();
-    await using cache = createCountCache();
-    const backend = backendFor(server, { cache });
-    const first = await backend.count(HELLO, OPTIONS);
-    strictEqual(await backend.count(structuredClone(HELLO), OPTIONS), first);
-    strictEqual(server.requests.length, 1);
-  });
-
   await t.step(
     "100 concurrent identical counts make one HTTP request",
     async () => {
@@ -794,17 +584,6 @@ Deno.test("VllmBackend.count() caches counts", async (t) => {
       strictEqual(server.requests.length, 2);
     },
   );
-
-  await t.step("failures are not cached", async () => {
-    await using server = await serve(() => 8);
-    await using cache = createCountCache();
-    const backend = backendFor(server, { cache });
-    server.fault = "http-500";
-    await kit.countError(backend.count(HELLO, OPTIONS));
-    server.fault = "none";
-    strictEqual(await backend.count(HELLO, OPTIONS), 8);
-    strictEqual(server.requests.length, 2);
-  });
 
   await t.step(
     "different payloads, context lengths and servers get their own entries",

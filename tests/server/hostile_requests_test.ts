@@ -1,3 +1,4 @@
+// Covers: src/server/http_server.ts
 /**
  * The server `incontext serve` runs (node:http behind startHttpServer) holds
  * what the hostile probes ask of Deno.serve: smuggling and injection shapes
@@ -8,7 +9,7 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { FakeBackend, serveFakeUpstream } from "../../src/testing/mod.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
-import { smugglingRequests } from "./_proxy_hostile_cases.ts";
+import { smugglingRequests } from "../reliability/_proxy_hostile_cases.ts";
 import {
   connectionBounds,
   startHttpServer,

@@ -10,7 +10,7 @@ import { FakeBackend } from "../../src/testing/fake_backend.ts";
 import {
   type BackendRegistry,
   createBackendRegistry,
-} from "../../src/core/registry.ts";
+} from "../../src/backends/backend_registry.ts";
 import { VERSION } from "../../src/core/version.ts";
 
 type Env = Record<string, string | undefined>;
@@ -532,12 +532,12 @@ Deno.test("loadConfig() accepts the legacy aliases", async (t) => {
           HERMES_DYNAMIC_BUDGET_BACKEND: "",
         }),
         [
-          issue("HERMES_DYNAMIC_BUDGET_BACKEND", "must not be blank"),
-          issue("HERMES_VLLM_TOKENIZER_URL", "must use http or https"),
           issue(
             "HERMES_DYNAMIC_BUDGET_MIN_OUTPUT_TOKENS",
             "must be a positive integer",
           ),
+          issue("HERMES_DYNAMIC_BUDGET_BACKEND", "must not be blank"),
+          issue("HERMES_VLLM_TOKENIZER_URL", "must use http or https"),
         ],
       );
     },
@@ -624,8 +624,8 @@ Deno.test("loadConfig() checks the window against the other token limits", async
   });
   await t.step("skips rules whose inputs are already reported invalid", () => {
     deepStrictEqual(issues({ [W]: "100", [F]: "x", [R]: "y", [C]: "z" }), [
-      issue(F, "must be a non-negative integer"),
       issue(R, "must be a positive integer"),
+      issue(F, "must be a non-negative integer"),
       issue(C, "must be a positive integer"),
     ]);
     deepStrictEqual(issues({ [W]: "0", [F]: "5000", [C]: "1" }), [
@@ -655,8 +655,8 @@ Deno.test("loadConfig() reports every bad variable in one ConfigError", () => {
       "INCONTEXT_TOKENIZER_TIMEOUT_SECONDS",
       "must be a finite number of seconds greater than 0",
     ),
-    issue("INCONTEXT_MODEL", "must not be blank"),
     issue("INCONTEXT_CACHE_ENTRIES", "must be a positive integer"),
+    issue("INCONTEXT_MODEL", "must not be blank"),
     issue(
       "INCONTEXT_MIN_OUTPUT_TOKENS",
       "must be less than INCONTEXT_COMPRESSION_WINDOW_TOKENS (it is unset, so its default applies)",
@@ -847,14 +847,14 @@ Deno.test("loadConfig() reads the proxy's variables", async (t) => {
       (error: unknown) => {
         ok(error instanceof ConfigError);
         deepStrictEqual(error.issues.map((i) => i.variable), [
-          "INCONTEXT_UPSTREAM_URL",
-          "INCONTEXT_LISTEN",
-          "INCONTEXT_ON_EXHAUSTED",
           "INCONTEXT_ANCHOR_ENTRIES",
+          "INCONTEXT_UPSTREAM_URL",
+          "INCONTEXT_ON_EXHAUSTED",
           "INCONTEXT_ANCHOR_TOLERANCE",
-          "INCONTEXT_MAX_REQUEST_BYTES",
           "INCONTEXT_UPSTREAM_TIMEOUT_SECONDS",
           "INCONTEXT_UPSTREAM_IDLE_TIMEOUT_SECONDS",
+          "INCONTEXT_LISTEN",
+          "INCONTEXT_MAX_REQUEST_BYTES",
           "INCONTEXT_SHUTDOWN_GRACE_SECONDS",
           "INCONTEXT_LOG_LEVEL",
           "INCONTEXT_LOG_FORMAT",

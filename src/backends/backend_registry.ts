@@ -7,14 +7,20 @@
  *
  * @module
  */
-import type { Backend } from "./backend.ts";
-import { type Config, DEFAULT_CONFIG } from "./config.ts";
+import type { Backend } from "../core/backend.ts";
+import { defaultsOf } from "../_internal/setting.ts";
+import { BACKEND_SETTINGS, type BackendConfig } from "./_shared/config.ts";
 
 /**
  * Builds a backend from the loaded configuration, at once or once its module
  * is imported. Called at most once per registry, unless it fails.
  */
-export type BackendFactory = (config: Config) => Backend | Promise<Backend>;
+export type BackendFactory = (
+  config: BackendConfig,
+) => Backend | Promise<Backend>;
+
+/** The backends' settings with every default: what a factory gets without a configuration. */
+const DEFAULTS: BackendConfig = defaultsOf(BACKEND_SETTINGS);
 
 /** What a registered backend needs from the environment. */
 export interface BackendPluginOptions {
@@ -119,7 +125,7 @@ export interface BackendRegistry {
    * @throws {UnknownBackendError} When `name` is not registered.
    * @throws The factory's error, such as a `ConfigError` naming a missing variable.
    */
-  load(name: string, config?: Config): Promise<Backend>;
+  load(name: string, config?: BackendConfig): Promise<Backend>;
   /** The registered names, in registration order. */
   names(): string[];
   /** The environment variables the named backend requires (empty when unknown). */
@@ -166,7 +172,7 @@ export function createBackendRegistry(): BackendRegistry {
         );
       }
       if (entry.building === undefined) {
-        const building = build(entry.factory, config ?? DEFAULT_CONFIG);
+        const building = build(entry.factory, config ?? DEFAULTS);
         entry.building = building;
         // A missing setting or a module that failed to load may be fixed by
         // the next call: only a built backend is kept.
@@ -187,7 +193,7 @@ export function createBackendRegistry(): BackendRegistry {
 
 async function build(
   factory: BackendFactory,
-  config: Config,
+  config: BackendConfig,
 ): Promise<Backend> {
   return await factory(config);
 }

@@ -1,3 +1,4 @@
+// Covers: src/server/http_server.ts
 /**
  * Descriptors taken by something other than client connections (upstream
  * connections, files, the tokenizer) make an accept fail; the server must

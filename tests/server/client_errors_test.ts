@@ -1,3 +1,4 @@
+// Covers: src/server/client_errors.ts, src/server/http_server.ts
 /**
  * Methods the server's parser does not know (methods are case-sensitive:
  * `get` is not `GET`) get the proxy's 501 in OpenAI's error shape, as a
@@ -10,8 +11,8 @@ import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { FakeBackend, serveFakeUpstream } from "../../src/testing/mod.ts";
 import { createProxyHandler } from "../../src/proxy/mod.ts";
 import { startHttpServer } from "../../src/server/http_server.ts";
-import { rawExchange } from "./_raw_wire.ts";
-import { C, W } from "./_proxy_serve.ts";
+import { rawExchange } from "../reliability/_raw_wire.ts";
+import { C, W } from "../reliability/_proxy_serve.ts";
 
 const CHAT = "/v1/chat/completions";
 const BODY = JSON.stringify({
