@@ -235,7 +235,7 @@ async function metrics(
   return lines.join("\n") + "\n";
 }
 
-/** The shape of `GET /incontext/context`, documented in docs/proxy.md. */
+/** The shape of `GET /incontext/context`, documented in docs/operating.md. */
 export function contextView(
   context: ProxyContext,
   { modelNames }: { readonly modelNames: boolean },
