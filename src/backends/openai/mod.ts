@@ -4,6 +4,12 @@
  * no count endpoint, with a local estimate in the model's encoding
  * (labelled an estimate, so budget() keeps a margin for it).
  *
+ * The encodings come from the npm package `gpt-tokenizer`, loaded on the
+ * first chat count. Deno resolves it itself; installed from npm, where it is
+ * an optional peer that only this estimate uses, add it to your project:
+ * `npm install gpt-tokenizer@4.0.0`. Without it, each chat count fails with
+ * a `CountError` that says so, and budget() falls back.
+ *
  * The `Backend` contract it implements and the errors its counts throw
  * (`CountError`) are the root entry's, `@incontext/incontext`;
  * `BackendConfig`, which its factory reads, is `@incontext/incontext/config`'s.
