@@ -11,9 +11,11 @@
  * it leaves the request untouched. It never logs prompts or secrets.
  *
  * This entry holds {@linkcode budget}, the {@linkcode Backend} contract and
- * the arithmetic, and loads nothing else. Each backend has its own entry
- * (`./vllm`, `./local`, `./llamacpp`, ...), the count cache is `./cache`,
- * and choosing a backend from the environment is `./config`.
+ * its errors, and the arithmetic, and loads nothing else. Each backend has
+ * its own entry (`./vllm`, `./local`, `./llamacpp`, ...), the count cache is
+ * `./cache`, and choosing a backend from the environment is `./config`. Each
+ * name has one home: the other entries name the contract's types and errors
+ * but do not export them again, so they are imported from here.
  *
  * @example Budgeting a request with the vLLM backend
  * ```ts
@@ -64,5 +66,9 @@ export type {
   ReadCapsOptions,
   RequestKind,
 } from "./src/core/backend.ts";
-export { ContextLengthMismatchError, CountError } from "./src/core/errors.ts";
+export {
+  ContextLengthMismatchError,
+  CountError,
+  TemplateRejectedError,
+} from "./src/core/errors.ts";
 export { VERSION } from "./src/core/version.ts";

@@ -1,205 +1,348 @@
 import { deepStrictEqual, strictEqual } from "node:assert/strict";
-import * as cache from "../src/cache/mod.ts";
-import * as config from "../src/config/mod.ts";
 import * as root from "../mod.ts";
-import * as testing from "../src/testing/mod.ts";
-import * as vllm from "../src/backends/vllm/mod.ts";
-import * as worker from "../src/cache/worker.ts";
-import * as fetchEntry from "../src/bridges/fetch.ts";
-import * as middleware from "../src/bridges/middleware.ts";
-import * as preflight from "../src/bridges/preflight.ts";
-import * as exhausted from "../src/bridges/exhausted.ts";
-import * as aiSdk from "../src/bridges/ai_sdk/mod.ts";
-import * as langchain from "../src/bridges/langchain/mod.ts";
-import * as openaiAgents from "../src/bridges/openai_agents/mod.ts";
-import * as hermes from "../src/bridges/hermes/mod.ts";
-import * as proxy from "../src/proxy/mod.ts";
-import * as local from "../src/backends/local/mod.ts";
-import * as anchored from "../src/backends/anchored/mod.ts";
-import * as anthropic from "../src/backends/anthropic/mod.ts";
-import * as gemini from "../src/backends/gemini/mod.ts";
-import * as openai from "../src/backends/openai/mod.ts";
-import * as sglang from "../src/backends/sglang/mod.ts";
-import * as llamacpp from "../src/backends/llamacpp/mod.ts";
-import * as tgi from "../src/backends/tgi/mod.ts";
-import * as cli from "../src/cli/mod.ts";
+import {
+  documentedSurface,
+  isValue,
+  packageExports,
+  sharedNames,
+} from "./_kit/public_surface.ts";
 
-// A change to the public surface must be deliberate: update this list with it.
-Deno.test("the export entries expose exactly the documented surface", () => {
-  const surfaces: Record<string, object> = {
-    root,
-    vllm,
-    config,
-    cache,
-    worker,
-    testing,
-    fetch: fetchEntry,
-    middleware,
-    preflight,
-    exhausted,
-    aiSdk,
-    langchain,
-    openaiAgents,
-    hermes,
-    proxy,
-    local,
-    anchored,
-    anthropic,
-    gemini,
-    openai,
-    sglang,
-    llamacpp,
-    tgi,
-    cli,
-  };
-  const expected: Record<string, string[]> = {
-    root: [
-      "Backend",
-      "ContextLengthMismatchError",
-      "CountError",
-      "IMAGE_TOKENS",
-      "VERSION",
-      "budget",
-      "compressionPressure",
-      "computeMaxTokens",
-      "estimateTextTokens",
-      "roughEstimate",
-    ],
-    vllm: [
-      "ConfigError",
-      "CountError",
-      "TemplateRejectedError",
-      "VllmBackend",
-      "vllmFromConfig",
-    ],
-    config: [
-      "ConfigError",
-      "DuplicateBackendError",
-      "UnknownBackendError",
-      "backends",
-      "createBackendRegistry",
-      "loadBackendModules",
-      "loadConfig",
-    ],
-    cache: [
-      "COUNT_CACHE_CORE",
-      "countCacheKey",
-      "createCountCache",
-      "sharedCountCache",
-    ],
-    worker: [],
-    fetch: ["budgetedFetch"],
-    middleware: ["budgetMiddleware"],
-    preflight: ["preflight", "shouldCompress"],
-    exhausted: ["ContextWindowExhaustedError", "isContextWindowExhausted"],
-    aiSdk: ["budgetedModelMiddleware", "compactionStep"],
-    langchain: ["summarizationBudget"],
-    openaiAgents: ["compactionFilter"],
-    proxy: [
-      "BackendChain",
-      "Readiness",
-      "createExactFetch",
-      "createProxyHandler",
-    ],
-    cli: ["MAIN_HELP", "runCli"],
-    local: [
-      "ConfigError",
-      "CountError",
-      "LocalBackend",
-      "TemplateRejectedError",
-      "localFromConfig",
-    ],
-    hermes: [
-      "HERMES_RELEASES",
-      "askHermes",
-      "hermesWindow",
-      "loadHermesSettings",
-      "parseHermesSettings",
-      "resolveWindow",
-      "watchHermesWindow",
-    ],
-    anchored: [
-      "AnchorStore",
-      "AnchoredBackend",
-      "CountError",
-      "TemplateRejectedError",
-      "anchoredFromConfig",
-      "recordResponseUsage",
-    ],
-    anthropic: [
-      "ANTHROPIC_DEFAULT_URL",
-      "ANTHROPIC_VERSION",
-      "AnthropicBackend",
-      "ConfigError",
-      "CountError",
-      "anthropicFromConfig",
-    ],
-    gemini: [
-      "ConfigError",
-      "CountError",
-      "GEMINI_DEFAULT_URL",
-      "GeminiBackend",
-      "geminiFromConfig",
-    ],
-    openai: ["CountError", "OpenAIBackend", "openAIFromConfig"],
-    sglang: [
-      "ConfigError",
-      "CountError",
-      "SglangBackend",
-      "TemplateRejectedError",
-      "sglangFromConfig",
-    ],
-    llamacpp: [
-      "ConfigError",
-      "CountError",
-      "LlamaCppBackend",
-      "TemplateRejectedError",
-      "llamaCppFromConfig",
-    ],
-    tgi: [
-      "ConfigError",
-      "CountError",
-      "TemplateRejectedError",
-      "TgiBackend",
-      "tgiFromConfig",
-    ],
-    testing: [
-      "BAD_ANSWERS",
-      "CONFORMANCE_MARKER",
-      "FakeBackend",
-      "backendConformanceCases",
-      "createCountCacheForTesting",
-      "createFakeAnthropicHandler",
-      "createFakeGeminiHandler",
-      "createFakeLlamaCppHandler",
-      "createFakeOpenAIHandler",
-      "createFakeSglangHandler",
-      "createFakeTgiHandler",
-      "createFakeUpstreamHandler",
-      "createFakeVllmTokenizerHandler",
-      "httpBackendConformanceCases",
-      "serveFakeAnthropic",
-      "serveFakeGemini",
-      "serveFakeLlamaCpp",
-      "serveFakeOpenAI",
-      "serveFakeSglang",
-      "serveFakeTgi",
-      "serveFakeUpstream",
-      "serveFakeVllmTokenizer",
-      "terminateCountWorkerForTesting",
-    ],
-  };
-  for (const [name, module] of Object.entries(surfaces)) {
-    deepStrictEqual(Object.keys(module).sort(), expected[name], name);
+const ROOT = new URL("../", import.meta.url);
+
+/**
+ * Every name each entry documents (`deno doc`), types included. A change to
+ * the public surface must be deliberate: update this list with it.
+ */
+const EXPECTED: Readonly<Record<string, readonly string[]>> = {
+  ".": [
+    "Backend",
+    "BudgetOptions",
+    "BudgetResult",
+    "BudgetRoute",
+    "BudgetTarget",
+    "CapField",
+    "CapReading",
+    "ComputeMaxTokensOptions",
+    "ContextLengthMismatchError",
+    "CountCheck",
+    "CountError",
+    "CountOptions",
+    "CountResult",
+    "Estimator",
+    "IMAGE_TOKENS",
+    "JsonObject",
+    "OutputFieldOptions",
+    "OutputLimitOptions",
+    "ReadCapsOptions",
+    "RequestKind",
+    "TemplateRejectedError",
+    "VERSION",
+    "budget",
+    "compressionPressure",
+    "computeMaxTokens",
+    "estimateTextTokens",
+    "roughEstimate",
+  ],
+  "./vllm": [
+    "HttpCountOptions",
+    "VllmBackend",
+    "VllmBackendOptions",
+    "vllmFromConfig",
+  ],
+  "./local": ["LocalBackend", "LocalBackendOptions", "localFromConfig"],
+  "./config": [
+    "BackendConfig",
+    "BackendFactory",
+    "BackendPluginOptions",
+    "BackendRegistry",
+    "BudgetConfig",
+    "ChainConfig",
+    "Config",
+    "ConfigError",
+    "ConfigIssue",
+    "DuplicateBackendError",
+    "HermesConfig",
+    "LoadBackendModulesOptions",
+    "LoadConfigOptions",
+    "LogConfig",
+    "PluginConfig",
+    "ProxyConfig",
+    "ReplicaConfig",
+    "ServerConfig",
+    "UnknownBackendError",
+    "backends",
+    "createBackendRegistry",
+    "loadBackendModules",
+    "loadConfig",
+  ],
+  "./cache": [
+    "COUNT_CACHE_CORE",
+    "CountCache",
+    "CountCacheCore",
+    "CountCacheKind",
+    "CountCacheOptions",
+    "CountCacheStats",
+    "CountTier",
+    "EngineCall",
+    "countCacheKey",
+    "createCountCache",
+    "sharedCountCache",
+  ],
+  "./count-worker": [],
+  "./fetch": [
+    "BridgeOptions",
+    "BudgetedFetchOptions",
+    "DecisionRequest",
+    "ExhaustedPolicy",
+    "budgetedFetch",
+  ],
+  "./middleware": ["BudgetMiddleware", "Next", "budgetMiddleware"],
+  "./preflight": [
+    "CompressCheck",
+    "ConversationShape",
+    "PreflightInput",
+    "PreflightOptions",
+    "PreflightResult",
+    "ShouldCompressOptions",
+    "preflight",
+    "shouldCompress",
+  ],
+  "./exhausted": [
+    "ContextWindowExhaustedError",
+    "ContextWindowExhaustion",
+    "isContextWindowExhausted",
+  ],
+  "./ai-sdk": [
+    "BudgetedModelMiddlewareOptions",
+    "CompactionContext",
+    "CompactionStep",
+    "CompactionStepOptions",
+    "GenerateResultLike",
+    "ModelCallParams",
+    "ModelDecision",
+    "ModelLike",
+    "ModelMiddleware",
+    "ProviderMetadataLike",
+    "StepInput",
+    "StreamResultLike",
+    "budgetedModelMiddleware",
+    "compactionStep",
+  ],
+  "./langchain": [
+    "SummarizationBudget",
+    "SummarizationBudgetOptions",
+    "summarizationBudget",
+  ],
+  "./openai-agents": [
+    "CompactionFilter",
+    "CompactionFilterOptions",
+    "FilterCompactionContext",
+    "ModelInput",
+    "compactionFilter",
+  ],
+  "./hermes": [
+    "AskHermesOptions",
+    "HERMES_RELEASES",
+    "HermesAnswer",
+    "HermesModelWindow",
+    "HermesPython",
+    "HermesRelease",
+    "HermesSettings",
+    "HermesWindowOptions",
+    "HermesWindowSource",
+    "HermesWindowWatch",
+    "WatchHermesOptions",
+    "askHermes",
+    "hermesWindow",
+    "loadHermesSettings",
+    "parseHermesSettings",
+    "resolveWindow",
+    "watchHermesWindow",
+  ],
+  "./proxy": [
+    "BackendChain",
+    "BackendChainOptions",
+    "ExactFetch",
+    "ExactFetchOptions",
+    "LiveBudget",
+    "ProxyHandler",
+    "ProxyOptions",
+    "ProxyReporter",
+    "ProxyRequestInfo",
+    "Readiness",
+    "ReadinessOptions",
+    "ReadinessProbe",
+    "TokenizerReadiness",
+    "createExactFetch",
+    "createProxyHandler",
+  ],
+  "./cli": ["MAIN_HELP", "runCli"],
+  "./testing": [
+    "BAD_ANSWERS",
+    "BackendConformanceOptions",
+    "CONFORMANCE_MARKER",
+    "ConformanceCase",
+    "CountCacheForTestingOptions",
+    "FakeAnthropic",
+    "FakeAnthropicFault",
+    "FakeAnthropicHandler",
+    "FakeAnthropicOptions",
+    "FakeBackend",
+    "FakeBackendOptions",
+    "FakeGemini",
+    "FakeGeminiFault",
+    "FakeGeminiHandler",
+    "FakeGeminiOptions",
+    "FakeLlamaCppFault",
+    "FakeLlamaCppHandler",
+    "FakeLlamaCppOptions",
+    "FakeLlamaCppServer",
+    "FakeLlamaCppState",
+    "FakeOpenAI",
+    "FakeOpenAIFault",
+    "FakeOpenAIHandler",
+    "FakeOpenAIOptions",
+    "FakeOpenAIRequest",
+    "FakeServerRequest",
+    "FakeSglang",
+    "FakeSglangFault",
+    "FakeSglangHandler",
+    "FakeSglangOptions",
+    "FakeSglangRequest",
+    "FakeSglangTokenize",
+    "FakeTgiFault",
+    "FakeTgiHandler",
+    "FakeTgiOptions",
+    "FakeTgiServer",
+    "FakeTgiState",
+    "FakeUpstream",
+    "FakeUpstreamFault",
+    "FakeUpstreamFaultMix",
+    "FakeUpstreamHandler",
+    "FakeUpstreamOptions",
+    "FakeUpstreamRequest",
+    "FakeVllmFault",
+    "FakeVllmRequest",
+    "FakeVllmTokenizer",
+    "FakeVllmTokenizerHandler",
+    "FakeVllmTokenizerOptions",
+    "HttpBackendConformanceOptions",
+    "HttpConformanceBackendOptions",
+    "HttpConformanceServer",
+    "backendConformanceCases",
+    "createCountCacheForTesting",
+    "createFakeAnthropicHandler",
+    "createFakeGeminiHandler",
+    "createFakeLlamaCppHandler",
+    "createFakeOpenAIHandler",
+    "createFakeSglangHandler",
+    "createFakeTgiHandler",
+    "createFakeUpstreamHandler",
+    "createFakeVllmTokenizerHandler",
+    "httpBackendConformanceCases",
+    "serveFakeAnthropic",
+    "serveFakeGemini",
+    "serveFakeLlamaCpp",
+    "serveFakeOpenAI",
+    "serveFakeSglang",
+    "serveFakeTgi",
+    "serveFakeUpstream",
+    "serveFakeVllmTokenizer",
+    "terminateCountWorkerForTesting",
+  ],
+  "./anchored": [
+    "AnchorMatch",
+    "AnchorStore",
+    "AnchorStoreOptions",
+    "AnchoredBackend",
+    "AnchoredBackendOptions",
+    "ConversationKeys",
+    "Usage",
+    "anchoredFromConfig",
+    "recordResponseUsage",
+  ],
+  "./openai": [
+    "HttpCountOptions",
+    "OpenAIBackend",
+    "OpenAIBackendOptions",
+    "openAIFromConfig",
+  ],
+  "./sglang": [
+    "HttpCountOptions",
+    "SglangBackend",
+    "SglangBackendOptions",
+    "SglangOutputLimitOptions",
+    "sglangFromConfig",
+  ],
+  "./anthropic": [
+    "ANTHROPIC_DEFAULT_URL",
+    "ANTHROPIC_VERSION",
+    "AnthropicBackend",
+    "AnthropicBackendOptions",
+    "HttpCountOptions",
+    "anthropicFromConfig",
+  ],
+  "./gemini": [
+    "GEMINI_DEFAULT_URL",
+    "GeminiBackend",
+    "GeminiBackendOptions",
+    "HttpCountOptions",
+    "geminiFromConfig",
+  ],
+  "./llamacpp": [
+    "HttpCountOptions",
+    "LlamaCppBackend",
+    "LlamaCppBackendOptions",
+    "llamaCppFromConfig",
+  ],
+  "./tgi": [
+    "HttpCountOptions",
+    "TgiBackend",
+    "TgiBackendOptions",
+    "tgiFromConfig",
+  ],
+};
+
+/**
+ * The one name several entries document: the options every HTTP backend's
+ * options extend, shown on each of their pages with the rest of its options.
+ */
+const SHARED: ReadonlyMap<string, readonly string[]> = new Map([
+  ["HttpCountOptions", [
+    "./vllm",
+    "./openai",
+    "./sglang",
+    "./anthropic",
+    "./gemini",
+    "./llamacpp",
+    "./tgi",
+  ]],
+]);
+
+const surface = await documentedSurface(ROOT);
+
+Deno.test("each entry documents exactly the names pinned here", () => {
+  deepStrictEqual([...surface.keys()], Object.keys(EXPECTED));
+  for (const [entry, names] of surface) {
+    deepStrictEqual(
+      names.map(({ name }) => name).sort(),
+      EXPECTED[entry],
+      entry,
+    );
   }
-  const manifest = JSON.parse(
-    Deno.readTextFileSync(new URL("../deno.json", import.meta.url)),
-  );
-  strictEqual(
-    Object.keys(manifest.exports).length,
-    Object.keys(surfaces).length,
-    "every entry of deno.json's exports is pinned here",
-  );
+});
+
+Deno.test("each entry exports at run time exactly the values it documents", async () => {
+  const exports = await packageExports(ROOT);
+  for (const [entry, file] of Object.entries(exports)) {
+    const module = await import(new URL(file, ROOT).href);
+    const values = surface.get(entry)!.filter(isValue).map(({ name }) => name);
+    deepStrictEqual(Object.keys(module).sort(), values.sort(), entry);
+  }
+});
+
+Deno.test("each name has one home entry: no other entry exports it again", () => {
+  deepStrictEqual(sharedNames(surface), SHARED);
 });
 
 Deno.test("VERSION matches deno.json", async () => {

@@ -6,6 +6,8 @@
  * release no test has seen); the root package depends on
  * `@incontext/engine` at the engine's own version, by name, and no longer
  * carries the copy of the engine's files `deno pack` puts beside its own.
+ * A dependency that only one entry loads, on first use, is an optional peer
+ * instead ({@linkcode OPTIONAL_PEERS}), which npm does not install.
  *
  *     deno run -A tools/pack.ts [DIR] [--no-source-maps]
  *
@@ -32,6 +34,18 @@ export const MEMBERS: readonly Member[] = [
   { folder: ".", tarball: "incontext.tgz" },
 ];
 
+/**
+ * The npm packages each package declares optional peers rather than
+ * dependencies, pinned all the same: npm, pnpm and Yarn install one only
+ * when the user asks for it. Each is imported dynamically by the one entry
+ * that needs it, which names the package and its version when it is missing.
+ */
+export const OPTIONAL_PEERS: Readonly<Record<string, readonly string[]>> = {
+  // OpenAI's encodings, 27 MB installed, for the openai backend's chat
+  // estimate alone: budget() and every other entry run without them.
+  "@incontext/incontext": ["gpt-tokenizer"],
+};
+
 /** What a `deno.json` of the workspace holds that packing reads. */
 interface DenoJson {
   readonly name: string;
@@ -42,6 +56,8 @@ interface DenoJson {
 /** One tarball written: its path, and what `deno pack` said of it. */
 export interface PackedTarball {
   readonly path: string;
+  /** The package's folder, relative to the repository root. */
+  readonly folder: string;
   /** `deno pack`'s report: the modules it wrote no types for, say. */
   readonly output: string;
 }
@@ -103,6 +119,47 @@ export function pinnedDependencies(
   );
 }
 
+/** The dependency fields of a `package.json`. */
+export interface NpmDependencies {
+  dependencies: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional: true }>;
+}
+
+/**
+ * Moves the `optional` packages out of `dependencies` into
+ * `peerDependencies`, at the same version, each marked optional in
+ * `peerDependenciesMeta`.
+ *
+ * @throws {Error} If an optional peer is not among the dependencies: the
+ * list names a package the code no longer imports.
+ */
+export function withOptionalPeers(
+  dependencies: Readonly<Record<string, string>>,
+  optional: readonly string[],
+): NpmDependencies {
+  const kept = { ...dependencies };
+  const peers: Record<string, string> = {};
+  for (const name of optional) {
+    const version = kept[name];
+    if (version === undefined) {
+      throw new Error(
+        `Cannot declare ${name} an optional peer as the package does not import it`,
+      );
+    }
+    peers[name] = version;
+    delete kept[name];
+  }
+  if (optional.length === 0) return { dependencies: kept };
+  return {
+    dependencies: kept,
+    peerDependencies: peers,
+    peerDependenciesMeta: Object.fromEntries(
+      optional.map((name) => [name, { optional: true }]),
+    ),
+  };
+}
+
 async function run(command: string, args: string[], cwd: string) {
   const output = await new Deno.Command(command, {
     args,
@@ -152,16 +209,22 @@ export async function packWorkspace(options: PackOptions): Promise<Packed> {
       }
     }
     await rewrite(tarball, (json, files) => {
-      json.dependencies = pinnedDependencies(
-        json.dependencies ?? {},
-        exactVersions(manifest.imports ?? {}),
-        workspace,
+      Object.assign(
+        json,
+        withOptionalPeers(
+          pinnedDependencies(
+            json.dependencies ?? {},
+            exactVersions(manifest.imports ?? {}),
+            workspace,
+          ),
+          OPTIONAL_PEERS[manifest.name] ?? [],
+        ),
       );
       // deno pack copies a member's files beside the root's own; the root
       // imports the member by name instead.
       if (member.folder === ".") files.removeFolder("packages");
     });
-    packed.set(manifest.name, { path: tarball, output });
+    packed.set(manifest.name, { path: tarball, folder: member.folder, output });
   }
   return packed;
 }
@@ -172,9 +235,7 @@ interface PackageFiles {
 }
 
 /** A package.json as it is rewritten. */
-interface PackageJsonText {
-  dependencies?: Record<string, string>;
-}
+type PackageJsonText = Partial<NpmDependencies>;
 
 /** Unpacks `tarball`, lets `edit` change its package.json and files, packs it again. */
 async function rewrite(

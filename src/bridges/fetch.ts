@@ -34,9 +34,13 @@ import { AnchorStore } from "../anchors/store.ts";
 import { anchorEstimate, anchorKeys } from "../anchors/keys.ts";
 import { tapUsage } from "../anchors/usage.ts";
 
-// The types this entry's API names, so that it stands on its own.
-export type * from "./entry_types.ts";
-export type * from "../anchors/types.ts";
+// The options of every HTTP bridge (this one, budgetMiddleware, the AI SDK's
+// middleware, the proxy): their home is this entry.
+export type {
+  BridgeOptions,
+  DecisionRequest,
+  ExhaustedPolicy,
+} from "./options.ts";
 
 /** Options for {@linkcode budgetedFetch}: the bridge options, and a usage anchor store. */
 export interface BudgetedFetchOptions extends BridgeOptions {

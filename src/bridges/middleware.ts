@@ -26,9 +26,6 @@ import { errorResponse } from "./answers.ts";
 import type { BridgeOptions } from "./options.ts";
 import { requestIdOf } from "../_internal/request_id.ts";
 
-// The types this entry's API names, so that it stands on its own.
-export type * from "./entry_types.ts";
-
 /** The next handler: forwards a request and returns the upstream's response. */
 export type Next = (request: Request) => Promise<Response>;
 

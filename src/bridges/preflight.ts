@@ -31,8 +31,6 @@ import { compressionPressure, requireInteger } from "../core/compute.ts";
 import { type ConversationShape, readConversation } from "./messages/read.ts";
 import { countConversation } from "./messages/count.ts";
 
-export type * from "../core/contract_types.ts";
-export type { Estimator } from "../core/estimate.ts";
 export type { ConversationShape } from "./messages/read.ts";
 
 /** The conversation a host is about to send. */

@@ -51,5 +51,3 @@ export type {
 export type { BackendConfig } from "../backends/_shared/config.ts";
 export { loadBackendModules } from "./plugins.ts";
 export type { LoadBackendModulesOptions } from "./plugins.ts";
-// The Backend contract's types, which the registry's API names.
-export type * from "../core/contract_types.ts";

@@ -40,7 +40,7 @@ export class CountError extends Error {
  *
  * @example Telling a rejected request from a failed count
  * ```ts
- * import { CountError, TemplateRejectedError } from "@incontext/incontext/local";
+ * import { CountError, TemplateRejectedError } from "@incontext/incontext";
  * import { ok } from "node:assert/strict";
  *
  * const error = new TemplateRejectedError();

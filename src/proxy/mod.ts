@@ -48,15 +48,3 @@ export {
   type ReadinessProbe,
   type TokenizerReadiness,
 } from "./readiness.ts";
-// The types this entry's API names, so that it stands on its own.
-export type * from "../bridges/entry_types.ts";
-export type * from "../anchors/types.ts";
-export type {
-  COUNT_CACHE_CORE,
-  CountCache,
-  CountCacheCore,
-  CountCacheKind,
-  CountCacheStats,
-  CountTier,
-  EngineCall,
-} from "../cache/mod.ts";

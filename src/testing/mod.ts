@@ -50,29 +50,6 @@ export {
   terminateCountWorkerForTesting,
 } from "./count_cache.ts";
 export type { CountCacheForTestingOptions } from "./count_cache.ts";
-// The types the doubles' API names, so that this entry stands on its own.
-export type {
-  Backend,
-  CapField,
-  CapReading,
-  CountOptions,
-  CountResult,
-  JsonObject,
-  OutputFieldOptions,
-  OutputLimitOptions,
-  ReadCapsOptions,
-  RequestKind,
-} from "../core/backend.ts";
-export type {
-  COUNT_CACHE_CORE,
-  CountCache,
-  CountCacheCore,
-  CountCacheKind,
-  CountCacheOptions,
-  CountCacheStats,
-  CountTier,
-  EngineCall,
-} from "../cache/mod.ts";
 export {
   createFakeUpstreamHandler,
   serveFakeUpstream,

@@ -14,7 +14,8 @@ import {
 } from "../../src/cache/message_delta.ts";
 import { CountCore } from "../../src/cache/core.ts";
 import type { CacheResponse } from "../../src/cache/protocol.ts";
-import { CountError, LocalBackend } from "../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../src/backends/local/mod.ts";
+import { CountError } from "../../src/core/errors.ts";
 import { createCountCache } from "../../src/cache/mod.ts";
 import { remoteEngine } from "../../src/backends/_shared/engine_client.ts";
 import { localTokenizeBody } from "../../src/backends/_shared/vllm_count.ts";

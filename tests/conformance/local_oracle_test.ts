@@ -5,10 +5,8 @@
 // chat /tokenize does (both through ./_oracles.ts).
 import { deepStrictEqual, ok } from "node:assert/strict";
 import { dirname } from "node:path";
-import {
-  LocalBackend,
-  TemplateRejectedError,
-} from "../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../src/backends/local/mod.ts";
+import { TemplateRejectedError } from "../../src/core/errors.ts";
 import { buildTokenizePayload } from "../../packages/engine/src/vllm/payload.ts";
 import {
   detectContentFormat,

@@ -7,10 +7,8 @@
 // backend refuses the request (TemplateRejectedError) as vLLM answers 400.
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import {
-  LocalBackend,
-  TemplateRejectedError,
-} from "../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../src/backends/local/mod.ts";
+import { TemplateRejectedError } from "../../src/core/errors.ts";
 import { createCountCache } from "../../src/cache/mod.ts";
 import { buildTokenizePayload } from "../../packages/engine/src/vllm/payload.ts";
 import { detectContentFormat } from "../../packages/engine/src/vllm/preprocess.ts";

@@ -89,6 +89,11 @@ export interface PackageJson {
   readonly version: string;
   readonly exports: Record<string, { readonly import: string }>;
   readonly dependencies?: Record<string, string>;
+  readonly peerDependencies?: Record<string, string>;
+  readonly peerDependenciesMeta?: Record<
+    string,
+    { readonly optional?: boolean }
+  >;
 }
 
 export function readPackageJson(files: Map<string, Uint8Array>): PackageJson {
@@ -211,11 +216,20 @@ export function formatBytes(bytes: number): string {
   return `${bytes.toLocaleString("en-US")} (${(bytes / 1000).toFixed(1)} KB)`;
 }
 
+/** What a package's entries document (`deno doc`). */
+export interface NameCounts {
+  /** How many names each entry documents, by entry. */
+  readonly perEntry: ReadonlyMap<string, number>;
+  /** How many different names the entries document together. */
+  readonly unique: number;
+}
+
 /** Measures the package packed without source maps, prints the tables, checks the budget. */
 export async function measureAll(
   packed: ReadonlyMap<string, { readonly path: string }>,
   dir: string,
   report: string[],
+  names: ReadonlyMap<string, NameCounts>,
 ): Promise<string> {
   const said: string[] = [];
   const problems: string[] = [];
@@ -232,7 +246,7 @@ export async function measureAll(
           path,
           `${dir}/${name.replace("/", "_")}`,
           report,
-          budget,
+          { budget, names: names.get(name) },
         )}`,
       );
     } catch (error) {
@@ -249,15 +263,18 @@ async function measure(
   tarball: string,
   dir: string,
   report: string[],
-  budget: Budget,
+  { budget, names }: {
+    readonly budget: Budget;
+    readonly names: NameCounts | undefined;
+  },
 ): Promise<string> {
   const files = await readTarball(tarball);
   await writeFiles(dir, files);
   const manifest = readPackageJson(files);
   const total = bytesOf(files, files.keys());
   const lines = [
-    "| entry | modules on import | bytes loaded on import | modules reachable | bytes reachable (incl. on first use) | reaches |",
-    "| --- | ---: | ---: | ---: | ---: | --- |",
+    "| entry | names documented | modules on import | bytes loaded on import | modules reachable | bytes reachable (incl. on first use) | reaches |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
   ];
   let rootBytes = -1;
   let rootReachable = -1;
@@ -273,13 +290,19 @@ async function measure(
     }
     const reaches = [...graph.external].sort().join(", ") || "-";
     lines.push(
-      `| \`${entry}\` | ${onImport.size} | ${
-        formatBytes(bytes)
-      } | ${graph.modules.size} | ${formatBytes(reachable)} | ${reaches} |`,
+      `| \`${entry}\` | ${
+        names?.perEntry.get(entry) ?? "?"
+      } | ${onImport.size} | ${formatBytes(bytes)} | ${graph.modules.size} | ${
+        formatBytes(reachable)
+      } | ${reaches} |`,
     );
   }
+  const perEntry = [...names?.perEntry.values() ?? []];
+  const documented = `${perEntry.reduce((sum, n) => sum + n, 0)} (${
+    names?.unique ?? "?"
+  } different)`;
   lines.push(
-    `| whole package: every file (.js, .d.ts, package.json, README, ...) | ${files.size} | ${
+    `| whole package: every file (.js, .d.ts, package.json, README, ...) | ${documented} | ${files.size} | ${
       formatBytes(total)
     } | |`,
   );

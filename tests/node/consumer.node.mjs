@@ -94,8 +94,6 @@ test("every entry in exports imports by the package name", () => {
   strictEqual(typeof root.VERSION, "string");
   // One module instance per file: the entries share the contract's classes.
   ok(vllm.VllmBackend.prototype instanceof root.Backend);
-  strictEqual(vllm.CountError, root.CountError);
-  strictEqual(vllm.ConfigError, config.ConfigError);
   strictEqual(typeof cache.createCountCache, "function");
   // The worker entry exports nothing and does nothing on the main thread.
   strictEqual(Object.keys(worker).length, 0);

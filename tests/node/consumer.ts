@@ -6,7 +6,12 @@
  *
  * @module
  */
-import { Backend, budget, type BudgetResult } from "@incontext/incontext";
+import {
+  Backend,
+  budget,
+  type BudgetResult,
+  type JsonObject,
+} from "@incontext/incontext";
 import {
   VllmBackend,
   type VllmBackendOptions,
@@ -24,11 +29,7 @@ import {
   sharedCountCache,
 } from "@incontext/incontext/cache";
 import "@incontext/incontext/count-worker";
-import {
-  type BridgeOptions,
-  budgetedFetch,
-  type JsonObject,
-} from "@incontext/incontext/fetch";
+import { type BridgeOptions, budgetedFetch } from "@incontext/incontext/fetch";
 import {
   type BudgetMiddleware,
   budgetMiddleware,

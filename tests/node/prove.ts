@@ -20,8 +20,14 @@
  * `exports` the `.js` modules that entry reaches, found by Deno's own module
  * graph (`deno info --json` on the packed `.js`) plus any packed `.js` file
  * that a reached module names in a relative string literal (the count
- * worker, which is loaded by URL). It fails when the root entry or the
- * package exceeds the budgets in `_sizes.ts` (1 KB = 1000 bytes).
+ * worker, which is loaded by URL), with the names each entry documents
+ * (`deno doc`). It fails when the root entry or the package exceeds the
+ * budgets in `_sizes.ts` (1 KB = 1000 bytes). Last, it installs the
+ * tarballs alone into a second project: npm must leave out the optional
+ * peers, budget() and the vLLM backend must work without them
+ * (`without_peers.node.mjs`); then it installs the peers, as a user of the
+ * OpenAI backend does, and counts with them (`openai.node.mjs`), and it
+ * reports what each install weighs.
  * Every failure is reported; the exit code is 1 if there was any.
  *
  * @module
@@ -36,10 +42,12 @@ import {
   directoryBytes,
   formatBytes,
   measureAll,
+  type NameCounts,
   type PackageJson,
   readPackageJson,
   readTarball,
 } from "./_sizes.ts";
+import { documentedSurface } from "../_kit/public_surface.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const HERE = new URL("./", import.meta.url);
@@ -176,6 +184,17 @@ async function dependencies(
   const problems: string[] = [];
   for (const [packageName, { path }] of packed) {
     const manifest = readPackageJson(await readTarball(path));
+    for (
+      const [name, range] of Object.entries(manifest.peerDependencies ?? {})
+    ) {
+      // Installed, and so checked, by optionalPeers().
+      if (manifest.peerDependenciesMeta?.[name]?.optional !== true) {
+        problems.push(`${packageName} has a peer ${name} that is not optional`);
+      }
+      lines.push(
+        `| ${packageName} | ${name} (optional peer) | ${range} | not installed | - |`,
+      );
+    }
     for (const [name, range] of Object.entries(manifest.dependencies ?? {})) {
       const dir = `${project}/node_modules/${name}`;
       const installed = await readJson(`${dir}/package.json`);
@@ -337,6 +356,163 @@ async function noAny(project: string): Promise<string> {
   return stdout.trim();
 }
 
+/** What each package's entries document, from its source (`deno doc`). */
+async function nameCounts(
+  packed: Packed,
+): Promise<Map<string, NameCounts>> {
+  const counts = new Map<string, NameCounts>();
+  for (const [name, { folder }] of packed) {
+    const surface = await documentedSurface(new URL(`${folder}/`, ROOT));
+    const all = [...surface.values()].flat().map((documented) =>
+      documented.name
+    );
+    counts.set(name, {
+      perEntry: new Map(
+        [...surface].map(([entry, names]) => [entry, names.length]),
+      ),
+      unique: new Set(all).size,
+    });
+  }
+  return counts;
+}
+
+const NPM_INSTALL = [
+  "install",
+  "--save-exact",
+  "--no-audit",
+  "--no-fund",
+  "--no-update-notifier",
+  "--loglevel=error",
+];
+
+/** The packages under a `node_modules` folder, and the bytes of all its files. */
+async function installed(
+  project: string,
+): Promise<{ packages: string[]; bytes: number }> {
+  const root = `${project}/node_modules`;
+  const packages: string[] = [];
+  for await (const entry of Deno.readDir(root)) {
+    if (!entry.isDirectory || entry.name.startsWith(".")) continue;
+    if (!entry.name.startsWith("@")) {
+      packages.push(entry.name);
+      continue;
+    }
+    for await (const scoped of Deno.readDir(`${root}/${entry.name}`)) {
+      if (scoped.isDirectory) packages.push(`${entry.name}/${scoped.name}`);
+    }
+  }
+  return { packages: packages.sort(), bytes: await directoryBytes(root) };
+}
+
+/** The optional peers the packed packages declare, as `name@version`. */
+async function optionalPeerSpecs(packed: Packed): Promise<string[]> {
+  const specs: string[] = [];
+  for (const { path } of packed.values()) {
+    const manifest = readPackageJson(await readTarball(path));
+    for (
+      const [name, version] of Object.entries(manifest.peerDependencies ?? {})
+    ) {
+      specs.push(`${name}@${version}`);
+    }
+  }
+  return specs;
+}
+
+function megabytes(bytes: number): string {
+  return `${bytes.toLocaleString("en-US")} (${(bytes / 1e6).toFixed(1)} MB)`;
+}
+
+/**
+ * Installs the tarballs alone into `project`, as a user who budgets with
+ * vLLM does, and runs `without_peers.node.mjs` there: npm must have left
+ * out every optional peer.
+ */
+async function installWithoutPeers(
+  project: string,
+  packed: Packed,
+  report: string[],
+): Promise<string> {
+  await Deno.mkdir(project);
+  await Deno.writeTextFile(
+    `${project}/package.json`,
+    JSON.stringify({
+      name: "incontext-without-peers",
+      private: true,
+      type: "module",
+    }),
+  );
+  await mustRun("npm", [
+    ...NPM_INSTALL,
+    ...[...packed.values()].map(({ path }) => path),
+  ], { cwd: project, timeoutMs: 5 * MINUTE });
+  const { packages, bytes } = await installed(project);
+  const peers = await optionalPeerSpecs(packed);
+  const present = peers.filter((spec) =>
+    packages.includes(spec.slice(0, spec.lastIndexOf("@")))
+  );
+  if (present.length > 0) {
+    throw new StepError(
+      `npm installed the optional peers ${present.join(", ")}`,
+    );
+  }
+  report.push(
+    "",
+    "| install | npm packages | installed bytes |",
+    "| --- | ---: | ---: |",
+    `| the two tarballs alone | ${packages.length} | ${megabytes(bytes)} |`,
+  );
+  await Deno.copyFile(
+    new URL("without_peers.node.mjs", HERE),
+    `${project}/without_peers.node.mjs`,
+  );
+  await mustRun("node", [
+    "--test",
+    "--test-reporter=spec",
+    "without_peers.node.mjs",
+  ], {
+    cwd: project,
+    timeoutMs: 2 * MINUTE,
+    echo: true,
+  });
+  return `${packages.length} packages, ${megabytes(bytes)}, none of ${
+    peers.join(", ")
+  }; node --test without_peers.node.mjs passed`;
+}
+
+/**
+ * Adds the optional peers to the install of {@linkcode installWithoutPeers},
+ * as a user of the OpenAI backend does, and runs `openai.node.mjs` there.
+ */
+async function installPeers(
+  project: string,
+  packed: Packed,
+  report: string[],
+): Promise<string> {
+  const peers = await optionalPeerSpecs(packed);
+  await mustRun("npm", [...NPM_INSTALL, ...peers], {
+    cwd: project,
+    timeoutMs: 5 * MINUTE,
+  });
+  const { packages, bytes } = await installed(project);
+  report.push(
+    `| and the optional peers, ${peers.join(", ")} | ${packages.length} | ${
+      megabytes(bytes)
+    } |`,
+  );
+  for (const file of ["openai.node.mjs", "../fixtures/openai_cookbook.json"]) {
+    const url = new URL(file, HERE);
+    await Deno.copyFile(url, `${project}/${url.pathname.split("/").pop()}`);
+  }
+  await mustRun("node", ["--test", "--test-reporter=spec", "openai.node.mjs"], {
+    cwd: project,
+    timeoutMs: 2 * MINUTE,
+    echo: true,
+  });
+  return `${packages.length} packages, ${megabytes(bytes)} with ${
+    peers.join(", ")
+  }; node --test openai.node.mjs passed`;
+}
+
 function summarize(results: StepResult[], report: string[], seconds: number) {
   console.log("\n=== Sizes and dependencies (deno pack --no-source-maps)\n");
   console.log(report.join("\n"));
@@ -371,7 +547,12 @@ async function prove(tmp: string): Promise<number> {
     await step(results, "declarations", () => declarations(packed));
     await step(results, "size budget", async () => {
       const sized = await pack(`${tmp}/sized`, { noSourceMaps: true });
-      return await measureAll(sized, `${tmp}/size`, report);
+      return await measureAll(
+        sized,
+        `${tmp}/size`,
+        report,
+        await nameCounts(sized),
+      );
     });
     if (await step(results, "npm install", () => install(project, packed))) {
       report.push("");
@@ -385,6 +566,20 @@ async function prove(tmp: string): Promise<number> {
       await step(results, "README example", () => readmeExample(project));
       await step(results, "tsc --noEmit", () => typeCheck(project));
       await step(results, "no any", () => noAny(project));
+    }
+    const bare = `${tmp}/without_peers`;
+    if (
+      await step(
+        results,
+        "npm install without optional peers",
+        () => installWithoutPeers(bare, packed, report),
+      )
+    ) {
+      await step(
+        results,
+        "npm install of the optional peers",
+        () => installPeers(bare, packed, report),
+      );
     }
   }
   return summarize(results, report, (performance.now() - start) / 1000);

@@ -7,6 +7,11 @@
  * response's usage into an {@linkcode AnchorStore}; the
  * {@linkcode AnchoredBackend} reads the same store.
  *
+ * The store is this entry's: `budgetedFetch` and the proxy take it as their
+ * `anchors` option. The `Backend` contract and the errors its counts throw
+ * (`CountError`, `TemplateRejectedError`) are the root entry's,
+ * `@incontext/incontext`; `BackendConfig` is `@incontext/incontext/config`'s.
+ *
  * @example Sharing one store between the proxy and the backend
  * ```ts
  * import { AnchoredBackend, AnchorStore } from "@incontext/incontext/anchored";
@@ -48,7 +53,6 @@
  */
 export { AnchoredBackend, anchoredFromConfig } from "./anchored_backend.ts";
 export type { AnchoredBackendOptions } from "./anchored_backend.ts";
-export { CountError, TemplateRejectedError } from "../../core/errors.ts";
 export { AnchorStore } from "../../anchors/store.ts";
 export { recordResponseUsage } from "../../anchors/record_usage.ts";
 export type {
@@ -57,7 +61,3 @@ export type {
   ConversationKeys,
 } from "../../anchors/store.ts";
 export type { Usage } from "../../anchors/usage.ts";
-// The types AnchoredBackend's API names, so that this entry stands on its own.
-export type * from "../../core/contract_types.ts";
-export type { Estimator } from "../../core/estimate.ts";
-export type { BackendConfig } from "../_shared/config.ts";

@@ -148,7 +148,8 @@ export class AnthropicBackend extends Backend {
    *
    * @example Failing on an error status
    * ```ts
-   * import { CountError, AnthropicBackend } from "@incontext/incontext/anthropic";
+   * import { CountError } from "@incontext/incontext";
+   * import { AnthropicBackend } from "@incontext/incontext/anthropic";
    * import { createFakeAnthropicHandler } from "@incontext/incontext/testing";
    * import { rejects } from "node:assert/strict";
    *

@@ -2,6 +2,11 @@
  * Counts prompt tokens with Anthropic's `POST /v1/messages/count_tokens`,
  * converting OpenAI-style chat requests to the Messages shape first.
  *
+ * The `Backend` contract it implements and the errors its counts throw
+ * (`CountError`) are the root entry's, `@incontext/incontext`;
+ * `BackendConfig`, which its factory reads, and `ConfigError`, which it
+ * throws for a missing setting, are `@incontext/incontext/config`'s.
+ *
  * @example Counting a chat request
  * ```ts
  * import { AnthropicBackend } from "@incontext/incontext/anthropic";
@@ -24,7 +29,5 @@ export {
   anthropicFromConfig,
 } from "./anthropic_backend.ts";
 export type { AnthropicBackendOptions } from "./anthropic_backend.ts";
-export { CountError } from "../../core/errors.ts";
-export { ConfigError } from "../../core/config_error.ts";
-// The types AnthropicBackend's API names, so that this entry stands on its own.
-export type * from "../_shared/entry_types.ts";
+// The options it shares with the other HTTP backends, which its options extend.
+export type { HttpCountOptions } from "../_shared/http_count_options.ts";

@@ -3,6 +3,11 @@
  * sending a `generateContentRequest` so that the system instruction and the
  * tools count too.
  *
+ * The `Backend` contract it implements and the errors its counts throw
+ * (`CountError`) are the root entry's, `@incontext/incontext`;
+ * `BackendConfig`, which its factory reads, and `ConfigError`, which it
+ * throws for a missing setting, are `@incontext/incontext/config`'s.
+ *
  * @example Counting a Gemini-shaped request
  * ```ts
  * import { GeminiBackend } from "@incontext/incontext/gemini";
@@ -24,7 +29,5 @@ export {
   geminiFromConfig,
 } from "./gemini_backend.ts";
 export type { GeminiBackendOptions } from "./gemini_backend.ts";
-export { CountError } from "../../core/errors.ts";
-export { ConfigError } from "../../core/config_error.ts";
-// The types GeminiBackend's API names, so that this entry stands on its own.
-export type * from "../_shared/entry_types.ts";
+// The options it shares with the other HTTP backends, which its options extend.
+export type { HttpCountOptions } from "../_shared/http_count_options.ts";

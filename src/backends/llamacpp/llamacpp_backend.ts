@@ -139,7 +139,8 @@ export class LlamaCppBackend extends Backend {
    *
    * @example A context length that is not the server's
    * ```ts
-   * import { CountError, LlamaCppBackend } from "@incontext/incontext/llamacpp";
+   * import { CountError } from "@incontext/incontext";
+   * import { LlamaCppBackend } from "@incontext/incontext/llamacpp";
    * import { createFakeLlamaCppHandler } from "@incontext/incontext/testing";
    * import { rejects } from "node:assert/strict";
    *

@@ -4,6 +4,11 @@
  * and tokenizes the result (`POST /tokenize`), so the count is what the
  * server's own chat endpoint would see.
  *
+ * The `Backend` contract it implements and the errors its counts throw
+ * (`CountError`, `TemplateRejectedError`) are the root entry's, `@incontext/incontext`;
+ * `BackendConfig`, which its factory reads, and `ConfigError`, which it
+ * throws for a missing setting, are `@incontext/incontext/config`'s.
+ *
  * @example Counting a chat request
  * ```ts
  * import { LlamaCppBackend } from "@incontext/incontext/llamacpp";
@@ -21,7 +26,5 @@
  */
 export { LlamaCppBackend, llamaCppFromConfig } from "./llamacpp_backend.ts";
 export type { LlamaCppBackendOptions } from "./llamacpp_backend.ts";
-export { CountError, TemplateRejectedError } from "../../core/errors.ts";
-export { ConfigError } from "../../core/config_error.ts";
-// The types LlamaCppBackend's API names, so that this entry stands on its own.
-export type * from "../_shared/entry_types.ts";
+// The options it shares with the other HTTP backends, which its options extend.
+export type { HttpCountOptions } from "../_shared/http_count_options.ts";

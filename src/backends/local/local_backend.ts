@@ -223,7 +223,8 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    *
    * @example A request the template cannot count falls back
    * ```ts
-   * import { CountError, LocalBackend } from "@incontext/incontext/local";
+   * import { CountError } from "@incontext/incontext";
+   * import { LocalBackend } from "@incontext/incontext/local";
    * import { rejects } from "node:assert/strict";
    *
    * const dir = new URL("../../../tests/fixtures/model_folder/", import.meta.url).pathname;

@@ -4,6 +4,11 @@
  * same request, without the round trip. With a count cache (the default),
  * the files load and the counts run inside the cache's worker thread.
  *
+ * The `Backend` contract it implements and the errors its counts throw
+ * (`CountError`, `TemplateRejectedError`) are the root entry's, `@incontext/incontext`;
+ * `BackendConfig`, which its factory reads, and `ConfigError`, which it
+ * throws for a missing setting, are `@incontext/incontext/config`'s.
+ *
  * @example Counting a chat request from a model folder
  * ```ts
  * import { LocalBackend } from "@incontext/incontext/local";
@@ -20,8 +25,3 @@
  */
 export { LocalBackend, localFromConfig } from "./local_backend.ts";
 export type { LocalBackendOptions } from "./local_backend.ts";
-export { CountError, TemplateRejectedError } from "../../core/errors.ts";
-export { ConfigError } from "../../core/config_error.ts";
-// The types LocalBackend's API names, so that this entry stands on its own.
-export type * from "../_shared/entry_types.ts";
-export type { FilesSha256 } from "@incontext/engine";

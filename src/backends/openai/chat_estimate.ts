@@ -18,9 +18,21 @@
  * a tool call counts its name and arguments plus 3, `tool_choice` and
  * `response_format` count nothing. Media parts fail the count.
  */
+import { getLogger } from "@logtape/logtape";
 import type { JsonObject } from "../../core/backend.ts";
 import { CountError } from "../../core/errors.ts";
+import { errorType, safeCause } from "../../core/error_type.ts";
 import { effectiveField, isJsonObject } from "../../core/request.ts";
+
+/**
+ * The npm package the encodings come from, at the version `deno.json` pins.
+ * The npm tarball declares it an optional peer, which npm does not install:
+ * only this estimate needs its 27 MB, so a user of the `openai` backend
+ * installs it, and a missing one is named with this.
+ */
+export const GPT_TOKENIZER = "gpt-tokenizer@4.0.0";
+
+const logger = getLogger(["incontext", "openai"]);
 
 /** The encodings the estimate supports. */
 export type OpenAIEncodingName = "o200k_base" | "cl100k_base";
@@ -58,6 +70,9 @@ const loading = new Map<OpenAIEncodingName, Promise<OpenAIEncoding>>();
  * Loads an encoding once per process. The ranks are megabytes of
  * JavaScript, so they are imported only when a chat request first needs
  * them (literal specifiers, so bundlers and Deno's graph see them).
+ *
+ * @throws {CountError} Naming {@linkcode GPT_TOKENIZER} and how to install
+ * it, when the package cannot be imported.
  */
 export function loadEncoding(
   name: OpenAIEncodingName,
@@ -72,12 +87,30 @@ export function loadEncoding(
   return promise;
 }
 
+/** Whether the missing package was logged: once per process is enough. */
+let warned = false;
+
 async function importEncoding(
   name: OpenAIEncodingName,
 ): Promise<OpenAIEncoding> {
-  const encoding = name === "o200k_base"
-    ? await import("gpt-tokenizer/encoding/o200k_base")
-    : await import("gpt-tokenizer/encoding/cl100k_base");
+  let encoding;
+  try {
+    encoding = name === "o200k_base"
+      ? await import("gpt-tokenizer/encoding/o200k_base")
+      : await import("gpt-tokenizer/encoding/cl100k_base");
+  } catch (error) {
+    if (!warned) {
+      warned = true;
+      logger.warn(
+        "The OpenAI chat estimate needs the npm package {package}, which cannot be loaded ({errorType}): install it beside @incontext/incontext; chat requests fall back until then",
+        { package: GPT_TOKENIZER, errorType: errorType(error) },
+      );
+    }
+    throw new CountError(
+      `Cannot estimate a chat request as the npm package ${GPT_TOKENIZER} cannot be loaded: install it beside @incontext/incontext (npm install ${GPT_TOKENIZER})`,
+      { cause: safeCause(error) },
+    );
+  }
   const plain = { disallowedSpecial: new Set<string>() };
   return {
     name,

@@ -4,6 +4,16 @@
  * no count endpoint, with a local estimate in the model's encoding
  * (labelled an estimate, so budget() keeps a margin for it).
  *
+ * The encodings come from the npm package `gpt-tokenizer`, loaded on the
+ * first chat count. Deno resolves it itself; installed from npm, where it is
+ * an optional peer that only this estimate uses, add it to your project:
+ * `npm install gpt-tokenizer@4.0.0`. Without it, each chat count fails with
+ * a `CountError` that says so, and budget() falls back.
+ *
+ * The `Backend` contract it implements and the errors its counts throw
+ * (`CountError`) are the root entry's, `@incontext/incontext`;
+ * `BackendConfig`, which its factory reads, is `@incontext/incontext/config`'s.
+ *
  * @example Counting a Responses request
  * ```ts
  * import { OpenAIBackend } from "@incontext/incontext/openai";
@@ -23,6 +33,5 @@
  */
 export { OpenAIBackend, openAIFromConfig } from "./openai_backend.ts";
 export type { OpenAIBackendOptions } from "./openai_backend.ts";
-export { CountError } from "../../core/errors.ts";
-// The types OpenAIBackend's API names, so that this entry stands on its own.
-export type * from "../_shared/entry_types.ts";
+// The options it shares with the other HTTP backends, which its options extend.
+export type { HttpCountOptions } from "../_shared/http_count_options.ts";

@@ -140,7 +140,8 @@ export class OpenAIBackend extends Backend {
    *
    * @example A model without a known encoding falls back
    * ```ts
-   * import { CountError, OpenAIBackend } from "@incontext/incontext/openai";
+   * import { CountError } from "@incontext/incontext";
+   * import { OpenAIBackend } from "@incontext/incontext/openai";
    * import { rejects } from "node:assert/strict";
    *
    * const backend = new OpenAIBackend({ cache: null });

@@ -3,6 +3,11 @@
  * SGLang tokenizes text only, so chat requests are first rendered with the
  * model folder's chat template, as the local backend renders them.
  *
+ * The `Backend` contract it implements and the errors its counts throw
+ * (`CountError`, `TemplateRejectedError`) are the root entry's, `@incontext/incontext`;
+ * `BackendConfig`, which its factory reads, and `ConfigError`, which it
+ * throws for a missing setting, are `@incontext/incontext/config`'s.
+ *
  * @example Counting a chat request
  * ```ts
  * import { SglangBackend } from "@incontext/incontext/sglang";
@@ -24,8 +29,5 @@ export type {
   SglangBackendOptions,
   SglangOutputLimitOptions,
 } from "./sglang_backend.ts";
-export { CountError, TemplateRejectedError } from "../../core/errors.ts";
-export { ConfigError } from "../../core/config_error.ts";
-// The types SglangBackend's API names, so that this entry stands on its own.
-export type * from "../_shared/entry_types.ts";
-export type { FilesSha256 } from "@incontext/engine";
+// The options it shares with the other HTTP backends, which its options extend.
+export type { HttpCountOptions } from "../_shared/http_count_options.ts";

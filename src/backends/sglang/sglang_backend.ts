@@ -162,7 +162,8 @@ export class SglangBackend extends Backend implements AsyncDisposable {
    *
    * @example A server fault fails the count
    * ```ts
-   * import { CountError, SglangBackend } from "@incontext/incontext/sglang";
+   * import { CountError } from "@incontext/incontext";
+   * import { SglangBackend } from "@incontext/incontext/sglang";
    * import { createFakeSglangHandler } from "@incontext/incontext/testing";
    * import { rejects } from "node:assert/strict";
    *

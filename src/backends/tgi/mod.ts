@@ -3,6 +3,11 @@
  * (TGI) server: `POST /chat_tokenize` renders and tokenizes a chat request
  * as the server's chat endpoint would, and `GET /info` gives its limits.
  *
+ * The `Backend` contract it implements and the errors its counts throw
+ * (`CountError`, `TemplateRejectedError`) are the root entry's, `@incontext/incontext`;
+ * `BackendConfig`, which its factory reads, and `ConfigError`, which it
+ * throws for a missing setting, are `@incontext/incontext/config`'s.
+ *
  * @example Counting a chat request
  * ```ts
  * import { TgiBackend } from "@incontext/incontext/tgi";
@@ -20,7 +25,5 @@
  */
 export { TgiBackend, tgiFromConfig } from "./tgi_backend.ts";
 export type { TgiBackendOptions } from "./tgi_backend.ts";
-export { CountError, TemplateRejectedError } from "../../core/errors.ts";
-export { ConfigError } from "../../core/config_error.ts";
-// The types TgiBackend's API names, so that this entry stands on its own.
-export type * from "../_shared/entry_types.ts";
+// The options it shares with the other HTTP backends, which its options extend.
+export type { HttpCountOptions } from "../_shared/http_count_options.ts";

@@ -134,7 +134,8 @@ export class TgiBackend extends Backend {
    *
    * @example A context length that is not TGI's max_total_tokens
    * ```ts
-   * import { CountError, TgiBackend } from "@incontext/incontext/tgi";
+   * import { CountError } from "@incontext/incontext";
+   * import { TgiBackend } from "@incontext/incontext/tgi";
    * import { createFakeTgiHandler } from "@incontext/incontext/testing";
    * import { rejects } from "node:assert/strict";
    *

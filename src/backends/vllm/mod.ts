@@ -3,6 +3,11 @@
  * endpoint, which applies the served chat template to the request's
  * messages and tools.
  *
+ * The `Backend` contract it implements and the errors its counts throw
+ * (`CountError`, `TemplateRejectedError`) are the root entry's, `@incontext/incontext`;
+ * `BackendConfig`, which its factory reads, and `ConfigError`, which it
+ * throws for a missing setting, are `@incontext/incontext/config`'s.
+ *
  * @example Counting a chat request
  * ```ts
  * import { VllmBackend } from "@incontext/incontext/vllm";
@@ -20,7 +25,5 @@
  */
 export { VllmBackend, vllmFromConfig } from "./vllm_backend.ts";
 export type { VllmBackendOptions } from "./vllm_backend.ts";
-export { CountError, TemplateRejectedError } from "../../core/errors.ts";
-export { ConfigError } from "../../core/config_error.ts";
-// The types VllmBackend's API names, so that this entry stands on its own.
-export type * from "../_shared/entry_types.ts";
+// The options it shares with the other HTTP backends, which its options extend.
+export type { HttpCountOptions } from "../_shared/http_count_options.ts";

@@ -154,7 +154,8 @@ export class VllmBackend extends Backend {
    *
    * @example Failing on purpose
    * ```ts
-   * import { CountError, VllmBackend } from "@incontext/incontext/vllm";
+   * import { CountError } from "@incontext/incontext";
+   * import { VllmBackend } from "@incontext/incontext/vllm";
    * import { rejects } from "node:assert/strict";
    *
    * const backend = new VllmBackend({ url: "http://127.0.0.1:8000/tokenize", cache: null });

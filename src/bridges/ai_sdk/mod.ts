@@ -54,4 +54,3 @@ export {
   type StepInput,
 } from "./compaction.ts";
 export type * from "./types.ts";
-export type * from "../entry_types.ts";

@@ -67,9 +67,6 @@ export {
   type WatchHermesOptions,
   watchHermesWindow,
 } from "./watch.ts";
-// resolveWindow() takes the configuration's part it reads: exported so that this entry stands on its own.
-export type { HermesConfig } from "./config.ts";
-export type { BudgetConfig } from "../../core/budget_config.ts";
 
 const logger = getLogger(["incontext", "hermes"]);
 

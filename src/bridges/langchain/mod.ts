@@ -28,6 +28,3 @@ export {
   summarizationBudget,
   type SummarizationBudgetOptions,
 } from "./summarization.ts";
-export type { ConversationShape, PreflightOptions } from "../preflight.ts";
-export type * from "../../core/contract_types.ts";
-export type { Estimator } from "../../core/estimate.ts";

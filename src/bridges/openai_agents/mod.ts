@@ -33,5 +33,3 @@ export {
   type FilterCompactionContext,
   type ModelInput,
 } from "./filter.ts";
-export type * from "../../core/contract_types.ts";
-export type { Estimator } from "../../core/estimate.ts";

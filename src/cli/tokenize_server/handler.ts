@@ -4,12 +4,9 @@
  * folder, with vLLM's wire shapes and OpenAI-style errors.
  */
 import { getLogger } from "@logtape/logtape";
-import {
-  CountError,
-  type JsonObject,
-  type LocalBackend,
-  TemplateRejectedError,
-} from "../../backends/local/mod.ts";
+import type { LocalBackend } from "../../backends/local/mod.ts";
+import type { JsonObject } from "../../core/request.ts";
+import { CountError, TemplateRejectedError } from "../../core/errors.ts";
 
 import { readLimited } from "../../_internal/limited_read.ts";
 import { jsonText } from "../../_internal/json_bytes.ts";

@@ -8,11 +8,8 @@ import {
 } from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { budget } from "../../../mod.ts";
-import {
-  CountError,
-  LocalBackend,
-  TemplateRejectedError,
-} from "../../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../../src/backends/local/mod.ts";
+import { CountError, TemplateRejectedError } from "../../../src/core/errors.ts";
 import {
   continueFinalMessage,
   detectContentFormat,

@@ -7,11 +7,8 @@
 import { dirname } from "node:path";
 import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { createCountCache } from "../../../src/cache/mod.ts";
-import {
-  CountError,
-  LocalBackend,
-  TemplateRejectedError,
-} from "../../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../../src/backends/local/mod.ts";
+import { CountError, TemplateRejectedError } from "../../../src/core/errors.ts";
 import { MODEL_FILES } from "../../_kit/model_files.ts";
 import { timerTicksDuring } from "../../_kit/timer_ticks.ts";
 import { CONVERSATIONS } from "../../_kit/tokenizer_conversations.ts";

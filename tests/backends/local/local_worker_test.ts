@@ -12,11 +12,8 @@ import {
   strictEqual,
 } from "node:assert/strict";
 import { dirname } from "node:path";
-import {
-  CountError,
-  LocalBackend,
-  TemplateRejectedError,
-} from "../../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../../src/backends/local/mod.ts";
+import { CountError, TemplateRejectedError } from "../../../src/core/errors.ts";
 import { createCountCache } from "../../../src/cache/mod.ts";
 import {
   createCountCacheForTesting,

@@ -13,80 +13,27 @@ import {
   OpenAIBackend,
   openAIFromConfig,
 } from "../../../src/backends/openai/mod.ts";
+import { GPT_TOKENIZER } from "../../../src/backends/openai/chat_estimate.ts";
 import * as kit from "../../_kit/backend_kit.ts";
+import cookbook from "../../fixtures/openai_cookbook.json" with {
+  type: "json",
+};
 import { captureLogs } from "../../_kit/log_capture.ts";
 
 const CONTEXT = 128000;
 const RESPONSES = { contextLength: CONTEXT, kind: "responses" } as const;
 const CHAT = { contextLength: CONTEXT, kind: "chat" } as const;
 
-/** The conversation of OpenAI's cookbook "How to count tokens with tiktoken". */
-const COOKBOOK_MESSAGES = [
-  {
-    role: "system",
-    content:
-      "You are a helpful, pattern-following assistant that translates corporate jargon into plain English.",
-  },
-  {
-    role: "system",
-    name: "example_user",
-    content: "New synergies will help drive top-line growth.",
-  },
-  {
-    role: "system",
-    name: "example_assistant",
-    content: "Things working well together will increase revenue.",
-  },
-  {
-    role: "system",
-    name: "example_user",
-    content:
-      "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage.",
-  },
-  {
-    role: "system",
-    name: "example_assistant",
-    content: "Let's talk later when we're less busy about how to do better.",
-  },
-  {
-    role: "user",
-    content:
-      "This late pivot means we don't have time to boil the ocean for the client deliverable.",
-  },
-];
-
-/** The cookbook's tool example (section 7). */
-const COOKBOOK_TOOLS = [{
-  type: "function",
-  function: {
-    name: "get_current_weather",
-    description: "Get the current weather in a given location",
-    parameters: {
-      type: "object",
-      properties: {
-        location: {
-          type: "string",
-          description: "The city and state, e.g. San Francisco, CA",
-        },
-        unit: {
-          type: "string",
-          description: "The unit of temperature to return",
-          enum: ["celsius", "fahrenheit"],
-        },
-      },
-      required: ["location"],
-    },
-  },
-}];
-
-const COOKBOOK_TOOL_MESSAGES = [
-  {
-    role: "system",
-    content:
-      "You are a helpful assistant that can answer to questions about the weather.",
-  },
-  { role: "user", content: "What's the weather like in San Francisco?" },
-];
+/**
+ * The samples of OpenAI's cookbook "How to count tokens with tiktoken": its
+ * conversation, and its tool example (section 7) with the messages sent
+ * with it. The Node proof counts the conversation too.
+ */
+const {
+  messages: COOKBOOK_MESSAGES,
+  tools: COOKBOOK_TOOLS,
+  toolMessages: COOKBOOK_TOOL_MESSAGES,
+} = cookbook;
 
 function chat(model: string, extra: JsonObject = {}): JsonObject {
   return {
@@ -474,6 +421,74 @@ Deno.test("OpenAIBackend.count() estimates chat requests without the server, nev
   ok(logs.lines.length > 0);
   kit.assertNoLeak([...kit.errorTexts(error), ...logs.lines], [prompt]);
   strictEqual(server.requests.length, 0);
+});
+
+/**
+ * An import map with every import `tests/deno.json` maps, in which
+ * `gpt-tokenizer` resolves to a folder that does not exist: the package is
+ * missing, as on a Node install without the optional peer.
+ */
+async function importMapWithoutEncodings(): Promise<string> {
+  const testsConfig = new URL("../../deno.json", import.meta.url);
+  const { imports } = JSON.parse(await Deno.readTextFile(testsConfig)) as {
+    imports: Record<string, string>;
+  };
+  const map: Record<string, string> = {};
+  for (const [name, target] of Object.entries(imports)) {
+    const resolved = target.startsWith(".")
+      ? new URL(target, testsConfig).href
+      : target;
+    map[name] = resolved;
+    // deno.json maps a package's subpaths too; an import map file does not.
+    if (target.startsWith("npm:")) map[`${name}/`] = `${resolved}/`;
+  }
+  map["gpt-tokenizer"] = "file:///nonexistent/gpt-tokenizer/mod.js";
+  map["gpt-tokenizer/"] = "file:///nonexistent/gpt-tokenizer/";
+  const path = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(path, JSON.stringify({ imports: map }));
+  return path;
+}
+
+Deno.test("OpenAIBackend.count() names gpt-tokenizer and how to install it when the package is missing", async () => {
+  const importMap = await importMapWithoutEncodings();
+  try {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-config",
+        `--import-map=${importMap}`,
+        "--allow-read",
+        "--allow-env",
+        new URL("../../fixtures/openai_without_encodings.ts", import.meta.url)
+          .pathname,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const decoder = new TextDecoder();
+    strictEqual(output.code, 0, decoder.decode(output.stderr));
+    const { errors, warnings } = JSON.parse(decoder.decode(output.stdout));
+    const message =
+      `Cannot estimate a chat request as the npm package ${GPT_TOKENIZER} cannot be loaded: install it beside @incontext/incontext (npm install ${GPT_TOKENIZER})`;
+    // Each count says it, and the next count tries the import again.
+    deepStrictEqual(errors, [
+      { name: "CountError", message },
+      { name: "CountError", message },
+    ]);
+    // The operator is told once, with the package to install.
+    deepStrictEqual(warnings, [
+      { package: GPT_TOKENIZER, errorType: "TypeError" },
+    ]);
+  } finally {
+    await Deno.remove(importMap);
+  }
+});
+
+Deno.test("GPT_TOKENIZER names the version deno.json pins", async () => {
+  const manifest = JSON.parse(
+    await Deno.readTextFile(new URL("../../../deno.json", import.meta.url)),
+  );
+  strictEqual(`npm:${GPT_TOKENIZER}`, manifest.imports["gpt-tokenizer"]);
 });
 
 Deno.test("conformance: OpenAIBackend, Responses requests against the protocol server", async (t) => {

@@ -8,7 +8,8 @@ import {
 } from "node:assert/strict";
 import { dirname } from "node:path";
 import type { JsonObject } from "../../../src/core/backend.ts";
-import { CountError, LocalBackend } from "../../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../../src/backends/local/mod.ts";
+import { CountError } from "../../../src/core/errors.ts";
 import { VllmBackend } from "../../../src/backends/vllm/mod.ts";
 import { createTokenizeHandler } from "../../../src/cli/tokenize_server/handler.ts";
 import { resolveTokenizeServerSettings } from "../../../src/cli/tokenize_server/settings.ts";

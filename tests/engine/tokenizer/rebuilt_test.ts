@@ -1,6 +1,7 @@
 import { ok, rejects, strictEqual, throws } from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { CountError, LocalBackend } from "../../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../../src/backends/local/mod.ts";
+import { CountError } from "../../../src/core/errors.ts";
 import { EngineError } from "../../../packages/engine/src/common/errors.ts";
 import { checkTransformersRebuild } from "../../../packages/engine/src/tokenizer/rebuilt.ts";
 

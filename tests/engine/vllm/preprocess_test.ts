@@ -2,10 +2,8 @@
 import { ok, rejects, strictEqual, throws } from "node:assert/strict";
 import { dirname } from "node:path";
 import { budget } from "../../../mod.ts";
-import {
-  LocalBackend,
-  TemplateRejectedError,
-} from "../../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../../src/backends/local/mod.ts";
+import { TemplateRejectedError } from "../../../src/core/errors.ts";
 import { RequestRejectedError } from "../../../packages/engine/src/common/errors.ts";
 import {
   detectContentFormat,

@@ -9,11 +9,8 @@
 // stands in for it.
 import { match, ok, rejects, strictEqual, throws } from "node:assert/strict";
 import { dirname, join } from "node:path";
-import {
-  CountError,
-  LocalBackend,
-  TemplateRejectedError,
-} from "../../../src/backends/local/mod.ts";
+import { LocalBackend } from "../../../src/backends/local/mod.ts";
+import { CountError, TemplateRejectedError } from "../../../src/core/errors.ts";
 import { createCountCache } from "../../../src/cache/mod.ts";
 import { vllmTokenizeBody } from "../../../src/backends/_shared/vllm_count.ts";
 import { renderDeepseek } from "../../../packages/engine/src/deepseek/render.ts";
