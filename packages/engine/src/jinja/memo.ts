@@ -18,10 +18,10 @@
 // A body that throws, or that does something these rules cannot follow
 // (a namespace used whole, a macro defined in the loop's scope, a mutable
 // value stored outside), is not kept, and runs every time.
-import { Environment } from "@huggingface/jinja";
 import { make, type Value } from "./values.ts";
-import { CALLABLE } from "./ast.ts";
 import { type Check, compileCheck } from "./check.ts";
+import { isMutable, isNamespace } from "./loop_fields.ts";
+import { METHODS } from "./methods.ts";
 import { type Node, resolve, type Scope } from "./scope.ts";
 
 /** An expression read from outside the body, with the value it gave. */
@@ -80,53 +80,15 @@ interface Frame {
   impure: boolean;
 }
 
-/** Statement nodes: evaluated without a frame of their own. */
-const STATEMENTS = new Set([
-  "Program",
-  "Set",
-  "If",
-  "For",
-  "Macro",
-  "CallStatement",
-  "FilterStatement",
-  "Break",
-  "Continue",
-  "Comment",
-]);
-
 /** Globals whose value is not constant: the clock. */
 const IMPURE_GLOBALS = new Set(["strftime_now"]);
 
-const NamespaceClass = (new Environment().variables.get("namespace")!
-  .value as unknown as (args: Value[]) => Value)([]).constructor;
-
-/** Whether a value is a `namespace()`. */
-export function isNamespace(value: Value | undefined): value is Value {
-  return value instanceof NamespaceClass;
-}
-// Every scope carries its own `namespace` function; all behave alike.
-const NAMESPACE_SOURCE = String(
-  new Environment().variables.get("namespace")!.value,
-);
-
-/** The `loop` objects of `for` loops: mutable, like namespaces. */
-const loopObjects = new WeakSet<object>();
 /** Macro functions by the node that defined them (macros see their caller's scope, not a closure). */
 const macroNodes = new WeakMap<object, Node>();
-
-/** Marks a `for` loop's `loop` object. */
-export function markLoopObject(value: Value): void {
-  loopObjects.add(value);
-}
 
 /** Marks a macro's function value with its definition. */
 export function markMacro(value: Value, node: Node): void {
   macroNodes.set(value, node);
-}
-
-/** A value whose contents change during a render: a namespace or a `loop`. */
-export function isMutable(value: Value): boolean {
-  return value instanceof NamespaceClass || loopObjects.has(value);
 }
 
 /** Memo entries per `for` node, per item value. */
@@ -372,20 +334,10 @@ function staticInfo(node: Node): StaticInfo | null {
   return info;
 }
 
-/**
- * The name a call calls: `f(...)`, or `f(...)` as rewritten to
- * `__ic_callable(f, "f")(...)` (see _template_ast.ts).
- */
+/** The name a call calls: `f(...)`. */
 function calleeName(node: Node): string | undefined {
   const callee = node["callee"] as Node;
-  if (callee.type === "Identifier") return callee["value"] as string;
-  if (callee.type !== "CallExpression") return undefined;
-  const inner = callee["callee"] as Node;
-  const target = (callee["args"] as Node[])[0];
-  return inner.type === "Identifier" && inner["value"] === CALLABLE &&
-      target?.type === "Identifier"
-    ? target["value"] as string
-    : undefined;
+  return callee.type === "Identifier" ? callee["value"] as string : undefined;
 }
 
 /** Whether `node` calls a global that reads the clock. */
@@ -399,9 +351,15 @@ const LITERALS = new Set([
   "IntegerLiteral",
   "FloatLiteral",
   "StringLiteral",
-  "NullLiteral",
-  "BooleanLiteral",
 ]);
+
+/** `x.name(...)` of a name {@linkcode callMethod} dispatches on the receiver. */
+function isMethodCall(callee: Node): boolean {
+  if (callee.type !== "MemberExpression" || callee["computed"]) return false;
+  const property = callee["property"] as Node;
+  return property.type === "Identifier" &&
+    METHODS.has(property["value"] as string);
+}
 
 /**
  * Adds what `node` may read to `found`; false for a shape not followed.
@@ -430,10 +388,9 @@ function collect(node: Node | undefined | null, found: Collected): boolean {
       if (named !== undefined) {
         callees.add(named);
         names.add(named);
-        if (callee.type !== "Identifier") {
-          callees.add(CALLABLE);
-          names.add(CALLABLE);
-        }
+      } else if (isMethodCall(callee)) {
+        // Python's method of a string, dict or list: pure.
+        if (!walk(callee["object"])) return false;
       } else if (
         callee.type !== "MemberExpression" ||
         (callee["object"] as Node).type === "Identifier" ||
@@ -444,6 +401,13 @@ function collect(node: Node | undefined | null, found: Collected): boolean {
         return false;
       }
       return (node["args"] as Node[]).every(walk);
+    }
+    case "FilterExpression": {
+      // Filters are pure; a filter's name is not a variable.
+      const filter = node["filter"] as Node;
+      return walk(node["operand"]) &&
+        (filter.type !== "CallExpression" ||
+          (filter["args"] as Node[]).every(walk));
     }
     case "KeywordArgumentExpression":
       return walk(node["value"]);
@@ -462,8 +426,7 @@ function collect(node: Node | undefined | null, found: Collected): boolean {
     case "TupleLiteral":
       return (node["value"] as Node[]).every(walk);
     default:
-      // Filters (rewritten to calls but for a few), selects, object
-      // literals, spreads: not followed.
+      // Selects, object literals, spreads: not followed.
       return false;
   }
 }
@@ -530,9 +493,7 @@ export function alike(a: Value, b: Value, depth = 0): boolean {
     }
     case "FunctionValue": {
       const node = macroNodes.get(a);
-      if (node !== undefined) return node === macroNodes.get(b);
-      return String(a.value) === NAMESPACE_SOURCE &&
-        String(b.value) === NAMESPACE_SOURCE;
+      return node !== undefined && node === macroNodes.get(b);
     }
     default:
       return false;
@@ -578,9 +539,4 @@ export function replay(entry: Entry, scope: Scope): void {
       write.value,
     );
   }
-}
-
-/** Whether a node is a statement (no frame of its own). */
-export function isStatement(node: Node): boolean {
-  return STATEMENTS.has(node.type);
 }
