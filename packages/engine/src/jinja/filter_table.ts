@@ -123,8 +123,3 @@ export function filterNamed(name: string): Filter {
     ? unsupported(`the filter '${name}'`)
     : raised(`No filter named '${name}' found.`);
 }
-
-/** Whether the renderer has the filter `name`. */
-export function hasFilter(name: string): boolean {
-  return FILTERS.has(name);
-}

@@ -40,7 +40,7 @@ const TRUE = make("BooleanValue", true);
 const FALSE = make("BooleanValue", false);
 
 /** One render of a program: its scopes, and the loop memo's state. */
-export class Evaluator {
+class Evaluator {
   /** The item body being recorded for reuse, or null. */
   rec: Recorder | null = null;
   /** Whether `for` loops reuse item outputs between renders. */
