@@ -213,7 +213,7 @@ function call(node: Node): Check | null {
     if (values === undefined) return undefined;
     const f = lookup(scope, name);
     if (f.type !== "FunctionValue") return undefined;
-    return (f.value as Callable)(values, scope);
+    return (f.value as Callable)(values);
   };
 }
 

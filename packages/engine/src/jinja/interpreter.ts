@@ -272,12 +272,11 @@ class Evaluator {
         callee.property.value,
         self,
         this.args(node.args, scope),
-        scope,
       );
     }
     const f = this.expr(callee, scope);
     const args = this.args(node.args, scope);
-    return callValue(f, callee, args, scope);
+    return callValue(f, callee, args);
   }
 
   /**
@@ -363,15 +362,19 @@ class Evaluator {
     }
   }
 
-  /** `{% macro %}`: a function that renders the body in a scope of its own under its caller's. */
+  /**
+   * `{% macro %}`: a function that renders the body in a scope of its own
+   * under the one it was defined in, as jinja2's closures see it: the names
+   * bound there when it runs, never its caller's.
+   */
   macro(node: Extract<Stmt, { type: "Macro" }>, scope: Scope): void {
     const parameters: MacroParameters = {
       label: `'${node.name.value}'`,
       parameters: node.args,
       specials: specialsOf(node.args, node.body),
     };
-    const value = fn((args, caller) => {
-      const inner = new Scope(caller as Scope);
+    const value = fn((args) => {
+      const inner = new Scope(scope);
       bindArguments(parameters, args, inner, (e, s) => this.expr(e, s));
       return make("StringValue", this.block(node.body, inner));
     });
@@ -380,7 +383,11 @@ class Evaluator {
     this.rec?.definedMacro(scope);
   }
 
-  /** `{% call(params) macro(args) %}body{% endcall %}`: the macro, with `caller()` rendering the body. */
+  /**
+   * `{% call(params) macro(args) %}body{% endcall %}`: the macro called with
+   * `caller`, a function rendering the body where the call is, as jinja2
+   * passes it: one more keyword argument.
+   */
   callBlock(
     node: Extract<Stmt, { type: "CallStatement" }>,
     scope: Scope,
@@ -397,9 +404,13 @@ class Evaluator {
     });
     const callee = this.expr(node.call.callee, scope);
     const args = this.args(node.call.args, scope);
-    const inner = new Scope(scope);
-    inner.setVariable("caller", caller);
-    return callValue(callee, node.call.callee, args, inner);
+    const last = args.at(-1);
+    if (last?.type === "KeywordArgumentsValue") {
+      (last.value as Map<string, Value>).set("caller", caller);
+    } else {
+      args.push(make("KeywordArgumentsValue", new Map([["caller", caller]])));
+    }
+    return callValue(callee, node.call.callee, args);
   }
 
   /** `{% with %}`: the values read in the outer scope, then bound in an inner one. */
@@ -425,8 +436,8 @@ class Evaluator {
  * Undefined (a missing name or attribute, a method the sandbox hides)
  * raises, and Python refuses anything else that is not a function.
  */
-function callValue(f: Value, callee: Expr, args: Value[], scope: Scope): Value {
-  if (f.type === "FunctionValue") return (f.value as Callable)(args, scope);
+function callValue(f: Value, callee: Expr, args: Value[]): Value {
+  if (f.type === "FunctionValue") return (f.value as Callable)(args);
   if (f.type !== "UndefinedValue") {
     throw raised(`'${f.type}' object is not callable`);
   }

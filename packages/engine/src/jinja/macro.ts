@@ -1,7 +1,8 @@
 // jinja2's macro arguments: positional, then by keyword, then defaults
 // (evaluated in the macro's scope, so a default may read an earlier
-// parameter); extra arguments are kept in `varargs` and `kwargs` only when
-// the body reads those names, as jinja2 decides at compile time.
+// parameter); extra arguments are kept in `varargs` and `kwargs`, and a call
+// block's body is `caller`, only when the body reads those names, as jinja2
+// decides at compile time.
 import type { Expr, Parameter, Stmt } from "./ast.ts";
 import { raised } from "./objects.ts";
 import type { Scope } from "./scope.ts";
@@ -9,10 +10,11 @@ import { make, type Value } from "./values.ts";
 
 type Node = { type: string } & Record<string, unknown>;
 
-/** Which of `kwargs` and `varargs` a macro's body reads. */
+/** Which of `kwargs`, `varargs` and `caller` a macro's body reads. */
 export interface Specials {
   readonly kwargs: boolean;
   readonly varargs: boolean;
+  readonly caller: boolean;
 }
 
 function parameterName(parameter: Parameter): string {
@@ -22,14 +24,15 @@ function parameterName(parameter: Parameter): string {
 }
 
 /**
- * Whether a body reads `kwargs` or `varargs` before binding the name
+ * Whether a body reads `kwargs`, `varargs` or `caller` before binding the name
  * itself (a loop target, a `set`, a nested macro's parameter), visiting the
  * tree in jinja2's order.
  */
 export function specialsOf(parameters: Parameter[], body: Stmt[]): Specials {
   const declared = new Set(parameters.map(parameterName));
   const read = new Set<string>();
-  const special = (name: string) => name === "kwargs" || name === "varargs";
+  const special = (name: string) =>
+    name === "kwargs" || name === "varargs" || name === "caller";
   const declare = (target: Node) => {
     if (target.type === "Identifier") declared.add(target["value"] as string);
     if (target.type === "TupleLiteral") {
@@ -118,7 +121,11 @@ export function specialsOf(parameters: Parameter[], body: Stmt[]): Specials {
     }
   };
   visit(body);
-  return { kwargs: read.has("kwargs"), varargs: read.has("varargs") };
+  return {
+    kwargs: read.has("kwargs"),
+    varargs: read.has("varargs"),
+    caller: read.has("caller"),
+  };
 }
 
 /** A filter's arguments (its name is syntax, not a variable). */
@@ -154,6 +161,20 @@ export function bindArguments(
   let keywords = new Map<string, Value>();
   if (positional.at(-1)?.type === "KeywordArgumentsValue") {
     keywords = new Map(positional.pop()!.value as Map<string, Value>);
+  }
+  // A call block passes its body as `caller`: jinja2 takes it only when
+  // the body reads it.
+  const caller = keywords.get("caller");
+  if (caller !== undefined) {
+    if (!specials.caller) {
+      throw raised(
+        `macro ${label} was invoked with two values for the special caller argument`,
+      );
+    }
+    keywords.delete("caller");
+  }
+  if (specials.caller) {
+    scope.setVariable("caller", caller ?? make("UndefinedValue", undefined));
   }
   const defaults: [string, Expr][] = [];
   for (let i = 0; i < parameters.length; i++) {

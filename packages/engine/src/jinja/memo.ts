@@ -22,7 +22,7 @@ import { make, type Value } from "./values.ts";
 import { type Check, compileCheck } from "./check.ts";
 import { isMutable, isNamespace } from "./loop_fields.ts";
 import { METHODS } from "./methods.ts";
-import { type Node, resolve, type Scope } from "./scope.ts";
+import { type Node, resolve, Scope } from "./scope.ts";
 
 /** An expression read from outside the body, with the value it gave. */
 interface Read {
@@ -83,7 +83,11 @@ interface Frame {
 /** Globals whose value is not constant: the clock. */
 const IMPURE_GLOBALS = new Set(["strftime_now"]);
 
-/** Macro functions by the node that defined them (macros see their caller's scope, not a closure). */
+/**
+ * Macro functions by the node that defined them: two macros of one node
+ * behave alike as far as the memo follows them (a body reading what a macro
+ * defined outside it closes over is not kept).
+ */
 const macroNodes = new WeakMap<object, Node>();
 
 /** Marks a macro's function value with its definition. */
@@ -116,6 +120,8 @@ export class Recorder {
   readonly #globals = new Set<string>();
   readonly #writes: Write[] = [];
   readonly #namespaces = new Set<string>();
+  /** Scopes with this serial or a higher one were made by the body. */
+  readonly #firstMade = Scope.nextSerial();
   #kept = true;
 
   /**
@@ -222,7 +228,7 @@ export class Recorder {
     const value = found?.variables.get(name) ??
       make("UndefinedValue", undefined);
     const frame = this.#top();
-    if (found !== undefined && !this.#chain.has(found)) {
+    if (found !== undefined && found.serial >= this.#firstMade) {
       // Found in a scope the body made (a macro's, an inner loop's).
       frame.internal = true;
     } else if (found === undefined || found === this.#root) {
@@ -232,6 +238,10 @@ export class Recorder {
         frame.external = true;
         frame.impure = true;
       }
+    } else if (!this.#chain.has(found) || !this.#descends(scope)) {
+      // A macro defined outside the body, reading the scopes it closes
+      // over: a read the body's own scopes cannot check again.
+      this.unkeep();
     } else if (found === this.#scope && this.#ownNames.has(name)) {
       frame.internal = true;
     } else if (found === this.#scope && this.#itemNames.has(name)) {
@@ -250,6 +260,18 @@ export class Recorder {
   }
 
   /**
+   * Whether names looked up from `scope` go through the loop's scope: it is
+   * the loop's scope, or a scope the body made under it (not the scope of a
+   * macro defined outside the body, which closes over the scope it was
+   * defined in).
+   */
+  #descends(scope: Scope): boolean {
+    let s: Scope | undefined = scope;
+    while (s !== undefined && s.serial >= this.#firstMade) s = s.parent;
+    return s === this.#scope;
+  }
+
+  /**
    * An attribute read of a namespace or `loop` found outside the body:
    * internal once the body wrote it.
    */
@@ -264,7 +286,7 @@ export class Recorder {
 
   /** A `{% set name = value %}` in `scope`. */
   wroteName(scope: Scope, name: string, value: Value): void {
-    if (!this.#chain.has(scope)) return;
+    if (scope.serial >= this.#firstMade) return;
     if (scope !== this.#scope || !storable(value)) this.unkeep();
     this.#ownNames.add(name);
     this.#writes.push({ name, value });
@@ -274,7 +296,11 @@ export class Recorder {
   wroteKey(scope: Scope, object: Value, write: KeyWrite): void {
     const { name, key, value } = write;
     const found = resolve(scope, name);
-    if (found === undefined || !this.#chain.has(found)) return;
+    if (found === undefined || found.serial >= this.#firstMade) return;
+    if (!this.#chain.has(found) || !this.#descends(scope)) {
+      this.unkeep();
+      return;
+    }
     if (
       found === this.#scope && this.#ownNames.has(name) || !storable(value)
     ) this.unkeep();

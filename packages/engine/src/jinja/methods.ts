@@ -69,7 +69,6 @@ const VIEWS: ReadonlyMap<string, "dict_items" | "dict_keys" | "dict_values"> =
  * @param name The method's name.
  * @param self The receiver.
  * @param args The evaluated arguments, keyword arguments last.
- * @param scope The scope of the call (a macro found as an item runs under it).
  * @returns The method's result.
  * @throws {UndefinedUseError} Where the receiver has no such method.
  */
@@ -77,7 +76,6 @@ export function callMethod(
   name: string,
   self: Value,
   args: Value[],
-  scope: unknown,
 ): Value {
   if (self.type === "StringValue") {
     const body = STRING_METHODS.get(name);
@@ -93,7 +91,7 @@ export function callMethod(
     }
     const member = (self.value as Map<string, Value>).get(name);
     if (member?.type === "FunctionValue") {
-      return (member.value as Callable)(args, scope);
+      return (member.value as Callable)(args);
     }
   } else if (self.type === "ArrayValue" || self.type === "TupleValue") {
     const sequence = SEQUENCE_METHODS.get(name);

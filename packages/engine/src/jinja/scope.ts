@@ -6,16 +6,26 @@ import { make, type Value } from "./values.ts";
 /** A node of the tree `parse()` returns, read by its `type` (see ast.ts). */
 export type Node = { type: string } & Record<string, unknown>;
 
+/** The serial number of the next scope made in this process. */
+let nextSerial = 0;
+
 /** A scope: its own variables, and the scope it looks further names up in. */
 export class Scope {
   /** The names this scope binds. */
   readonly variables: Map<string, Value> = new Map();
   /** The enclosing scope, or `undefined` at the root. */
   readonly parent: Scope | undefined;
+  /** When it was made: a scope made later has a higher serial. */
+  readonly serial: number = nextSerial++;
 
   /** @param parent The enclosing scope. */
   constructor(parent?: Scope) {
     this.parent = parent;
+  }
+
+  /** The serial the next scope made will have. */
+  static nextSerial(): number {
+    return nextSerial;
   }
 
   /** Binds `name` in this scope. */

@@ -37,11 +37,10 @@ export type ValueType =
   | "FunctionValue";
 
 /**
- * A function a template calls: its evaluated arguments (keyword arguments
- * last, as one {@linkcode ValueType} `KeywordArgumentsValue`), and the scope
- * of the call, which a macro's body runs under.
+ * A function a template calls, with its evaluated arguments (keyword
+ * arguments last, as one {@linkcode ValueType} `KeywordArgumentsValue`).
  */
-export type Callable = (args: Value[], scope: unknown) => Value;
+export type Callable = (args: Value[]) => Value;
 
 /** A template value: its Python type and the JavaScript value holding it. */
 export class Value {
