@@ -103,7 +103,13 @@ class Evaluator {
           ? this.args(node.filter.args, scope)
           : [];
         const name = filterName(node.filter);
-        return pyStr(filterNamed(name)([make("StringValue", body), ...args]));
+        const value = filterNamed(name)([make("StringValue", body), ...args]);
+        // jinja2 joins the block's result into the output as it is: only
+        // text joins.
+        if (value.type !== "StringValue") {
+          throw raised("sequence item 0: expected str instance");
+        }
+        return value.value as string;
       }
       case "With":
         return this.with(node, scope);
