@@ -1,4 +1,4 @@
-// Covers: packages/engine/src/jinja/chat_template.ts, packages/engine/src/jinja/interpreter.ts, packages/engine/src/jinja/compile_check.ts, packages/engine/src/jinja/macro.ts
+// Covers: packages/engine/src/jinja/chat_template.ts, packages/engine/src/jinja/interpreter.ts, packages/engine/src/jinja/compile_check.ts, packages/engine/src/jinja/macro.ts, packages/engine/src/jinja/macro_arguments.ts
 // jinja2's scoping and its filters on Undefined, None and numbers, with the
 // texts Python jinja2 renders (tests/conformance/template_differential_test.ts
 // compares generated cases with jinja2 itself).

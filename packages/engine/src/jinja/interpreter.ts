@@ -14,12 +14,13 @@ import type {
   With,
 } from "./ast.ts";
 import { filterName } from "./ast.ts";
+import { callValue, type Evaluate, evaluateArguments } from "./calls.ts";
 import { filterNamed } from "./filter_table.ts";
-import { JINJA2_GLOBALS } from "./globals.ts";
+import { BREAK, CONTINUE, runFor, targetNames, unpack } from "./for_loop.ts";
 import { pyGetAttr, pyGetItem, pySlice } from "./lookup.ts";
 import { isMutable, isNamespace } from "./loop_fields.ts";
-import { bindArguments, type MacroParameters, specialsOf } from "./macro.ts";
-import { markMacro, type Recorder } from "./memo.ts";
+import { callBlock, defineMacro } from "./macro.ts";
+import type { Recorder } from "./memo.ts";
 import { callMethod, METHODS } from "./methods.ts";
 import {
   pyEq,
@@ -28,11 +29,10 @@ import {
   UndefinedUseError,
   unsupported,
 } from "./objects.ts";
-import { pyBinary, pyIter, pyUnary } from "./operators.ts";
+import { pyBinary, pyUnary } from "./operators.ts";
 import { resolve, Scope } from "./scope.ts";
 import { testNamed } from "./tests.ts";
-import { type Callable, fn, make, pyStr, type Value } from "./values.ts";
-import { BREAK, CONTINUE, runFor, targetNames, unpack } from "./for_loop.ts";
+import { make, pyStr, type Value } from "./values.ts";
 
 type Node = { type: string } & Record<string, unknown>;
 
@@ -49,6 +49,9 @@ class Evaluator {
   sink: string[] | null = null;
   /** The program's scope: where a `{% block %}` looks names up. */
   top: Scope | null = null;
+
+  /** {@linkcode expr}, as a function (one closure per render). */
+  readonly #evaluate: Evaluate = (node, scope) => this.expr(node, scope);
 
   /** @param memo Whether `for` loops reuse item outputs between renders. */
   constructor(memo: boolean) {
@@ -91,16 +94,16 @@ class Evaluator {
         this.set(node, scope);
         return "";
       case "Macro":
-        this.macro(node, scope);
+        defineMacro(this, node, scope);
         return "";
       case "CallStatement":
-        return pyStr(this.callBlock(node, scope));
+        return pyStr(callBlock(this, node, scope));
       case "FilterStatement": {
         // The body renders in a scope of its own, as in jinja2: a `set`
         // inside it is gone after `{% endfilter %}`.
         const body = this.block(node.body, new Scope(scope));
         const args = node.filter.type === "CallExpression"
-          ? this.args(node.filter.args, scope)
+          ? this.arguments(node.filter.args, scope)
           : [];
         const name = filterName(node.filter);
         const value = filterNamed(name)([make("StringValue", body), ...args]);
@@ -163,7 +166,7 @@ class Evaluator {
         const operand = this.expr(node.operand, scope);
         const filter = filterNamed(filterName(node.filter));
         if (node.filter.type === "Identifier") return filter([operand]);
-        return filter([operand, ...this.args(node.filter.args, scope)]);
+        return filter([operand, ...this.arguments(node.filter.args, scope)]);
       }
       case "TestExpression": {
         const operand = this.expr(node.operand, scope);
@@ -277,50 +280,16 @@ class Evaluator {
       return callMethod(
         callee.property.value,
         self,
-        this.args(node.args, scope),
+        this.arguments(node.args, scope),
       );
     }
     const f = this.expr(callee, scope);
-    const args = this.args(node.args, scope);
-    return callValue(f, callee, args);
+    return callValue(f, callee, this.arguments(node.args, scope));
   }
 
-  /**
-   * A call's arguments: the positional ones (`*x` spread), then the
-   * keyword ones (`**x` spread) as one value at the end, as Python
-   * evaluates them.
-   */
-  args(nodes: readonly Expr[], scope: Scope): Value[] {
-    const values: Value[] = [];
-    let keywords: Map<string, Value> | null = null;
-    for (const node of nodes) {
-      if (node.type === "SpreadExpression") {
-        values.push(...pyIter(this.expr(node.argument, scope)));
-      } else if (
-        node.type !== "KeywordArgumentExpression" &&
-        node.type !== "KeywordSpreadExpression"
-      ) values.push(this.expr(node, scope));
-    }
-    const keyword = (key: string, value: Value) => {
-      keywords ??= new Map();
-      if (keywords.has(key)) {
-        throw raised(`got multiple values for keyword argument '${key}'`);
-      }
-      keywords.set(key, value);
-    };
-    for (const node of nodes) {
-      if (node.type === "KeywordArgumentExpression") {
-        keyword(node.key.value, this.expr(node.value, scope));
-      } else if (node.type === "KeywordSpreadExpression") {
-        const mapping = this.expr(node.argument, scope);
-        if (mapping.type !== "ObjectValue") {
-          throw raised("argument after ** must be a mapping");
-        }
-        for (const [k, v] of mapping.value as Map<string, Value>) keyword(k, v);
-      }
-    }
-    if (keywords !== null) values.push(make("KeywordArgumentsValue", keywords));
-    return values;
+  /** A call's arguments, keyword arguments last. */
+  arguments(nodes: readonly Expr[], scope: Scope): Value[] {
+    return evaluateArguments(nodes, scope, this.#evaluate);
   }
 
   /** `{% set %}`: a name, names unpacked, or a namespace's attribute. */
@@ -368,57 +337,6 @@ class Evaluator {
     }
   }
 
-  /**
-   * `{% macro %}`: a function that renders the body in a scope of its own
-   * under the one it was defined in, as jinja2's closures see it: the names
-   * bound there when it runs, never its caller's.
-   */
-  macro(node: Extract<Stmt, { type: "Macro" }>, scope: Scope): void {
-    const parameters: MacroParameters = {
-      label: `'${node.name.value}'`,
-      parameters: node.args,
-      specials: specialsOf(node.args, node.body),
-    };
-    const value = fn((args) => {
-      const inner = new Scope(scope);
-      bindArguments(parameters, args, inner, (e, s) => this.expr(e, s));
-      return make("StringValue", this.block(node.body, inner));
-    });
-    scope.setVariable(node.name.value, value);
-    markMacro(value, node as Node);
-    this.rec?.definedMacro(scope);
-  }
-
-  /**
-   * `{% call(params) macro(args) %}body{% endcall %}`: the macro called with
-   * `caller`, a function rendering the body where the call is, as jinja2
-   * passes it: one more keyword argument.
-   */
-  callBlock(
-    node: Extract<Stmt, { type: "CallStatement" }>,
-    scope: Scope,
-  ): Value {
-    const parameters: MacroParameters = {
-      label: "None",
-      parameters: node.callerArgs ?? [],
-      specials: specialsOf(node.callerArgs ?? [], node.body),
-    };
-    const caller = fn((args) => {
-      const inner = new Scope(scope);
-      bindArguments(parameters, args, inner, (e, s) => this.expr(e, s));
-      return make("StringValue", this.block(node.body, inner));
-    });
-    const callee = this.expr(node.call.callee, scope);
-    const args = this.args(node.call.args, scope);
-    const last = args.at(-1);
-    if (last?.type === "KeywordArgumentsValue") {
-      (last.value as Map<string, Value>).set("caller", caller);
-    } else {
-      args.push(make("KeywordArgumentsValue", new Map([["caller", caller]])));
-    }
-    return callValue(callee, node.call.callee, args);
-  }
-
   /** `{% with %}`: the values read in the outer scope, then bound in an inner one. */
   with(node: With, scope: Scope): string {
     const values = node.values.map((value) => this.expr(value, scope));
@@ -435,24 +353,6 @@ class Evaluator {
     const outer = node.scoped ? scope : this.top ?? scope;
     return this.block(node.body, new Scope(outer));
   }
-}
-
-/**
- * Calls what a call's callee gave: jinja2 calls whatever it found, so an
- * Undefined (a missing name or attribute, a method the sandbox hides)
- * raises, and Python refuses anything else that is not a function.
- */
-function callValue(f: Value, callee: Expr, args: Value[]): Value {
-  if (f.type === "FunctionValue") return (f.value as Callable)(args);
-  if (f.type !== "UndefinedValue") {
-    throw raised(`'${f.type}' object is not callable`);
-  }
-  if (callee.type === "Identifier" && JINJA2_GLOBALS.has(callee.value)) {
-    // jinja2 has it and the server would render: the count fails rather
-    // than reporting a rejection.
-    throw unsupported(`${callee.value}()`);
-  }
-  throw new UndefinedUseError("an undefined value is not callable");
 }
 
 /**
