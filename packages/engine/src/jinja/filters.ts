@@ -1,5 +1,5 @@
-// jinja2's filters that @huggingface/jinja lacks or implements differently,
-// with Python semantics.
+// jinja2's filters over lists, mappings, numbers and text, with Python
+// semantics (filter_table.ts names them).
 import { isPySpace, pyReplace, pySplitlines } from "./py.ts";
 import { pyFormatPercent } from "./format.ts";
 import { make, pyRepr, pyStr, type Value } from "./values.ts";

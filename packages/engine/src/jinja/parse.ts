@@ -154,9 +154,8 @@ export interface Parsed {
  */
 export function parseTemplate(source: string): Parsed {
   const normalised = source.replace(/\r\n?/g, "\n")
-    // transformers' {% generation %} renders its body; as a real block tag
-    // (unlike @huggingface/jinja's textual removal) it keeps jinja2's
-    // whitespace control around it.
+    // transformers' {% generation %} renders its body; as a block tag it
+    // keeps jinja2's whitespace control around it.
     .replace(/\{%([-+]?)\s*generation\s*([-+]?)%\}/g, "{%$1 if true $2%}")
     .replace(/\{%([-+]?)\s*endgeneration\s*([-+]?)%\}/g, "{%$1 endif $2%}");
   const parsed = parse(

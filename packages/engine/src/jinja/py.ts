@@ -1,5 +1,5 @@
-// Python string and number semantics that jinja2 templates see, for
-// strings and numbers that @huggingface/jinja handles the JavaScript way.
+// Python string and number semantics that jinja2 templates see, where
+// JavaScript's differ (whitespace, code points, float printing, ordering).
 import { PyRaisedError } from "./errors.ts";
 
 /** The characters Python's `str.isspace()` accepts (`str.strip()`/`split()`). */
