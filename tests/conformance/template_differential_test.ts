@@ -173,6 +173,9 @@ function scopingProgram(rand: Rand, depth = 0): string {
       parts.push(
         `{% macro mac(p) %}{% set a = p ~ '!' %}[{{ a }}]{% endmacro %}{{ mac(${name} | default('q')) }}`,
       );
+    } else if (roll < 0.9) {
+      // A macro of the top level: it reads the names bound there.
+      parts.push("{{ outer() }}");
     } else {
       parts.push(`<{{ a | default('-') }}/{{ b | default('-') }}/{{ ns.c }}>`);
     }
@@ -185,7 +188,7 @@ function scopingCases(seed: number, n: number): string[] {
   return Array.from(
     { length: n },
     () =>
-      `{% set ns = namespace(c='') %}{% set a = 'A' %}${
+      `{% set ns = namespace(c='') %}{% set a = 'A' %}{% macro outer() %}({{ a }}/{{ b | default('-') }}/{{ m is defined }}){% endmacro %}${
         scopingProgram(rand)
       }|{{ a }}|{{ b | default('-') }}|{{ ns.c }}`,
   );
@@ -303,7 +306,8 @@ Deno.test("compileChatTemplate() scopes set, loops, macros and namespaces as jin
   // The generator reaches every construct it is for.
   ok(cases.some((c) => c.includes("{% for") && c.includes("{% set a")));
   ok(cases.some((c) => c.includes("{% set ns.c")));
-  ok(cases.some((c) => c.includes("{% macro")));
+  ok(cases.some((c) => c.includes("{% macro mac")));
+  ok(cases.some((c) => /\{% for[^]*\{\{ outer\(\) \}\}/.test(c)));
   await compare(t, cases);
 });
 
@@ -336,6 +340,14 @@ const BLOCK_CASES = [
   "{% block a %}{% block inner %}i{% endblock %}a{% endblock %}",
   "{% block a %}1{% endblock %}{% block a %}2{% endblock %}",
   "{% block r required %}x{% endblock %}",
+  "{% macro m() %}{{ a }}{% endmacro %}{% set a = 1 %}{% for x in [1] %}{% set a = 2 %}{{ m() }}{% endfor %}",
+  "{% macro m() %}[{{ x }}]{% endmacro %}{% for x in [1, 2] %}{{ m() }}{% endfor %}",
+  "{% macro m() %}[{{ p }}]{% endmacro %}{% macro n(p) %}{{ m() }}{% endmacro %}{{ n(5) }}",
+  "{% macro m(t) %}{{ t }}{{ loop is defined }}{% endmacro %}{% for x in [1] %}{{ m(x) }}{% endfor %}",
+  "{% macro m(x=y) %}{{ x }}{% endmacro %}{% set y = 4 %}{% for i in [1] %}{% set y = 5 %}{{ m() }}{% endfor %}",
+  "{% macro m() %}[{{ caller(1) }}]{% endmacro %}{% for x in [7] %}{% call(a) m() %}{{ a }}{{ x }}{% endcall %}{% endfor %}",
+  "{% macro m() %}x{% endmacro %}{% call m() %}b{% endcall %}",
+  "{% macro m() %}{{ kwargs }}{{ varargs }}{% endmacro %}{{ m(1, 2, x=3) }}",
 ];
 
 Deno.test("compileChatTemplate() scopes ifs, filter, call, with and block statements, macros and nested loops, and fills loop, as jinja2", async (t) => {

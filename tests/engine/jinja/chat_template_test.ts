@@ -57,6 +57,41 @@ Deno.test("compileChatTemplate() follows Python string semantics", async (t) => 
   });
 });
 
+Deno.test("compileChatTemplate() applies jinja2's filters in expressions and filter blocks", async (t) => {
+  await t.step("default, by either name, with or without arguments", () => {
+    strictEqual(
+      render(
+        "{{ missing | d('x') }}[{{ missing | default }}]{{ none | d(default_value='y', boolean=true) }}{{ 0 | default(1) }}",
+      ),
+      "x[]y0",
+    );
+  });
+  await t.step(
+    "a filter block's text goes through the filter; only text joins the output",
+    () => {
+      strictEqual(
+        render(
+          "{% filter replace('a', 'b') %}aa{% endfilter %}{% filter trim %}\u3000a {% endfilter %}",
+        ),
+        "bba",
+      );
+      throws(
+        () => render("{% filter length %}abc{% endfilter %}"),
+        TemplateRaisedError,
+      );
+    },
+  );
+  await t.step("str methods as Python has them", () => {
+    strictEqual(
+      render(
+        "{{ 'abc'.startswith(('x', 'a')) }}{{ 'ab'.upper() }}{{ 'a-b-c'.replace('-', '+', 1) }}|{{ 'abc' | attr('length') }}|",
+      ),
+      "TrueABa+b-c||",
+    );
+    throws(() => render("{{ 'abc'.startswith(['a']) }}"), TemplateRaisedError);
+  });
+});
+
 Deno.test("compileChatTemplate() normalises CR LF and lone CR in the source", () => {
   strictEqual(render("{% if true %}\r\na\rb\r\n{% endif %}\r\n"), "a\nb\n");
 });

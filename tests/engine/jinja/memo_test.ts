@@ -290,7 +290,7 @@ Deno.test("reused item outputs follow every value the body reads", async (t) => 
     ok(stats.hits > 0);
   });
   await t.step(
-    "macros read their caller's variables, and may be redefined",
+    "macros read the names where they are defined, and may be redefined",
     () => {
       agree(
         "{% if alt %}{% macro show(m) %}[{{ sep }}{{ m.c }}]{% endmacro %}{% else %}{% macro show(m) %}({{ sep }}{{ m.c }}){% endmacro %}{% endif %}{% for m in messages %}{{ show(m) }}{% endfor %}",
@@ -301,6 +301,37 @@ Deno.test("reused item outputs follow every value the body reads", async (t) => 
           { messages: [a, b, c], sep: "=", alt: true },
         ],
       );
+    },
+  );
+  await t.step(
+    "a macro defined outside the loop, reading its arguments and globals only, keeps items reused",
+    () => {
+      const stats = agree(
+        "{% macro show(m, i) %}[{{ i }}{{ m.c | upper }}{{ range(2) | list }}]{% endmacro %}{% for m in messages %}{{ show(m, loop.index) }}{% endfor %}",
+        grown,
+      );
+      ok(stats.hits > 0);
+    },
+  );
+  await t.step(
+    "a macro reading a name it closes over sees the name where it was defined, never the item's",
+    () => {
+      // jinja2 renders `1` for each item: the macro's `a` is the top-level one.
+      const stats = agree(
+        "{% set a = top %}{% macro m() %}{{ a }}{% endmacro %}{% for x in messages %}{% set a = x.c %}{{ m() }}{% endfor %}",
+        [
+          { messages: [a, b], top: 1 },
+          { messages: [a, b, c], top: 1 },
+          { messages: [a, b, c], top: 2 },
+        ],
+      );
+      strictEqual(
+        compileChatTemplate(
+          "{% set a = top %}{% macro m() %}{{ a }}{% endmacro %}{% for x in messages %}{% set a = x.c %}{{ m() }}{% endfor %}",
+        ).render({ messages: [a, b], top: 1 }, { memo: true }),
+        "11",
+      );
+      strictEqual(stats.hits, 0);
     },
   );
   await t.step("the clock is read again", () => {
@@ -384,7 +415,8 @@ const PRELUDE =
   "{% set ns = namespace(n=0, flag=false, s='') %}{% if shadow %}{% set sep = 'S' %}{% set range = none %}{% endif %}" +
   "{% macro show(m) %}{{ sep }}{{ m.c }}{% endmacro %}" +
   "{% macro bump(k) %}{% set ns.n = ns.n + k %}{{ ns.n }}{% endmacro %}" +
-  "{% macro pick() %}{% if x == 'a' %}A{% else %}{{ last }}{% endif %}{% endmacro %}";
+  "{% macro pick() %}{% if x == 'a' %}A{% else %}{{ last }}{% endif %}{% endmacro %}" +
+  "{% macro wrap(v, i=0) %}[{{ v }}{{ i }}]{% endmacro %}";
 const FRAGMENTS = [
   "{{ m.c }}",
   "{{ loop.index }}",
@@ -418,6 +450,7 @@ const FRAGMENTS = [
   "{% if x == 'b' or last == 'a' %}O{% endif %}",
   "{% if last is defined and (ns.flag or last == 'b') %}P{% endif %}",
   "{{ pick() }}",
+  "{{ wrap(m.c, loop.index) }}",
   "{% for k in m.tags %}{% if x == 'a' or k == 't' %}K{% endif %}{% endfor %}",
 ];
 

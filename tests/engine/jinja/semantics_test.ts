@@ -1,4 +1,4 @@
-// Covers: packages/engine/src/jinja/chat_template.ts, packages/engine/src/jinja/interpreter.ts, packages/engine/src/jinja/compile_check.ts
+// Covers: packages/engine/src/jinja/chat_template.ts, packages/engine/src/jinja/interpreter.ts, packages/engine/src/jinja/compile_check.ts, packages/engine/src/jinja/macro.ts, packages/engine/src/jinja/macro_arguments.ts
 // jinja2's scoping and its filters on Undefined, None and numbers, with the
 // texts Python jinja2 renders (tests/conformance/template_differential_test.ts
 // compares generated cases with jinja2 itself).
@@ -54,6 +54,100 @@ Deno.test("compileChatTemplate() scopes a set in a loop body to its item, as jin
       "3",
     );
   });
+});
+
+Deno.test("compileChatTemplate() scopes macros as jinja2: a macro sees the names where it is defined", async (t) => {
+  await t.step("never its caller's loop variables, sets or parameters", () => {
+    strictEqual(
+      render(
+        "{% macro m() %}{{ a }}{% endmacro %}{% set a = 1 %}{% for x in [1] %}{% set a = 2 %}{{ m() }}{% endfor %}",
+      ),
+      "1",
+    );
+    strictEqual(
+      render(
+        "{% macro m() %}[{{ x }}]{% endmacro %}{% for x in [1, 2] %}{{ m() }}{% endfor %}",
+      ),
+      "[][]",
+    );
+    strictEqual(
+      render(
+        "{% macro m() %}[{{ p }}]{% endmacro %}{% macro n(p) %}{{ m() }}{% endmacro %}{{ n(5) }}",
+      ),
+      "[]",
+    );
+    strictEqual(
+      render(
+        "{% macro m(t) %}{{ t }}{{ loop is defined }}{% endmacro %}{% for x in [1] %}{{ m(x) }}{% endfor %}",
+      ),
+      "1False",
+    );
+  });
+  await t.step("its names as bound when it runs, defaults included", () => {
+    strictEqual(
+      render(
+        "{% macro m() %}[{{ a }}]{% endmacro %}{{ m() }}{% set a = 3 %}{{ m() }}",
+      ),
+      "[][3]",
+    );
+    strictEqual(
+      render(
+        "{% macro m(x=y) %}{{ x }}{% endmacro %}{% set y = 4 %}{% for i in [1] %}{% set y = 5 %}{{ m() }}{% endfor %}",
+      ),
+      "4",
+    );
+    strictEqual(
+      render(
+        "{% for x in [1, 2] %}{% macro m() %}{{ x }}{% endmacro %}{{ m() }}{% endfor %}",
+      ),
+      "12",
+    );
+  });
+  await t.step(
+    "a call block's body is caller(), rendered where the call is",
+    () => {
+      strictEqual(
+        render(
+          "{% macro m() %}[{{ caller(1) }}]{% endmacro %}{% for x in [7] %}{% call(a) m() %}{{ a }}{{ x }}{% endcall %}{% endfor %}",
+        ),
+        "[17]",
+      );
+      strictEqual(
+        render(
+          "{% macro m() %}{{ caller is defined }}{% endmacro %}{{ m() }}",
+        ),
+        "False",
+      );
+      throws(
+        () =>
+          render("{% macro m() %}x{% endmacro %}{% call m() %}b{% endcall %}"),
+        TemplateRaisedError,
+      );
+      throws(
+        () => render("{% macro m() %}{{ caller() }}{% endmacro %}{{ m() }}"),
+        TemplateUndefinedError,
+      );
+    },
+  );
+  await t.step(
+    "extra arguments only where the body reads varargs or kwargs",
+    () => {
+      strictEqual(
+        render(
+          "{% macro m() %}{{ kwargs }}{{ varargs }}{% endmacro %}{{ m(1, 2, x=3) }}",
+        ),
+        "{'x': 3}(1, 2)",
+      );
+      throws(
+        () => render("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, a=2) }}"),
+        TemplateRaisedError,
+      );
+      throws(
+        () => render("{% macro m() %}{% endmacro %}{{ m(1) }}"),
+        TemplateRaisedError,
+      );
+    },
+  );
 });
 
 Deno.test("compileChatTemplate() applies text filters to str() of None, Undefined and numbers, as jinja2", () => {

@@ -1,14 +1,14 @@
 /**
  * Chat-template rendering that matches Python jinja2 as transformers sets it
- * up, built on @huggingface/jinja plus a layer that fixes its differences.
+ * up: the template parsed by @huggingface/jinja's public `parse()`, and
+ * rendered by this folder's own interpreter with Python's semantics.
  *
  * @module
  */
-import { Environment } from "@huggingface/jinja";
-import { rewrite } from "./ast.ts";
 import { parseTemplate } from "./parse.ts";
 import { globalsFor } from "./globals.ts";
 import { runProgram, runProgramParts } from "./interpreter.ts";
+import { Scope } from "./scope.ts";
 import {
   PyRaisedError,
   UndefinedUseError,
@@ -124,27 +124,12 @@ export class TemplateUnsupportedError extends Error {
   }
 }
 
-// @huggingface/jinja's own errors for an undefined value used where jinja2
-// raises UndefinedError (arithmetic or ordering on it).
-function undefinedUse(error: unknown): boolean {
-  return error instanceof Error && error.constructor === Error &&
-    /^Cannot perform operation (?!in )\S+ on undefined values$/.test(
-      error.message,
-    );
-}
-
 /**
- * Names what failed: the layer's own construct, or @huggingface/jinja's
- * message (built from the template's syntax and value type names); any
- * other error only by its type.
+ * Names what failed: the layer's own construct; any other error (a bug of
+ * the renderer's) only by its type.
  */
 function construct(error: unknown): string {
   if (error instanceof UnsupportedError) return error.construct;
-  if (
-    error instanceof Error &&
-    (error.constructor === Error || error.constructor === SyntaxError) &&
-    /^[\w .,:;'"`()*=!<>~+\-/%[\]{}|]{1,160}$/.test(error.message)
-  ) return `a construct the renderer rejects (${error.message})`;
   return `a construct the renderer fails on (${
     error instanceof Error ? error.name : typeof error
   })`;
@@ -172,33 +157,32 @@ export function compileChatTemplate(
   const parsed = parseTemplate(source);
   // jinja2 would not compile it: transformers refuses every request.
   const refusal = compileRefusal(parsed);
-  const program = rewrite(parsed.program);
+  const program = parsed.program;
   const now = options?.now ?? (() => new Date());
+  // The globals are the same for every render: one root scope holds them.
+  const root = new Scope();
   const globals = globalsFor({
     now,
     raise: (message) => {
       throw new TemplateRaisedError(message);
     },
   });
-  // Runs the program in a fresh scope holding the globals and the context.
+  for (const [name, value] of globals) root.setVariable(name, value);
+  // Runs the program in a fresh scope holding the context.
   function run<T>(
     context: Record<string, unknown>,
-    evaluate: (program: unknown, scope: unknown) => T,
+    evaluate: (scope: Scope) => T,
   ): T {
     if (refusal !== null) throw new TemplateRaisedError(refusal);
-    const root = new Environment();
-    for (const [name, value] of globals) {
-      root.setVariable(name as never, value as never);
-    }
-    const scope = new Environment(root);
+    const scope = new Scope(root);
     for (const [name, value] of Object.entries(context)) {
-      scope.setVariable(name, toValue(value) as never);
+      scope.setVariable(name, toValue(value));
     }
     try {
-      return evaluate(program, scope);
+      return evaluate(scope);
     } catch (error) {
-      if (error instanceof UndefinedUseError || undefinedUse(error)) {
-        throw new TemplateUndefinedError((error as Error).message);
+      if (error instanceof UndefinedUseError) {
+        throw new TemplateUndefinedError(error.message);
       }
       if (error instanceof PyRaisedError) {
         throw new TemplateRaisedError(error.message);
@@ -216,14 +200,12 @@ export function compileChatTemplate(
     render: (context, renderOptions) =>
       run(
         context,
-        (program, scope) =>
-          runProgram(program, scope, renderOptions?.memo === true)
-            .value as string,
+        (scope) => runProgram(program, scope, renderOptions?.memo === true),
       ),
     renderParts: (context, renderOptions) =>
       run(
         context,
-        (program, scope) =>
+        (scope) =>
           runProgramParts(program, scope, renderOptions?.memo === true),
       ),
   };

@@ -1,12 +1,16 @@
-// The expressions a reused loop item is checked against (src/_template_memo.ts)
-// are evaluated again before every reuse: a few hundred a render at 128k
+// The expressions a reused loop item is checked against (memo.ts) are
+// evaluated again before every reuse: a few hundred a render at 128k
 // tokens, most of them shaped like `loop.index0 > ns.last_query_index` or
 // `(messages|length - 1) - loop.index0`. This compiles the common shapes
 // to closures that give the value the interpreter would give, and gives
 // up (undefined) wherever they could differ: the interpreter then runs.
-import { make, type Value } from "./values.ts";
+import { type FilterCall, filterName } from "./ast.ts";
+import { filterNamed } from "./filter_table.ts";
 import { DICT_ATTRIBUTES } from "./names.ts";
+import { pyEq } from "./objects.ts";
 import { type Node, resolve, type Scope } from "./scope.ts";
+import { testNamed } from "./tests.ts";
+import { type Callable, make, pyStr, type Value } from "./values.ts";
 
 /** A compiled check: the expression's value, or undefined to let the interpreter evaluate it. */
 export type Check = (scope: Scope) => Value | undefined;
@@ -16,7 +20,7 @@ const compiled = new WeakMap<Node, Check | null>();
 /**
  * The compiled form of an expression, or null for a shape not compiled.
  *
- * @param node A rewritten expression node (see _template_ast.ts).
+ * @param node An expression node (see ast.ts).
  * @returns A closure over the scope it is checked in, or null.
  */
 export function compileCheck(node: Node): Check | null {
@@ -31,7 +35,7 @@ export function compileCheck(node: Node): Check | null {
 const TRUE = make("BooleanValue", true);
 const FALSE = make("BooleanValue", false);
 
-/** @huggingface/jinja's variable lookup: the nearest scope holding the name. */
+/** The variable lookup: the nearest scope holding the name. */
 function lookup(scope: Scope, name: string): Value {
   return resolve(scope, name)?.variables.get(name) ??
     make("UndefinedValue", undefined);
@@ -69,6 +73,10 @@ function compile(node: Node): Check | null {
       return binary(node);
     case "CallExpression":
       return call(node);
+    case "FilterExpression":
+      return filter(node);
+    case "TestExpression":
+      return test(node);
     default:
       return null;
   }
@@ -100,6 +108,25 @@ function binary(node: Node): Check | null {
   const right = compile(node["right"] as Node);
   if (left === null || right === null) return null;
   const operator = (node["operator"] as { value: string }).value;
+  if (operator === "==" || operator === "!=") {
+    const equal = operator === "==";
+    return (scope) => {
+      const a = left(scope);
+      if (a === undefined) return undefined;
+      const b = right(scope);
+      if (b === undefined) return undefined;
+      return pyEq(a, b) === equal ? TRUE : FALSE;
+    };
+  }
+  if (operator === "~") {
+    return (scope) => {
+      const a = left(scope);
+      if (a === undefined) return undefined;
+      const b = right(scope);
+      if (b === undefined) return undefined;
+      return make("StringValue", pyStr(a) + pyStr(b));
+    };
+  }
   if (operator === "and" || operator === "or") {
     const and = operator === "and";
     return (scope) => {
@@ -152,26 +179,71 @@ function binary(node: Node): Check | null {
   }
 }
 
+/** Compiles each argument, or null if one is not compiled (or is a keyword). */
+function compileAll(nodes: Node[]): Check[] | null {
+  const checks: Check[] = [];
+  for (const node of nodes) {
+    const check = compile(node);
+    if (check === null) return null;
+    checks.push(check);
+  }
+  return checks;
+}
+
+/** The arguments' values, or undefined if one hands over. */
+function valuesOf(checks: readonly Check[], scope: Scope): Value[] | undefined {
+  const values: Value[] = [];
+  for (const check of checks) {
+    const value = check(scope);
+    if (value === undefined) return undefined;
+    values.push(value);
+  }
+  return values;
+}
+
 /** `f(a, b)` with positional arguments only, `f` a function of the scope. */
 function call(node: Node): Check | null {
   const callee = node["callee"] as Node;
   if (callee.type !== "Identifier") return null;
   const name = callee["value"] as string;
-  const args: Check[] = [];
-  for (const argument of node["args"] as Node[]) {
-    const check = compile(argument);
-    if (check === null) return null;
-    args.push(check);
-  }
+  const args = compileAll(node["args"] as Node[]);
+  if (args === null) return null;
   return (scope) => {
-    const values: Value[] = [];
-    for (const arg of args) {
-      const value = arg(scope);
-      if (value === undefined) return undefined;
-      values.push(value);
-    }
+    const values = valuesOf(args, scope);
+    if (values === undefined) return undefined;
     const f = lookup(scope, name);
     if (f.type !== "FunctionValue") return undefined;
-    return (f.value as (args: Value[], scope: Scope) => Value)(values, scope);
+    return (f.value as Callable)(values);
+  };
+}
+
+/** `x | name(a, b)` with positional arguments only: filters are pure. */
+function filter(node: Node): Check | null {
+  const operand = compile(node["operand"] as Node);
+  const call = node["filter"] as FilterCall;
+  const args = call.type === "CallExpression"
+    ? compileAll(call.args as Node[])
+    : [];
+  if (operand === null || args === null) return null;
+  const name = filterName(call);
+  return (scope) => {
+    const value = operand(scope);
+    if (value === undefined) return undefined;
+    const values = valuesOf(args, scope);
+    if (values === undefined) return undefined;
+    return filterNamed(name)([value, ...values]);
+  };
+}
+
+/** `x is name` and `x is not name`. */
+function test(node: Node): Check | null {
+  const operand = compile(node["operand"] as Node);
+  if (operand === null) return null;
+  const name = (node["test"] as Node)["value"] as string;
+  const negate = node["negate"] as boolean;
+  return (scope) => {
+    const value = operand(scope);
+    if (value === undefined) return undefined;
+    return testNamed(name)(value, []) !== negate ? TRUE : FALSE;
   };
 }

@@ -3,14 +3,13 @@
 // outside an `if` (inside one, jinja2 raises only where it runs), a block
 // defined twice, a required block with content.
 import { JINJA2_FILTERS, JINJA2_TESTS } from "./names.ts";
-import { type BlockMark, type Parsed, SCOPE_MARK } from "./parse.ts";
+import { type FilterCall, filterName as nameOf } from "./ast.ts";
+import type { Parsed } from "./parse.ts";
 import type { Node } from "./scope.ts";
 
 /** The name a filter expression or statement applies. */
-export function filterName(filter: Node): string {
-  if (filter.type === "Identifier") return filter["value"] as string;
-  const callee = filter["callee"] as Node | undefined;
-  return callee?.type === "Identifier" ? callee["value"] as string : "";
+function filterName(filter: Node): string {
+  return nameOf(filter as FilterCall);
 }
 
 /**
@@ -65,10 +64,13 @@ function unknownName(value: unknown, soft: boolean): string | null {
     case "CallStatement":
       return first(
         walk(node["call"]),
-        walk(node["__ic_with_values"]),
         walk(node["callerArgs"], false),
         walk(node["body"], false),
       );
+    case "With":
+      return first(walk(node["values"]), walk(node["body"], false));
+    case "Block":
+      return walk(node["body"], false);
     case "FilterStatement": {
       const name = filterName(node["filter"] as Node);
       if (!JINJA2_FILTERS.has(name)) return `No filter named '${name}'.`;
@@ -110,8 +112,7 @@ function filledRequiredBlock(value: unknown): string | null {
     return null;
   }
   const node = value as Node;
-  const mark = node[SCOPE_MARK] as BlockMark | undefined;
-  if (mark?.kind === "block" && mark.required) {
+  if (node.type === "Block" && node["required"]) {
     const body = node["body"] as Node[];
     const empty = body.every((s) =>
       s.type === "Comment" ||
@@ -132,7 +133,7 @@ function filledRequiredBlock(value: unknown): string | null {
 /**
  * Why jinja2 would refuse to compile the template, or null.
  *
- * @param parsed The template as `parseTemplate` read it, not yet rewritten.
+ * @param parsed The template as `parseTemplate` read it.
  * @returns jinja2's reason, or null when it compiles.
  */
 export function compileRefusal(parsed: Parsed): string | null {

@@ -155,7 +155,7 @@ function detect(program: Node): ContentFormat {
  * strictEqual(contentFormatOf(parseTemplate(source).program), "openai");
  * ```
  *
- * @param program The template's tree from `parseTemplate`, before it is rewritten.
+ * @param program The template's tree from `parseTemplate`.
  * @returns `"openai"` when the rule finds a loop over message content, else `"string"`.
  */
 export function contentFormatOf(program: unknown): ContentFormat {

@@ -1,6 +1,6 @@
-// jinja2's filters that @huggingface/jinja lacks or implements differently,
-// with Python semantics.
-import { isPySpace } from "./py.ts";
+// jinja2's filters over lists, mappings, numbers and text, with Python
+// semantics (filter_table.ts names them).
+import { isPySpace, pyReplace, pySplitlines } from "./py.ts";
 import { pyFormatPercent } from "./format.ts";
 import { make, pyRepr, pyStr, type Value } from "./values.ts";
 import {
@@ -12,6 +12,7 @@ import {
   iterator,
   type Kwargs,
   lowered,
+  namedTuple,
   num,
   params,
   pyCompare,
@@ -26,6 +27,7 @@ import {
   unsupported,
 } from "./objects.ts";
 import { JINJA2_FILTERS } from "./names.ts";
+import { pyAttribute } from "./lookup.ts";
 import { selectOrReject } from "./tests.ts";
 import { htmlEscape, stripTags } from "./markup.ts";
 
@@ -89,11 +91,10 @@ function groupby(all: Value[]): Value {
     groups.map(([k, items]) => {
       const grouper = sensitive ? k : output(items[0]!);
       const list = make("ArrayValue", items);
-      const t = tuple([grouper, list]);
-      Object.defineProperty(t, "builtins", {
-        value: new Map([["grouper", grouper], ["list", list]]),
-      });
-      return t;
+      return namedTuple(
+        [grouper, list],
+        new Map([["grouper", grouper], ["list", list]]),
+      );
     }),
   );
 }
@@ -202,15 +203,6 @@ function unique(all: Value[]): Value {
     }
   }
   return iterator(out);
-}
-
-/** Python's `str.splitlines()`. */
-export function pySplitlines(text: string): string[] {
-  // Python's line boundaries include the file/group/record separators.
-  // deno-lint-ignore no-control-regex
-  const lines = text.split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/);
-  if (lines.at(-1) === "") lines.pop();
-  return lines;
 }
 
 function indent(all: Value[]): Value {
@@ -435,6 +427,7 @@ function toFloat(all: Value[]): Value {
   return dflt ?? make("FloatValue", 0);
 }
 
+/** jinja2's `attr`: the attribute only, never an item. */
 function attr(all: Value[]): Value {
   const [v, [name]] = params(all, ["name"]);
   if (v.type === "UndefinedValue") {
@@ -442,18 +435,12 @@ function attr(all: Value[]): Value {
       `'undefined' has no attribute '${pyStr(name!)}'`,
     );
   }
-  if (
-    v.type === "NullValue" || isNumber(v) || v.value instanceof Map ||
-    Array.isArray(v.value) || v.type === "StringValue"
-  ) {
-    // Mappings hold items, not attributes; attributes left are Python
-    // methods, whose printed form we cannot reproduce.
-    if (v.builtins.has(pyStr(name!))) {
-      throw unsupported("attr() of a Python method");
-    }
-    return UNDEFINED();
+  const found = pyAttribute(v, pyStr(name!)) ?? UNDEFINED();
+  // A Python method prints with its address: no text to match.
+  if (found.type === "FunctionValue") {
+    throw unsupported("attr() of a Python method");
   }
-  return UNDEFINED();
+  return found;
 }
 
 function items(all: Value[]): Value {
@@ -503,41 +490,6 @@ function replace(all: Value[]): Value {
   return str(
     pyReplace(pyStr(s), pyStr(old), pyStr(replacement), limit),
   );
-}
-
-/** Python's `str.replace(old, new, count)`; a negative count replaces all. */
-export function pyReplace(
-  text: string,
-  old: string,
-  replacement: string,
-  count: number,
-): string {
-  const limit = count < 0 ? Infinity : count;
-  if (old === "") {
-    // Python inserts between code points, at most `count` times.
-    const chars = Array.from(text);
-    let out = "";
-    let done = 0;
-    for (let i = 0; i <= chars.length; i++) {
-      if (done < limit) {
-        out += replacement;
-        done++;
-      }
-      out += chars[i] ?? "";
-    }
-    return out;
-  }
-  let out = "";
-  let from = 0;
-  let done = 0;
-  while (done < limit) {
-    const at = text.indexOf(old, from);
-    if (at < 0) break;
-    out += text.slice(from, at) + replacement;
-    from = at + old.length;
-    done++;
-  }
-  return out + text.slice(from);
 }
 
 /** jinja2's `sort`: a stable sort, case-insensitive unless told, of any iterable. */

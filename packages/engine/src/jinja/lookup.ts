@@ -4,8 +4,17 @@
 // attribute. A Python method found this way is a value of its own; the
 // sandbox hides the methods that modify (`dict.update`, `list.append`),
 // which then act as an Undefined (calling one raises).
-import { isMutable, isNamespace } from "./memo.ts";
-import { isNumber, raised, tuple, UNDEFINED, unsupported } from "./objects.ts";
+import { isMutable, isNamespace } from "./loop_fields.ts";
+import {
+  isNumber,
+  raised,
+  splitArgs,
+  tuple,
+  tupleAttributes,
+  UNDEFINED,
+  unsupported,
+} from "./objects.ts";
+import { STRING_METHODS } from "./str.ts";
 import { fn, make, type Value } from "./values.ts";
 
 /** Python's `str` methods. */
@@ -59,15 +68,6 @@ const STR_METHODS: ReadonlySet<string> = new Set([
   "zfill",
 ]);
 
-/** `str` methods @huggingface/jinja implements as members (called through them). */
-const HF_STR_MEMBERS: ReadonlySet<string> = new Set([
-  "upper",
-  "lower",
-  "startswith",
-  "endswith",
-  "replace",
-]);
-
 /** The sandbox's modifying methods: an Undefined that raises when used. */
 const UNSAFE: Readonly<Record<string, ReadonlySet<string>>> = {
   dict: new Set(["clear", "pop", "popitem", "setdefault", "update"]),
@@ -118,7 +118,11 @@ function opaqueMethod(owner: string, name: string): Value {
 
 type Entries = Map<string, Value>;
 
-function view(entries: Entries, kind: string): Value {
+/** `dict.items()`, `keys()` or `values()` of a mapping's entries. */
+export function dictView(
+  entries: Entries,
+  kind: "dict_items" | "dict_keys" | "dict_values",
+): Value {
   const items = Array.from(
     entries,
     ([k, v]) =>
@@ -128,9 +132,7 @@ function view(entries: Entries, kind: string): Value {
         ? make("StringValue", k)
         : v,
   );
-  const result = make("ArrayValue", items);
-  result.type = kind;
-  return result;
+  return make(kind, items);
 }
 
 /** A dict's safe methods, as values. */
@@ -140,7 +142,7 @@ function dictMethod(dict: Value, name: string): Value | undefined {
     case "items":
     case "keys":
     case "values":
-      return fn(() => view(entries, `dict_${name}`));
+      return fn(() => dictView(entries, `dict_${name}`));
     case "get":
       return fn((args) => {
         const positional = args.filter((a) =>
@@ -168,6 +170,17 @@ function dictMethod(dict: Value, name: string): Value | undefined {
 
 /** `object.name` as jinja2's sandboxed `getattr` gives it. */
 export function pyGetAttr(object: Value, name: string): Value {
+  const found = pyAttribute(object, name);
+  if (found !== undefined) return found;
+  // A dict without such an attribute: its item.
+  return (object.value as Entries).get(name) ?? UNDEFINED();
+}
+
+/**
+ * Python's own attribute `object.name`, never an item of a mapping (the
+ * `attr` filter's lookup); `undefined` for a mapping without it.
+ */
+export function pyAttribute(object: Value, name: string): Value | undefined {
   const held = object.value;
   if (held instanceof Map) {
     // A namespace's attributes and `loop`'s fields are their entries.
@@ -179,26 +192,24 @@ export function pyGetAttr(object: Value, name: string): Value {
       }
       return UNDEFINED();
     }
-    if (object.type.startsWith("dict_")) return UNDEFINED();
     const method = dictMethod(object, name);
     if (method !== undefined) return method;
-    if (UNSAFE["dict"]!.has(name)) return UNDEFINED();
-    return (held as Entries).get(name) ?? UNDEFINED();
+    return UNSAFE["dict"]!.has(name) ? UNDEFINED() : undefined;
   }
   switch (object.type) {
-    case "StringValue":
+    case "StringValue": {
       if (!STR_METHODS.has(name)) return UNDEFINED();
-      return HF_STR_MEMBERS.has(name)
-        ? object.builtins.get(name)!
-        : opaqueMethod("str", name);
+      const body = STRING_METHODS.get(name);
+      if (body === undefined) return opaqueMethod("str", name);
+      const text = object.value as string;
+      return fn((args) => body(text, ...splitArgs(args)));
+    }
     case "ArrayValue":
       return LIST_METHODS.has(name) ? opaqueMethod("list", name) : UNDEFINED();
     case "TupleValue": {
       // groupby's tuples carry `grouper` and `list`.
-      if (Object.hasOwn(object, "builtins")) {
-        const own = object.builtins.get(name);
-        if (own !== undefined) return own;
-      }
+      const own = tupleAttributes(object)?.get(name);
+      if (own !== undefined) return own;
       return TUPLE_METHODS.has(name)
         ? opaqueMethod("tuple", name)
         : UNDEFINED();
@@ -218,7 +229,7 @@ export function pyGetAttr(object: Value, name: string): Value {
 /** `object[key]` as jinja2's sandboxed `getitem` gives it (slices aside). */
 export function pyGetItem(object: Value, key: Value): Value {
   const held = object.value;
-  if (held instanceof Map && !object.type.startsWith("dict_")) {
+  if (held instanceof Map) {
     if (key.type !== "StringValue") return UNDEFINED();
     return (held as Entries).get(key.value as string) ??
       pyGetAttr(object, key.value as string);

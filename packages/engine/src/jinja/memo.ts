@@ -18,11 +18,11 @@
 // A body that throws, or that does something these rules cannot follow
 // (a namespace used whole, a macro defined in the loop's scope, a mutable
 // value stored outside), is not kept, and runs every time.
-import { Environment } from "@huggingface/jinja";
 import { make, type Value } from "./values.ts";
-import { CALLABLE } from "./ast.ts";
 import { type Check, compileCheck } from "./check.ts";
-import { type Node, resolve, type Scope } from "./scope.ts";
+import { isMutable, isNamespace } from "./loop_fields.ts";
+import { METHODS } from "./methods.ts";
+import { type Node, resolve, Scope } from "./scope.ts";
 
 /** An expression read from outside the body, with the value it gave. */
 interface Read {
@@ -80,53 +80,19 @@ interface Frame {
   impure: boolean;
 }
 
-/** Statement nodes: evaluated without a frame of their own. */
-const STATEMENTS = new Set([
-  "Program",
-  "Set",
-  "If",
-  "For",
-  "Macro",
-  "CallStatement",
-  "FilterStatement",
-  "Break",
-  "Continue",
-  "Comment",
-]);
-
 /** Globals whose value is not constant: the clock. */
 const IMPURE_GLOBALS = new Set(["strftime_now"]);
 
-const NamespaceClass = (new Environment().variables.get("namespace")!
-  .value as unknown as (args: Value[]) => Value)([]).constructor;
-
-/** Whether a value is a `namespace()`. */
-export function isNamespace(value: Value | undefined): value is Value {
-  return value instanceof NamespaceClass;
-}
-// Every scope carries its own `namespace` function; all behave alike.
-const NAMESPACE_SOURCE = String(
-  new Environment().variables.get("namespace")!.value,
-);
-
-/** The `loop` objects of `for` loops: mutable, like namespaces. */
-const loopObjects = new WeakSet<object>();
-/** Macro functions by the node that defined them (macros see their caller's scope, not a closure). */
+/**
+ * Macro functions by the node that defined them: two macros of one node
+ * behave alike as far as the memo follows them (a body reading what a macro
+ * defined outside it closes over is not kept).
+ */
 const macroNodes = new WeakMap<object, Node>();
-
-/** Marks a `for` loop's `loop` object. */
-export function markLoopObject(value: Value): void {
-  loopObjects.add(value);
-}
 
 /** Marks a macro's function value with its definition. */
 export function markMacro(value: Value, node: Node): void {
   macroNodes.set(value, node);
-}
-
-/** A value whose contents change during a render: a namespace or a `loop`. */
-export function isMutable(value: Value): boolean {
-  return value instanceof NamespaceClass || loopObjects.has(value);
 }
 
 /** Memo entries per `for` node, per item value. */
@@ -154,6 +120,8 @@ export class Recorder {
   readonly #globals = new Set<string>();
   readonly #writes: Write[] = [];
   readonly #namespaces = new Set<string>();
+  /** Scopes with this serial or a higher one were made by the body. */
+  readonly #firstMade = Scope.nextSerial();
   #kept = true;
 
   /**
@@ -260,7 +228,7 @@ export class Recorder {
     const value = found?.variables.get(name) ??
       make("UndefinedValue", undefined);
     const frame = this.#top();
-    if (found !== undefined && !this.#chain.has(found)) {
+    if (found !== undefined && found.serial >= this.#firstMade) {
       // Found in a scope the body made (a macro's, an inner loop's).
       frame.internal = true;
     } else if (found === undefined || found === this.#root) {
@@ -270,6 +238,10 @@ export class Recorder {
         frame.external = true;
         frame.impure = true;
       }
+    } else if (!this.#chain.has(found) || !this.#descends(scope)) {
+      // A macro defined outside the body, reading the scopes it closes
+      // over: a read the body's own scopes cannot check again.
+      this.unkeep();
     } else if (found === this.#scope && this.#ownNames.has(name)) {
       frame.internal = true;
     } else if (found === this.#scope && this.#itemNames.has(name)) {
@@ -288,6 +260,18 @@ export class Recorder {
   }
 
   /**
+   * Whether names looked up from `scope` go through the loop's scope: it is
+   * the loop's scope, or a scope the body made under it (not the scope of a
+   * macro defined outside the body, which closes over the scope it was
+   * defined in).
+   */
+  #descends(scope: Scope): boolean {
+    let s: Scope | undefined = scope;
+    while (s !== undefined && s.serial >= this.#firstMade) s = s.parent;
+    return s === this.#scope;
+  }
+
+  /**
    * An attribute read of a namespace or `loop` found outside the body:
    * internal once the body wrote it.
    */
@@ -302,7 +286,7 @@ export class Recorder {
 
   /** A `{% set name = value %}` in `scope`. */
   wroteName(scope: Scope, name: string, value: Value): void {
-    if (!this.#chain.has(scope)) return;
+    if (scope.serial >= this.#firstMade) return;
     if (scope !== this.#scope || !storable(value)) this.unkeep();
     this.#ownNames.add(name);
     this.#writes.push({ name, value });
@@ -312,7 +296,11 @@ export class Recorder {
   wroteKey(scope: Scope, object: Value, write: KeyWrite): void {
     const { name, key, value } = write;
     const found = resolve(scope, name);
-    if (found === undefined || !this.#chain.has(found)) return;
+    if (found === undefined || found.serial >= this.#firstMade) return;
+    if (!this.#chain.has(found) || !this.#descends(scope)) {
+      this.unkeep();
+      return;
+    }
     if (
       found === this.#scope && this.#ownNames.has(name) || !storable(value)
     ) this.unkeep();
@@ -372,20 +360,10 @@ function staticInfo(node: Node): StaticInfo | null {
   return info;
 }
 
-/**
- * The name a call calls: `f(...)`, or `f(...)` as rewritten to
- * `__ic_callable(f, "f")(...)` (see _template_ast.ts).
- */
+/** The name a call calls: `f(...)`. */
 function calleeName(node: Node): string | undefined {
   const callee = node["callee"] as Node;
-  if (callee.type === "Identifier") return callee["value"] as string;
-  if (callee.type !== "CallExpression") return undefined;
-  const inner = callee["callee"] as Node;
-  const target = (callee["args"] as Node[])[0];
-  return inner.type === "Identifier" && inner["value"] === CALLABLE &&
-      target?.type === "Identifier"
-    ? target["value"] as string
-    : undefined;
+  return callee.type === "Identifier" ? callee["value"] as string : undefined;
 }
 
 /** Whether `node` calls a global that reads the clock. */
@@ -399,9 +377,15 @@ const LITERALS = new Set([
   "IntegerLiteral",
   "FloatLiteral",
   "StringLiteral",
-  "NullLiteral",
-  "BooleanLiteral",
 ]);
+
+/** `x.name(...)` of a name {@linkcode callMethod} dispatches on the receiver. */
+function isMethodCall(callee: Node): boolean {
+  if (callee.type !== "MemberExpression" || callee["computed"]) return false;
+  const property = callee["property"] as Node;
+  return property.type === "Identifier" &&
+    METHODS.has(property["value"] as string);
+}
 
 /**
  * Adds what `node` may read to `found`; false for a shape not followed.
@@ -430,10 +414,9 @@ function collect(node: Node | undefined | null, found: Collected): boolean {
       if (named !== undefined) {
         callees.add(named);
         names.add(named);
-        if (callee.type !== "Identifier") {
-          callees.add(CALLABLE);
-          names.add(CALLABLE);
-        }
+      } else if (isMethodCall(callee)) {
+        // Python's method of a string, dict or list: pure.
+        if (!walk(callee["object"])) return false;
       } else if (
         callee.type !== "MemberExpression" ||
         (callee["object"] as Node).type === "Identifier" ||
@@ -444,6 +427,13 @@ function collect(node: Node | undefined | null, found: Collected): boolean {
         return false;
       }
       return (node["args"] as Node[]).every(walk);
+    }
+    case "FilterExpression": {
+      // Filters are pure; a filter's name is not a variable.
+      const filter = node["filter"] as Node;
+      return walk(node["operand"]) &&
+        (filter.type !== "CallExpression" ||
+          (filter["args"] as Node[]).every(walk));
     }
     case "KeywordArgumentExpression":
       return walk(node["value"]);
@@ -462,8 +452,7 @@ function collect(node: Node | undefined | null, found: Collected): boolean {
     case "TupleLiteral":
       return (node["value"] as Node[]).every(walk);
     default:
-      // Filters (rewritten to calls but for a few), selects, object
-      // literals, spreads: not followed.
+      // Selects, object literals, spreads: not followed.
       return false;
   }
 }
@@ -530,9 +519,7 @@ export function alike(a: Value, b: Value, depth = 0): boolean {
     }
     case "FunctionValue": {
       const node = macroNodes.get(a);
-      if (node !== undefined) return node === macroNodes.get(b);
-      return String(a.value) === NAMESPACE_SOURCE &&
-        String(b.value) === NAMESPACE_SOURCE;
+      return node !== undefined && node === macroNodes.get(b);
     }
     default:
       return false;
@@ -578,9 +565,4 @@ export function replay(entry: Entry, scope: Scope): void {
       write.value,
     );
   }
-}
-
-/** Whether a node is a statement (no frame of its own). */
-export function isStatement(node: Node): boolean {
-  return STATEMENTS.has(node.type);
 }

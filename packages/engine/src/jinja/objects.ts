@@ -1,6 +1,5 @@
 // Python objects as jinja2 templates see them: tuples, generators, equality
 // and ordering, item lookup, and the way filters read their arguments.
-import { Environment, Interpreter, parse, tokenize } from "@huggingface/jinja";
 import { compareCodePoints } from "./py.ts";
 import { make, type Value } from "./values.ts";
 
@@ -15,28 +14,34 @@ export {
 } from "./errors.ts";
 import { raised, UndefinedUseError } from "./errors.ts";
 
-// TupleValue is not exported; evaluating a tuple literal hands one out.
-const TupleClass = (() => {
-  const env = new Environment();
-  const node = parse(tokenize("{{ (1, 2) }}")).body[0] as never;
-  return (new Interpreter(env).evaluate(node, env) as unknown as Value)
-    .constructor as new (value: unknown) => Value;
-})();
-
 /** A Python tuple. */
 export function tuple(items: Value[]): Value {
-  return new TupleClass(items);
+  return make("TupleValue", items);
+}
+
+/** The attributes of groupby's tuples besides their items (`grouper`, `list`). */
+const groupAttributes = new WeakMap<Value, ReadonlyMap<string, Value>>();
+
+/** A tuple with named attributes: one of groupby's `(grouper, list)`. */
+export function namedTuple(
+  items: Value[],
+  attributes: ReadonlyMap<string, Value>,
+): Value {
+  const value = tuple(items);
+  groupAttributes.set(value, attributes);
+  return value;
+}
+
+/** A {@linkcode namedTuple}'s attributes. */
+export function tupleAttributes(
+  value: Value,
+): ReadonlyMap<string, Value> | undefined {
+  return groupAttributes.get(value);
 }
 
 /** A Python iterator (generator, reversed list): iterable, but unprintable. */
 export function iterator(items: Value[]): Value {
-  const value = make("ArrayValue", items);
-  value.type = "IteratorValue";
-  // A Python generator object is true even when it would yield nothing.
-  Object.defineProperty(value, "__bool__", {
-    value: () => make("BooleanValue", true),
-  });
-  return value;
+  return make("IteratorValue", items);
 }
 
 /** The items of an iterable value (iterating a mapping gives its keys). */
@@ -116,19 +121,27 @@ export function lowered(v: Value): Value {
   return v.type === "StringValue" ? str((v.value as string).toLowerCase()) : v;
 }
 
+/** Python's `bool()` of a value, as `if`, `and`, `or` and `not` read it. */
 export function truthy(v: Value): boolean {
   switch (v.type) {
     case "UndefinedValue":
     case "NullValue":
       return false;
+    case "BooleanValue":
+      return v.value as boolean;
     case "StringValue":
       return (v.value as string) !== "";
     case "IntegerValue":
     case "FloatValue":
-    case "BooleanValue":
-      return num(v) !== 0;
+      // A bigint beyond 2^53 is never zero.
+      return v.value !== 0;
+    // A generator, a namespace and a function are objects: true even when
+    // empty.
+    case "IteratorValue":
+    case "NamespaceValue":
+    case "FunctionValue":
+      return true;
   }
-  if (v.type === "IteratorValue") return true;
   if (Array.isArray(v.value)) return (v.value as Value[]).length > 0;
   if (v.value instanceof Map) return v.value.size > 0;
   return true;

@@ -1,12 +1,12 @@
 // Parses a chat template as transformers' jinja2 environment reads it:
 // CR LF and lone CR become LF, `trim_blocks` and `lstrip_blocks` are on, and
-// `{% generation %}` is a block tag that renders its body. `{% with %}` and
-// `{% block %}`, which @huggingface/jinja does not parse, are read as call
-// blocks and marked on the tree (see the interpreter's `evaluateCallStatement`).
+// `{% generation %}` is a block tag that renders its body. The tokens and
+// the tree are @huggingface/jinja's public `tokenize()` and `parse()`;
+// `{% with %}` and `{% block %}`, which its parser does not know, are handed
+// to it as call blocks of names no template uses, and read back from the
+// tree as nodes of their own (see ast.ts).
 import { parse, tokenize } from "@huggingface/jinja";
-
-/** The tree @huggingface/jinja parses a template into. */
-export type Program = ReturnType<typeof parse>;
+import type { Block, Expr, Program, Stmt, With } from "./ast.ts";
 
 type Token = ReturnType<typeof tokenize>[number];
 type Node = { type: string } & Record<string, unknown>;
@@ -15,35 +15,16 @@ type Node = { type: string } & Record<string, unknown>;
 const WITH = "__ic_with";
 const BLOCK = "__ic_block";
 
-/** `{% with a = x, b = y %}`: its names, and their values in the outer scope. */
-export interface WithMark {
-  readonly kind: "with";
-  readonly names: readonly string[];
-}
-
-/** `{% block name [scoped] [required] %}`: rendered in place. */
-export interface BlockMark {
-  readonly kind: "block";
-  readonly name: string;
-  readonly scoped: boolean;
-  readonly required: boolean;
-}
-
-/** The key of a call statement's mark. */
-export const SCOPE_MARK = "__ic_scope";
-/** The key of a `with`'s value expressions (walked and rewritten like any child). */
-export const WITH_VALUES = "__ic_with_values";
-
 /**
  * Rewrites the tokens of `{% with %}` and `{% block %}` (and their ends)
  * into call blocks of {@linkcode WITH} and {@linkcode BLOCK}.
  */
 function readScopes(tokens: Token[]): Token[] {
-  const Token = tokens[0]?.constructor as
-    | (new (value: string, type: string) => Token)
-    | undefined;
-  if (Token === undefined) return tokens;
-  const token = (value: string, type: string) => new Token(value, type);
+  // `parse()` takes tokens as its typings declare them: a value and a type.
+  const token = (value: string, type: Token["type"]): Token => ({
+    value,
+    type,
+  });
   const out: Token[] = [];
   for (let i = 0; i < tokens.length; i++) {
     const open = tokens[i]!;
@@ -96,54 +77,65 @@ function readScopes(tokens: Token[]): Token[] {
   return out;
 }
 
-/** Marks the call statements read from `with` and `block`; returns the block names. */
-function markScopes(value: unknown, blocks: string[]): void {
+/** The statement a call block of {@linkcode WITH} or {@linkcode BLOCK} stands for. */
+function scopeStatement(node: Node, blocks: string[]): With | Block | null {
+  if (node.type !== "CallStatement") return null;
+  const call = node["call"] as Node;
+  const callee = call["callee"] as Node;
+  const args = call["args"] as Node[];
+  const body = node["body"] as Stmt[];
+  if (callee.type !== "Identifier") return null;
+  if (callee["value"] === WITH) {
+    const names: string[] = [];
+    const values: Expr[] = [];
+    for (const arg of args) {
+      if (arg.type !== "KeywordArgumentExpression") {
+        throw new SyntaxError("Expected `name = value` in a with statement");
+      }
+      names.push((arg["key"] as Node)["value"] as string);
+      values.push(arg["value"] as Expr);
+    }
+    return { type: "With", names, values, body };
+  }
+  if (callee["value"] !== BLOCK) return null;
+  const [name, ...flags] = args.map((arg) => arg["value"] as string);
+  for (const flag of flags) {
+    if (flag !== "scoped" && flag !== "required") {
+      throw new SyntaxError("Expected scoped or required after a block name");
+    }
+  }
+  blocks.push(name!);
+  return {
+    type: "Block",
+    name: name!,
+    scoped: flags.includes("scoped"),
+    required: flags.includes("required"),
+    body,
+  };
+}
+
+/**
+ * Replaces, in place, the call blocks read from `with` and `block` with
+ * their own nodes; collects the block names in document order.
+ */
+function readScopeStatements(value: unknown, blocks: string[]): void {
   if (Array.isArray(value)) {
-    for (const item of value) markScopes(item, blocks);
+    for (let i = 0; i < value.length; i++) {
+      const item = value[i];
+      if (typeof item !== "object" || item === null || !("type" in item)) {
+        continue;
+      }
+      value[i] = scopeStatement(item as Node, blocks) ?? item;
+      readScopeStatements(value[i], blocks);
+    }
     return;
   }
   if (typeof value !== "object" || value === null || !("type" in value)) {
     return;
   }
   const node = value as Node;
-  if (node.type === "CallStatement") {
-    const call = node["call"] as Node;
-    const callee = call["callee"] as Node;
-    const args = call["args"] as Node[];
-    if (callee.type === "Identifier" && callee["value"] === WITH) {
-      const names: string[] = [];
-      const values: Node[] = [];
-      for (const arg of args) {
-        if (arg.type !== "KeywordArgumentExpression") {
-          throw new SyntaxError("Expected `name = value` in a with statement");
-        }
-        names.push((arg["key"] as Node)["value"] as string);
-        values.push(arg["value"] as Node);
-      }
-      node[SCOPE_MARK] = { kind: "with", names } satisfies WithMark;
-      node[WITH_VALUES] = values;
-      node["call"] = null;
-    } else if (callee.type === "Identifier" && callee["value"] === BLOCK) {
-      const [name, ...flags] = args.map((arg) => arg["value"] as string);
-      for (const flag of flags) {
-        if (flag !== "scoped" && flag !== "required") {
-          throw new SyntaxError(
-            "Expected scoped or required after a block name",
-          );
-        }
-      }
-      node[SCOPE_MARK] = {
-        kind: "block",
-        name: name!,
-        scoped: flags.includes("scoped"),
-        required: flags.includes("required"),
-      } satisfies BlockMark;
-      node["call"] = null;
-      blocks.push(name!);
-    }
-  }
   for (const key of Object.keys(node)) {
-    if (key !== "type") markScopes(node[key], blocks);
+    if (key !== "type") readScopeStatements(node[key], blocks);
   }
 }
 
@@ -157,22 +149,23 @@ export interface Parsed {
  * Parses a template's text.
  *
  * @param source The template text.
- * @returns The parsed program, not yet rewritten, and its block names.
+ * @returns The parsed program and its block names.
  * @throws {SyntaxError} (or the package's `Error`) If it does not parse.
  */
 export function parseTemplate(source: string): Parsed {
   const normalised = source.replace(/\r\n?/g, "\n")
-    // transformers' {% generation %} renders its body; as a real block tag
-    // (unlike @huggingface/jinja's textual removal) it keeps jinja2's
-    // whitespace control around it.
+    // transformers' {% generation %} renders its body; as a block tag it
+    // keeps jinja2's whitespace control around it.
     .replace(/\{%([-+]?)\s*generation\s*([-+]?)%\}/g, "{%$1 if true $2%}")
     .replace(/\{%([-+]?)\s*endgeneration\s*([-+]?)%\}/g, "{%$1 endif $2%}");
-  const program = parse(
+  const parsed = parse(
     readScopes(
       tokenize(normalised, { lstrip_blocks: true, trim_blocks: true }),
     ),
   );
   const blocks: string[] = [];
-  markScopes(program, blocks);
-  return { program, blocks };
+  readScopeStatements(parsed, blocks);
+  // The public typings give every node as a `Statement` ({ type: string });
+  // ast.ts spells out the shapes behind each type.
+  return { program: parsed as Program, blocks };
 }

@@ -1,5 +1,5 @@
-// Python string and number semantics that jinja2 templates see, for
-// strings and numbers that @huggingface/jinja handles the JavaScript way.
+// Python string and number semantics that jinja2 templates see, where
+// JavaScript's differ (whitespace, code points, float printing, ordering).
 import { PyRaisedError } from "./errors.ts";
 
 /** The characters Python's `str.isspace()` accepts (`str.strip()`/`split()`). */
@@ -175,4 +175,48 @@ export function compareCodePoints(a: string, b: string): number {
     if (d !== 0) return d;
   }
   return left.length - right.length;
+}
+
+/** Python's `str.splitlines()`. */
+export function pySplitlines(text: string): string[] {
+  // Python's line boundaries include the file/group/record separators.
+  // deno-lint-ignore no-control-regex
+  const lines = text.split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/);
+  if (lines.at(-1) === "") lines.pop();
+  return lines;
+}
+
+/** Python's `str.replace(old, new, count)`; a negative count replaces all. */
+export function pyReplace(
+  text: string,
+  old: string,
+  replacement: string,
+  count: number,
+): string {
+  const limit = count < 0 ? Infinity : count;
+  if (old === "") {
+    // Python inserts between code points, at most `count` times.
+    const chars = Array.from(text);
+    let out = "";
+    let done = 0;
+    for (let i = 0; i <= chars.length; i++) {
+      if (done < limit) {
+        out += replacement;
+        done++;
+      }
+      out += chars[i] ?? "";
+    }
+    return out;
+  }
+  let out = "";
+  let from = 0;
+  let done = 0;
+  while (done < limit) {
+    const at = text.indexOf(old, from);
+    if (at < 0) break;
+    out += text.slice(from, at) + replacement;
+    from = at + old.length;
+    done++;
+  }
+  return out + text.slice(from);
 }

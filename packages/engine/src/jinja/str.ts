@@ -1,11 +1,24 @@
-// Python `str` methods that @huggingface/jinja lacks, on code points.
-import { pySplitlines } from "./filters.ts";
+// Python's `str` methods, on code points.
+import { pyStrFormat } from "./format.ts";
 import { itemsOf, raised, tuple, unsupported } from "./objects.ts";
-import { isPySpace, pySplit } from "./py.ts";
+import {
+  BOTH,
+  isPySpace,
+  LEFT,
+  pyCapitalize,
+  pyReplace,
+  pySplit,
+  pySplitlines,
+  pyStrip,
+  pyTitleMethod,
+  RIGHT,
+  type StripEnds,
+} from "./py.ts";
 import { make, type Value } from "./values.ts";
 
 type Kwargs = Map<string, Value>;
-type Body = (text: string, args: Value[], kw: Kwargs) => Value;
+/** A method's body: the receiver's text, its positional and keyword arguments. */
+export type Body = (text: string, args: Value[], kw: Kwargs) => Value;
 
 const str = (s: string): Value => make("StringValue", s);
 const int = (n: number): Value => make("IntegerValue", n);
@@ -110,8 +123,72 @@ function partition(fromRight: boolean): Body {
   };
 }
 
+/** A string argument that may be left out or None. */
+function optionalString(value: Value | undefined): string | null {
+  if (
+    value === undefined || value.type === "NullValue" ||
+    value.type === "UndefinedValue"
+  ) {
+    return null;
+  }
+  if (value.type !== "StringValue") {
+    throw raised("expected a string argument");
+  }
+  return value.value as string;
+}
+
+function strip(ends: StripEnds): Body {
+  return (text, args, kw) =>
+    str(pyStrip(text, optionalString(args[0] ?? kw.get("chars")), ends));
+}
+
+function split(text: string, args: Value[], kw: Kwargs): Value {
+  const sep = optionalString(args[0] ?? kw.get("sep"));
+  const max = (args[1] ?? kw.get("maxsplit"))?.value as number | undefined;
+  return make("ArrayValue", pySplit(text, sep, max ?? -1).map(str));
+}
+
+/** `startswith`/`endswith`: a string, or a tuple of strings, without bounds. */
+function affix(test: (text: string, affix: string) => boolean): Body {
+  return (text, args, kw) => {
+    noRange(args, kw);
+    const what = args[0];
+    if (what?.type === "TupleValue") {
+      return bool((what.value as Value[]).some((v) => test(text, textArg(v))));
+    }
+    return bool(test(text, textArg(what)));
+  };
+}
+
+function replace(text: string, args: Value[], kw: Kwargs): Value {
+  const count = args[2] ?? kw.get("count");
+  if (count !== undefined && count.type !== "IntegerValue") {
+    throw raised("'count' must be an integer");
+  }
+  return str(
+    pyReplace(
+      text,
+      textArg(args[0]),
+      textArg(args[1]),
+      count === undefined ? -1 : Number(count.value),
+    ),
+  );
+}
+
 /** The methods, by name, called on a string receiver. */
 export const STRING_METHODS: ReadonlyMap<string, Body> = new Map<string, Body>([
+  ["strip", strip(BOTH)],
+  ["lstrip", strip(LEFT)],
+  ["rstrip", strip(RIGHT)],
+  ["split", split],
+  ["title", (t) => str(pyTitleMethod(t))],
+  ["capitalize", (t) => str(pyCapitalize(t))],
+  ["format", (t, a, k) => str(pyStrFormat(t, a, k))],
+  ["upper", (t) => str(t.toUpperCase())],
+  ["lower", (t) => str(t.toLowerCase())],
+  ["startswith", affix((t, x) => t.startsWith(x))],
+  ["endswith", affix((t, x) => t.endsWith(x))],
+  ["replace", replace],
   ["find", (t, a, k) => int(find(t, a, k))],
   ["rfind", (t, a, k) => int(rfind(t, a, k))],
   ["index", (t, a, k) => {

@@ -1,18 +1,62 @@
-// Runtime values of @huggingface/jinja, built from JavaScript values while
-// keeping what Python would keep: object key order and integral floats.
-import { Environment } from "@huggingface/jinja";
+// The values a template sees: Python's types over JavaScript values, keeping
+// what Python would keep (object key order, integral floats).
 import { compareCodePoints, pyFloatRepr, pyStrRepr } from "./py.ts";
 import { raised, unsupported } from "./errors.ts";
 
-/** The shape of a @huggingface/jinja runtime value this module relies on. */
-export interface Value {
-  type: string;
-  value: unknown;
-  readonly builtins: ReadonlyMap<string, Value>;
-  toString(): string;
-}
+/** The Python type a {@linkcode Value} holds, and what its `value` is. */
+export type ValueType =
+  /** `str`: a string. */
+  | "StringValue"
+  /** `int`: a number, or a bigint beyond 2^53. */
+  | "IntegerValue"
+  /** `float`: a number. */
+  | "FloatValue"
+  /** `bool`: a boolean. */
+  | "BooleanValue"
+  /** `None`: null. */
+  | "NullValue"
+  /** jinja2's Undefined: undefined. */
+  | "UndefinedValue"
+  /** `list`: an array of values. */
+  | "ArrayValue"
+  /** `tuple`: an array of values. */
+  | "TupleValue"
+  /** A generator or iterator: an array of its items, iterable once printed never. */
+  | "IteratorValue"
+  /** `dict.items()`, `keys()`, `values()`: an array of the items. */
+  | "dict_items"
+  | "dict_keys"
+  | "dict_values"
+  /** `dict`: a Map in insertion order. */
+  | "ObjectValue"
+  /** jinja2's `namespace()`: a Map of its attributes, the one mutable value. */
+  | "NamespaceValue"
+  /** A call's keyword arguments (last of its arguments): a Map. */
+  | "KeywordArgumentsValue"
+  /** A function, method or macro: a {@linkcode Callable}. */
+  | "FunctionValue";
 
-type ValueClass = new (value: unknown) => Value;
+/**
+ * A function a template calls, with its evaluated arguments (keyword
+ * arguments last, as one {@linkcode ValueType} `KeywordArgumentsValue`).
+ */
+export type Callable = (args: Value[]) => Value;
+
+/** A template value: its Python type and the JavaScript value holding it. */
+export class Value {
+  /** The Python type. */
+  readonly type: ValueType;
+  /** The JavaScript value (see {@linkcode ValueType}). */
+  readonly value: unknown;
+  /**
+   * @param type The Python type.
+   * @param value The JavaScript value holding it.
+   */
+  constructor(type: ValueType, value: unknown) {
+    this.type = type;
+    this.value = value;
+  }
+}
 
 /** A float that Python holds as a float even when it is integral (`1.0`). */
 export class PyFloat {
@@ -24,53 +68,31 @@ export class PyFloat {
   }
 }
 
-// The value classes are not exported by the package; the environment hands
-// out instances of each, which gives their constructors.
-function probeClasses(): Record<string, ValueClass> {
-  const env = new Environment();
-  const samples: Record<string, unknown> = {
-    IntegerValue: 1,
-    FloatValue: 1.5,
-    StringValue: "",
-    BooleanValue: true,
-    NullValue: null,
-    UndefinedValue: undefined,
-    ArrayValue: [],
-    ObjectValue: {},
-    FunctionValue: () => null,
-  };
-  const classes: Record<string, ValueClass> = {};
-  for (const [name, sample] of Object.entries(samples)) {
-    classes[name] = (env.set(`probe${name}`, sample) as Value)
-      .constructor as ValueClass;
-  }
-  return classes;
+/** Builds a value of the named type. */
+export function make(type: ValueType, value: unknown): Value {
+  return new Value(type, value);
 }
 
-const classes = probeClasses();
-/** The base class of every runtime value. */
-const RuntimeValue: ValueClass = Object.getPrototypeOf(classes["IntegerValue"]);
-
-/** Builds a runtime value of the named class. */
-export function make(type: string, value: unknown): Value {
-  const Class = classes[type];
-  if (Class === undefined) throw new TypeError(`Unknown value type: ${type}`);
-  return new Class(value);
+/** A function called with evaluated arguments. */
+export function fn(body: Callable): Value {
+  return new Value("FunctionValue", body);
 }
 
-/** A runtime function called with evaluated arguments. */
-export function fn(body: (args: Value[]) => Value): Value {
-  return make("FunctionValue", (args: Value[]) => body(args));
+/** The value holding a mapping: `dict`, `namespace()`, the `loop` object, keyword arguments. */
+export function isMapping(
+  value: Value,
+): value is Value & { readonly value: Map<string, Value> } {
+  return value.value instanceof Map;
 }
 
 /**
  * Converts a JavaScript value: a `Map` keeps its key order, a `PyFloat` stays a
- * float; plain objects keep JavaScript's key order; a runtime value is
+ * float; plain objects keep JavaScript's key order; a template value is
  * returned as it is.
  */
 export function toValue(input: unknown): Value {
   // Already converted (a message remembered from an earlier render).
-  if (input instanceof RuntimeValue) return input as Value;
+  if (input instanceof Value) return input;
   if (input instanceof PyFloat) return make("FloatValue", input.value);
   if (input instanceof Map) {
     const entries = new Map<string, Value>();
@@ -101,12 +123,6 @@ export function toValue(input: unknown): Value {
     return toValue(new Map(Object.entries(input)));
   }
   throw new TypeError(`Cannot convert a ${typeof input} to a template value`);
-}
-
-function isMapping(
-  value: Value,
-): value is Value & { value: Map<string, Value> } {
-  return value.value instanceof Map;
 }
 
 /** Python's `str()` of a value, as jinja2 prints it. */
@@ -144,26 +160,24 @@ export function pyRepr(value: Value): string {
       const items = (value.value as Value[]).map(pyRepr);
       return items.length === 1 ? `(${items[0]},)` : `(${items.join(", ")})`;
     }
-  }
-  if (value.type.startsWith("dict_")) {
-    return `${value.type}([${
-      (value.value as Value[]).map(pyRepr).join(", ")
-    }])`;
-  }
-  if (value.type === "IteratorValue" || value.type === "FunctionValue") {
-    throw unsupported("printing a Python generator, method or macro object");
+    case "dict_items":
+    case "dict_keys":
+    case "dict_values":
+      return `${value.type}([${
+        (value.value as Value[]).map(pyRepr).join(", ")
+      }])`;
+    case "IteratorValue":
+    case "FunctionValue":
+      throw unsupported("printing a Python generator, method or macro object");
   }
   if (Array.isArray(value.value)) {
     return `[${(value.value as Value[]).map(pyRepr).join(", ")}]`;
   }
-  if (isMapping(value)) {
-    const items = Array.from(
-      value.value,
-      ([k, v]) => `${pyStrRepr(k)}: ${pyRepr(v)}`,
-    );
-    return `{${items.join(", ")}}`;
-  }
-  return value.toString();
+  const items = Array.from(
+    value.value as Map<string, Value>,
+    ([k, v]) => `${pyStrRepr(k)}: ${pyRepr(v)}`,
+  );
+  return `{${items.join(", ")}}`;
 }
 
 /** Options of Python's `json.dumps` that templates pass to `tojson`. */
@@ -201,7 +215,11 @@ export function pyJsonDumps(value: Value, options: DumpOptions): string {
     let parts: string[];
     let open: string;
     let close: string;
-    if (v.type === "IteratorValue" || v.type.startsWith("dict_")) {
+    if (
+      v.type === "IteratorValue" || v.type === "dict_items" ||
+      v.type === "dict_keys" || v.type === "dict_values" ||
+      v.type === "FunctionValue"
+    ) {
       throw raised(`Object of type ${v.type} is not JSON serializable`);
     }
     if (Array.isArray(v.value)) {
