@@ -5,6 +5,8 @@
  *
  * @module
  */
+import { ProseGenerator } from "../../bench/_local_bench_text.ts";
+import { mulberry32, type Rand } from "./prng.ts";
 
 const CODE = `import { serve } from "./server.ts";
 
@@ -80,5 +82,94 @@ export function textsWithTokens(tokens: readonly string[]): string[] {
       `\n\n${token}\n\n中文${token}😀 `,
     );
   }
+  return texts;
+}
+
+const PUNCTUATION = [..."!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~«»¿¡…—–·"];
+const SPACES = [" ", "  ", "\t", "\n", "\n\n", "\r\n", "\u00a0", "\u3000"]
+  .concat(["\u0085", "\ufeff", " \n ", "    ", "\u2028", "\u200b"]);
+const SCRIPTS = [
+  "café",
+  "naïve",
+  "Ångström",
+  "straße",
+  "中文分词",
+  "日本語です",
+  "한국어",
+  "русский",
+  "Ελληνικά",
+  "العربية",
+  "हिन्दी",
+  "ไทย",
+  "עברית",
+  "ﬁ",
+  "①",
+];
+const EMOJI = ["😀", "👍🏽", "👩‍💻", "🇫🇷", "❤️", "🧑🏿‍🚀", "👨‍👩‍👧‍👦"];
+const LETTERS = "etaoinshrdlucmfwypvbgkjqxz";
+const CONTRACTIONS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'LL"];
+
+function pick<T>(rand: Rand, list: readonly T[]): T {
+  return list[Math.floor(rand() * list.length)]!;
+}
+
+/** A word of fresh letters, sometimes capitalized or longer than any scan limit. */
+function freshWord(rand: Rand): string {
+  const long = rand() < 0.05;
+  const length = long
+    ? 40 + Math.floor(rand() * 60)
+    : 1 + Math.floor(rand() * 9);
+  let word = "";
+  for (let i = 0; i < length; i++) word += pick(rand, [...LETTERS]);
+  return rand() < 0.2 ? word[0]!.toUpperCase() + word.slice(1) : word;
+}
+
+/**
+ * Texts mixing everything a normalizer, a pre-tokenizer and a model branch
+ * on: the plain texts, added tokens glued and spaced, 120 random mixes of
+ * fresh words, whitespace of every kind (U+0085 and U+FEFF among them),
+ * punctuation runs, numbers, scripts, emoji, contractions and long runs,
+ * then ~120 KB of fresh words (past any word cache) and lone surrogates.
+ *
+ * @param seed The seed: the same seed gives the same texts.
+ * @param addedTokens The tokenizer's added tokens, some of them embedded.
+ * @returns The texts.
+ */
+export function mixedTexts(
+  seed: number,
+  addedTokens: readonly string[],
+): string[] {
+  const rand = mulberry32(seed);
+  const prose = new ProseGenerator(seed);
+  const texts: string[] = [...PLAIN_TEXTS];
+  texts.push(...textsWithTokens(addedTokens.slice(0, 6)));
+  for (let t = 0; t < 120; t++) {
+    let text = rand() < 0.3 ? prose.text(200) : "";
+    const parts = 5 + Math.floor(rand() * 60);
+    for (let i = 0; i < parts; i++) {
+      const roll = rand();
+      if (roll < 0.35) text += freshWord(rand);
+      else if (roll < 0.5) text += pick(rand, SPACES);
+      else if (roll < 0.6) {
+        text += pick(rand, PUNCTUATION).repeat(1 + Math.floor(rand() * 3));
+      } else if (roll < 0.68) {
+        text += String(
+          Math.floor(rand() * 10 ** (1 + Math.floor(rand() * 12))),
+        );
+      } else if (roll < 0.76) {
+        text += pick(rand, SCRIPTS).repeat(1 + Math.floor(rand() * 20));
+      } else if (roll < 0.82) text += pick(rand, EMOJI);
+      else if (roll < 0.86) text += pick(rand, CONTRACTIONS);
+      else if (roll < 0.9 && addedTokens.length > 0) {
+        text += pick(rand, addedTokens);
+      } else if (roll < 0.93) {
+        text += pick(rand, [..."aeé"]).repeat(30 + Math.floor(rand() * 120));
+      } else text += " " + freshWord(rand);
+    }
+    texts.push(text);
+  }
+  // Fresh words past the word caches' 10,000 entries per generation, then again.
+  const many = new ProseGenerator(seed + 1).text(120_000);
+  texts.push(many, many.slice(50_000), "\ud800 lone \udc00 surrogates \ud83d");
   return texts;
 }

@@ -82,10 +82,16 @@ export interface NativeEncodeOptions {
   readonly addSpecialTokens: boolean;
 }
 
-/** The ids the Rust `tokenizers` crate gives each text. */
-export async function nativeEncode(
-  options: NativeEncodeOptions,
-): Promise<number[][]> {
+/** The Rust `tokenizers` crate, loaded with one tokenizer.json. */
+export interface NativeTokenizer {
+  /** The ids of a text; rejects where the crate fails. */
+  encode(text: string, addSpecialTokens: boolean): Promise<number[]>;
+}
+
+/** Loads a tokenizer.json into the Rust `tokenizers` crate. */
+export async function nativeTokenizer(
+  tokenizer: NativeEncodeOptions["tokenizer"],
+): Promise<NativeTokenizer> {
   let binding: typeof import("tokenizers");
   try {
     binding = await import("tokenizers");
@@ -95,15 +101,25 @@ export async function nativeEncode(
       { cause: error },
     );
   }
-  const tokenizer = "path" in options.tokenizer
-    ? binding.Tokenizer.fromFile(options.tokenizer.path)
-    : binding.Tokenizer.fromString(JSON.stringify(options.tokenizer.json));
+  const loaded = "path" in tokenizer
+    ? binding.Tokenizer.fromFile(tokenizer.path)
+    : binding.Tokenizer.fromString(JSON.stringify(tokenizer.json));
+  return {
+    async encode(text, addSpecialTokens) {
+      const encoding = await loaded.encode(text, null, { addSpecialTokens });
+      return encoding.getIds();
+    },
+  };
+}
+
+/** The ids the Rust `tokenizers` crate gives each text. */
+export async function nativeEncode(
+  options: NativeEncodeOptions,
+): Promise<number[][]> {
+  const tokenizer = await nativeTokenizer(options.tokenizer);
   const ids: number[][] = [];
   for (const text of options.texts) {
-    const encoding = await tokenizer.encode(text, null, {
-      addSpecialTokens: options.addSpecialTokens,
-    });
-    ids.push(encoding.getIds());
+    ids.push(await tokenizer.encode(text, options.addSpecialTokens));
   }
   return ids;
 }

@@ -14,6 +14,7 @@ import {
 } from "../../../packages/engine/src/tokenizer/tokenizer.ts";
 import { specialTokensOf } from "../../../packages/engine/src/tokenizer/config.ts";
 import { MODEL_FILES } from "../../_kit/model_files.ts";
+import { Tokenizer } from "@huggingface/tokenizers";
 
 function modelFiles(family: string) {
   const model = MODEL_FILES.find((m) => m.family === family);
@@ -89,6 +90,44 @@ Deno.test("loadTokenizer() exposes the special-token map and added tokens", asyn
       { sep_token: "[SEP]" },
     );
   });
+});
+
+Deno.test("loadTokenizer() decodes and names ids as the library does", async (t) => {
+  for (const model of MODEL_FILES) {
+    await t.step(model.family, async () => {
+      const json = await Deno.readTextFile(model.tokenizerPath);
+      const config = await Deno.readTextFile(model.configPath);
+      const tokenizer = loadTokenizer({
+        tokenizerJson: json,
+        tokenizerConfig: config,
+      });
+      const library = new Tokenizer(JSON.parse(json), JSON.parse(config));
+      const ids = tokenizer.encode(
+        "Hello, wörld 😀\n<|im_start|><start_of_turn>中文 ",
+      );
+      const all = [
+        ...ids,
+        0,
+        1,
+        2,
+        ...tokenizer.encode(tokenizer.addedTokens[0]!),
+      ];
+      strictEqual(
+        tokenizer.decode(all),
+        library.decode(all, { skip_special_tokens: false }),
+      );
+      deepStrictEqual(
+        tokenizer.tokenStrings([...all, -1, 10 ** 9]),
+        [...all.map((id) => library.id_to_token(id)), "", ""],
+      );
+      for (const id of [...all, -1, 1.5, 10 ** 9]) {
+        strictEqual(
+          tokenizer.isTokenId(id),
+          Number.isSafeInteger(id) && library.id_to_token(id) !== undefined,
+        );
+      }
+    });
+  }
 });
 
 Deno.test("loadTokenizer() rejects files that are not JSON objects", () => {

@@ -1,11 +1,10 @@
-// Covers: packages/engine/src/tokenizer/whitespace.ts, packages/engine/src/tokenizer/tokenizer.ts
+// Covers: packages/engine/src/tokenizer/pre_tokenizers.ts, packages/engine/src/tokenizer/patterns.ts, packages/engine/src/tokenizer/tokenizer.ts
 // The pre-tokenizers split on the Rust crate's whitespace (Unicode
 // White_Space: U+0085 in, U+FEFF out), not on JavaScript's \s. The ids are
 // the Rust tokenizers crate's (tests/conformance/tokenizer_whitespace_test.ts
 // compares with it directly).
-import { deepStrictEqual, strictEqual } from "node:assert/strict";
+import { deepStrictEqual } from "node:assert/strict";
 import { loadTokenizer } from "../../../packages/engine/src/tokenizer/tokenizer.ts";
-import { rustWhitespaceRegExp } from "../../../packages/engine/src/tokenizer/whitespace.ts";
 import { MODEL_FILES } from "../../_kit/model_files.ts";
 
 const QWEN3 = MODEL_FILES.find((model) => model.family === "qwen3")!;
@@ -25,17 +24,6 @@ function withPreTokenizer(preTokenizer: unknown) {
 
 const ids = (tokenizer: ReturnType<typeof loadTokenizer>, text: string) =>
   tokenizer.encode(text, { addSpecialTokens: false });
-
-Deno.test("rustWhitespaceRegExp() reads \\s and \\S as Unicode White_Space", () => {
-  const pattern = rustWhitespaceRegExp(/ ?[^\s\p{L}]+|\s+(?!\S)|\s+|\\s/gu);
-  strictEqual(
-    pattern.source,
-    String
-      .raw` ?[^\p{White_Space}\p{L}]+|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+|\\s`,
-  );
-  deepStrictEqual("\r\n\ufeff".match(pattern), ["\r", "\n", "\ufeff"]);
-  strictEqual(rustWhitespaceRegExp(/\s/g).flags, "gu");
-});
 
 Deno.test("loadTokenizer() splits on the Rust crate's whitespace", async (t) => {
   await t.step("ByteLevel with its own regex: U+FEFF is not whitespace", () => {

@@ -1,16 +1,18 @@
 /**
- * Exact tokenization from a model's `tokenizer.json`, with the pure-JS
- * `@huggingface/tokenizers`, which gives the same ids as the Rust
- * `tokenizers` crate that vLLM uses (see `tests/conformance/tokenizer_oracle_test.ts`).
+ * Exact tokenization from a model's `tokenizer.json`: the ids of the Rust
+ * `tokenizers` crate that vLLM uses (see
+ * `tests/conformance/tokenizer_oracle_test.ts`). The engine runs the
+ * crate's pipeline itself for the shapes it reproduces (pipeline.ts: BPE
+ * models, Qwen, Llama 3, Gemma 3 and DeepSeek V3 among them); any other
+ * shape goes through @huggingface/tokenizers' public `Tokenizer`
+ * (library_tokenizer.ts), which also decodes.
  *
  * @module
  */
 import { Tokenizer } from "@huggingface/tokenizers";
-import { BpeMerges, NO_RANK } from "./bpe_merges.ts";
 import { specialTokensOf } from "./config.ts";
-import { createFastEncoder } from "./fast_encode.ts";
-import { GenerationCache } from "./generation_cache.ts";
-import { useRustWhitespace } from "./whitespace.ts";
+import { libraryEncoder } from "./library_tokenizer.ts";
+import { buildPipeline, type Pipeline } from "./pipeline.ts";
 
 export { readModelFolder } from "./files.ts";
 export type { ModelFolder } from "./files.ts";
@@ -119,223 +121,99 @@ export function loadTokenizer(files: TokenizerFiles): LocalTokenizer {
       "Cannot load the tokenizer as 'tokenizer.json' and 'tokenizer_config.json' must hold JSON objects",
     );
   }
-  const tokenizer = new Tokenizer(json, config);
-  const internals = tokenizer as unknown as {
-    model?: unknown;
-    pre_tokenizer?: unknown;
-  };
-  useRustWhitespace(json.pre_tokenizer, internals.pre_tokenizer);
-  const merges = bpeMergesOf(internals.model);
-  speedUpBpe(internals.model, merges);
-  speedUpByteLevel(internals.pre_tokenizer);
-  const fast = merges && createFastEncoder(tokenizer, json, merges);
-  const addedTokens = [...tokenizer.get_added_tokens_decoder().values()]
-    .map((token) => token.content)
-    .sort((a, b) => b.length - a.length);
   const specialTokens = Object.freeze(specialTokensOf(config));
-  function encode(text: string, options?: EncodeOptions): number[] {
-    const add_special_tokens = options?.addSpecialTokens ?? true;
-    return fast === undefined
-      ? tokenizer.encode(text, { add_special_tokens }).ids
-      : fast.encode(text, add_special_tokens);
-  }
-  // The tokens before they become ids: one id per token, so counting
-  // them skips the id lookups and the attention mask encode() builds.
-  const helper = (tokenizer as unknown as {
-    tokenize_helper?: (
-      text: string,
-      options: { add_special_tokens: boolean },
-    ) => { tokens?: unknown };
-  }).tokenize_helper?.bind(tokenizer);
-  function count(text: string, options?: EncodeOptions): number {
-    if (fast !== undefined) return encode(text, options).length;
-    const add_special_tokens = options?.addSpecialTokens ?? true;
-    const tokens = helper?.(text, { add_special_tokens }).tokens;
-    return Array.isArray(tokens) ? tokens.length : encode(text, options).length;
-  }
+  const pipeline = buildPipeline(json);
+  return pipeline === undefined
+    ? libraryTokenizer(json, config, specialTokens)
+    : pipelineTokenizer(pipeline, json, config, specialTokens);
+}
+
+/** The engine's pipeline encodes; the library decodes, built on the first call. */
+function pipelineTokenizer(
+  pipeline: Pipeline,
+  json: Record<string, unknown>,
+  config: Record<string, unknown>,
+  specialTokens: Readonly<Record<string, string>>,
+): LocalTokenizer {
+  const encode = (text: string, options?: EncodeOptions): number[] =>
+    pipeline.encode(text, options?.addSpecialTokens ?? true);
+  // Each id's string: an added token's content over the vocabulary's.
+  const stringOf = (id: number): string | undefined =>
+    pipeline.added.get(id) ??
+      (Object.hasOwn(pipeline.strings, id) ? pipeline.strings[id] : undefined);
+  const decoderOf = decoderFactory(pipeline, json, config);
+  let decoder: Tokenizer | undefined;
   return {
     encode,
-    count,
+    count: (text, options) => encode(text, options).length,
+    decode: (ids) =>
+      (decoder ??= decoderOf()).decode([...ids], {
+        skip_special_tokens: false,
+      }),
+    tokenStrings: (ids) => ids.map((id) => stringOf(id) ?? ""),
+    isTokenId: (id) => Number.isSafeInteger(id) && stringOf(id) !== undefined,
+    addedTokens: Object.freeze(longestFirst(pipeline.added.values())),
+    specialTokens,
+  };
+}
+
+/**
+ * The library's tokenizer for decoding only: the decoder, the vocabulary
+ * and the added tokens of tokenizer.json, without the merges (decoding
+ * reads none), so that it builds in a fraction of the full load and the
+ * parsed file need not be kept.
+ */
+function decoderFactory(
+  pipeline: Pipeline,
+  json: Record<string, unknown>,
+  config: Record<string, unknown>,
+): () => Tokenizer {
+  const { vocab: _vocab, merges, ...options } = isObject(json.model)
+    ? json.model
+    : {};
+  const { decoder, added_tokens } = json;
+  return () =>
+    new Tokenizer({
+      model: {
+        ...options,
+        vocab: Object.fromEntries(pipeline.vocab),
+        ...(merges === undefined ? {} : { merges: [] }),
+      },
+      normalizer: null,
+      pre_tokenizer: null,
+      post_processor: null,
+      decoder,
+      added_tokens,
+    }, config);
+}
+
+/** The library's public `Tokenizer` encodes and decodes. */
+function libraryTokenizer(
+  json: Record<string, unknown>,
+  config: Record<string, unknown>,
+  specialTokens: Readonly<Record<string, string>>,
+): LocalTokenizer {
+  const library = libraryEncoder(json, config);
+  const { tokenizer } = library;
+  const encode = (text: string, options?: EncodeOptions): number[] =>
+    library.encode(text, options?.addSpecialTokens ?? true);
+  const added = [...tokenizer.get_added_tokens_decoder().values()];
+  return {
+    encode,
+    count: (text, options) => encode(text, options).length,
     decode: (ids) => tokenizer.decode([...ids], { skip_special_tokens: false }),
     tokenStrings: (ids) => ids.map((id) => tokenizer.id_to_token(id) ?? ""),
     isTokenId: (id) =>
       Number.isSafeInteger(id) && id >= 0 &&
       tokenizer.id_to_token(id) !== undefined,
-    addedTokens: Object.freeze(addedTokens),
+    addedTokens: Object.freeze(longestFirst(added.map((t) => t.content))),
     specialTokens,
   };
 }
 
-/** A node of the BPE merge queue of @huggingface/tokenizers. */
-interface BpeNode {
-  token: string;
-  bias: number;
-  score?: number;
-  next: BpeNode | null;
-}
-
-/** The merges of the library's BPE model over integer symbols, when it has the expected shape. */
-function bpeMergesOf(found: unknown): BpeMerges | undefined {
-  // The library's models are callable objects: functions with a prototype.
-  if (typeof found !== "function" && !isObject(found)) return undefined;
-  const model = found as Record<string, unknown>;
-  const merges = model.merges;
-  if (
-    !(model.bpe_ranks instanceof Map) || typeof model.add_node !== "function" ||
-    !(model.tokens_to_ids instanceof Map) || !Array.isArray(model.vocab) ||
-    !Array.isArray(merges) ||
-    !merges.every((pair) =>
-      Array.isArray(pair) && typeof pair[0] === "string" &&
-      typeof pair[1] === "string"
-    )
-  ) return undefined;
-  return new BpeMerges(
-    model as unknown as ConstructorParameters<typeof BpeMerges>[0],
-  );
-}
-
-/**
- * Speed-ups of @huggingface/tokenizers' BPE model (0.2.x) for the words
- * its own path still tokenizes (tokenizers the fast encoder does not
- * reproduce, and its rare fallbacks), changing no result: merge ranks read
- * from the integer table by symbol pair instead of a
- * `JSON.stringify([a, b])` key built per candidate pair (the JSON-keyed
- * map, used nowhere else, is released); a word of up to 48 code points
- * merged by scanning its pairs' ranks instead of through the library's
- * priority queue of node objects; and the word cache as two generations of
- * Maps instead of an LRU that deletes and re-inserts on every hit.
- */
-function speedUpBpe(found: unknown, merges: BpeMerges | undefined): void {
-  if (typeof found !== "function" && !isObject(found)) return;
-  const model = found as Record<string, unknown>;
-  if (merges !== undefined) {
-    model.add_node = function addNode(
-      queue: { push(node: BpeNode): void },
-      node: BpeNode,
-    ): void {
-      const rank = merges.rankOf(
-        merges.symbolOf(node.token),
-        merges.symbolOf(node.next!.token),
-      );
-      if (rank !== NO_RANK) {
-        node.score = rank + node.bias;
-        queue.push(node);
-      }
-    };
-    model.bpe_ranks = new Map();
-    const original = model.bpe;
-    if (
-      typeof original === "function" && !model.end_of_word_suffix &&
-      !model.continuing_subword_suffix &&
-      typeof model.max_length_to_cache === "number"
-    ) {
-      const symbols = new Int32Array(SCAN_MERGES_UP_TO);
-      model.bpe = function bpe(this: BpeModelShape, word: string): string[] {
-        const cached = this.cache.get(word);
-        if (cached !== undefined) return cached;
-        let length = 0;
-        for (const char of word) {
-          const symbol = length < SCAN_MERGES_UP_TO
-            ? merges.symbolOf(char)
-            : -1;
-          // Longer words, and unknown symbols, keep the library's queue.
-          if (symbol < 0) {
-            return (original as (word: string) => string[]).call(this, word);
-          }
-          symbols[length++] = symbol;
-        }
-        const left = merges.merge(symbols, length);
-        const tokens: string[] = [];
-        for (let i = 0; i < left; i++) {
-          tokens.push(merges.strings[symbols[i]!]!);
-        }
-        if (word.length < this.max_length_to_cache) {
-          this.cache.put(word, tokens);
-        }
-        return tokens;
-      };
-    }
-  }
-  const cache = model.cache;
-  const capacity = model.cache_capacity;
-  if (
-    isObject(cache) && typeof cache.get === "function" &&
-    typeof cache.put === "function" && typeof capacity === "number" &&
-    Number.isSafeInteger(capacity) && capacity > 0
-  ) model.cache = new GenerationCache(capacity);
-}
-
-/** What the faster `bpe` reads of the library's BPE model. */
-interface BpeModelShape {
-  cache: {
-    get(word: string): string[] | undefined;
-    put(word: string, tokens: string[]): void;
-  };
-  max_length_to_cache: number;
-}
-
-/** Words of at most this many code points merge by scanning; longer ones take the library's queue. */
-const SCAN_MERGES_UP_TO = 48;
-
-/** The shape of @huggingface/tokenizers' ByteLevel pre-tokenizer (0.2.x) that the fast path relies on. */
-interface ByteLevelShape {
-  add_prefix_space: boolean;
-  use_regex: boolean;
-  pattern: RegExp;
-  byte_encoder: Record<number, string>;
-  pre_tokenize_text: (text: string, options?: unknown) => string[];
-}
-
-/**
- * A speed-up of @huggingface/tokenizers' ByteLevel pre-tokenizer (0.2.x),
- * found in a pre-tokenizer or a Sequence of them, that changes no result:
- * a piece of ASCII text maps to the byte alphabet code unit by code unit
- * (its UTF-8 bytes are its code units), without a TextEncoder call and an
- * array per piece; any other piece takes the library's path.
- */
-function speedUpByteLevel(found: unknown, depth = 0): void {
-  if (depth > 8 || typeof found !== "function" && !isObject(found)) return;
-  const node = found as Record<string, unknown>;
-  if (Array.isArray(node.tokenizers)) {
-    for (const inner of node.tokenizers) speedUpByteLevel(inner, depth + 1);
-    return;
-  }
-  const encoder = node.byte_encoder;
-  if (
-    !isObject(encoder) || typeof node.pre_tokenize_text !== "function" ||
-    !(node.pattern instanceof RegExp) ||
-    !(node.text_encoder instanceof TextEncoder) ||
-    typeof node.add_prefix_space !== "boolean" ||
-    typeof node.use_regex !== "boolean"
-  ) return;
-  const ascii: string[] = [];
-  for (let byte = 0; byte < 128; byte++) {
-    const mapped = encoder[byte];
-    if (typeof mapped !== "string") return;
-    ascii.push(mapped);
-  }
-  const bytes = new TextEncoder();
-  const map = (piece: string): string => {
-    let out = "";
-    for (let i = 0; i < piece.length; i++) {
-      const code = piece.charCodeAt(i);
-      if (code >= 128) {
-        return Array.from(bytes.encode(piece), (byte) => encoder[byte]).join(
-          "",
-        );
-      }
-      out += ascii[code];
-    }
-    return out;
-  };
-  node.pre_tokenize_text = function preTokenizeText(
-    this: ByteLevelShape,
-    text: string,
-  ): string[] {
-    if (this.add_prefix_space && !text.startsWith(" ")) text = " " + text;
-    const pieces = this.use_regex ? text.match(this.pattern) ?? [] : [text];
-    return pieces.map(map);
-  };
+/** The added tokens' contents, longest first, as they split text. */
+function longestFirst(contents: Iterable<string>): string[] {
+  return [...contents].sort((a, b) => b.length - a.length);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
