@@ -41,6 +41,8 @@ async function surface(): Promise<LibrarySurface & { typed: string[] }> {
     exports: PUBLIC,
     privateMembers: typings.privateMembers,
     unexported: typings.unexported,
+    types: typings.types,
+    classMembers: typings.classMembers,
     typed: typings.exports,
   };
 }
