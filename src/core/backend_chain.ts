@@ -217,16 +217,34 @@ export class BackendChain extends Backend {
    * from the current backend's; with `fallbackTurns`, sends it back to the
    * first after that many verified counts on a later one. A check of a
    * count another backend made (before a move, or for a count that failed
-   * over) changes nothing.
+   * over) moves nothing. A check of the last backend's count goes to it
+   * as well.
    *
    * @param check The model, the count's label and both numbers.
    */
   override countChecked(check: CountCheck): void {
     const key = check.model ?? "";
     const place = this.#placeOf(key);
-    if (this.#labels.get(check.source) !== place.index) return;
+    const counter = this.#labels.get(check.source);
+    // The last backend has no next to send the model to: it hears the
+    // check itself, and may stop calling its counts of the model exact.
+    if (counter === this.links.length - 1) {
+      this.links[counter]!.countChecked(check);
+    }
+    if (counter !== place.index) return;
     if (check.counted !== check.served) this.#moveOn(key, place, check);
     else if (place.index > 0) this.#verified(key, place);
+  }
+
+  /**
+   * Why the backend that counts `model`'s requests now counts them by
+   * estimate, when it says so.
+   *
+   * @param model A model name, or `undefined` for the configured model.
+   * @returns That backend's reason, or `undefined`.
+   */
+  override estimateReason(model: string | undefined): string | undefined {
+    return this.backendFor(model).estimateReason(model);
   }
 
   /**

@@ -67,7 +67,8 @@ export interface BudgetOptions {
   readonly signal?: AbortSignal;
   /**
    * A count from usage anchors, used when the exact count fails and before
-   * the rough estimate (source `"usage-anchor"`): the last response's `usage`
+   * the rough estimate, and in place of a backend's count that is all
+   * estimate when it estimates less (source `"usage-anchor"`): the last response's `usage`
    * for the conversation this request extends, plus an estimate of what was
    * appended since. Return that estimate as `estimatedTokens` of a
    * `CountResult`: the margin min(F, estimatedTokens) covers it, as an

@@ -1,7 +1,8 @@
 /**
  * The prompt count budget() works with: the backend's exact count, else a
  * usage anchor, else the rough estimate, each with the part of it that is
- * only estimated; a request the chat template rejects is told apart.
+ * only estimated; a backend's count that is all estimate yields to an anchor
+ * too; a request the chat template rejects is told apart.
  *
  * @module
  */
@@ -55,7 +56,7 @@ export async function countPrompt(
       }),
       source,
     );
-    if (counted !== undefined) return counted;
+    if (counted !== undefined) return preferAnchor(request, options, counted);
     exactError = new TypeError("backend returned an invalid count");
   } catch (error) {
     if (error instanceof TemplateRejectedError) {
@@ -108,6 +109,31 @@ export async function countPrompt(
     );
     return undefined;
   }
+}
+
+/**
+ * A count that is all estimate (a backend that knows its count is not the
+ * server's prompt, or that only estimates) yields to a usage anchor that
+ * estimates less of the conversation: the anchor is exact up to the last
+ * response, the count nowhere.
+ */
+function preferAnchor(
+  request: JsonObject,
+  options: BudgetOptions,
+  counted: Counted,
+): Counted {
+  if (counted.estimated === 0 || counted.estimated < counted.tokens) {
+    return counted;
+  }
+  const anchored = anchorCount(request, options);
+  if (anchored === undefined || anchored.estimated >= counted.estimated) {
+    return counted;
+  }
+  logger.debug(
+    "the count is an estimate, the usage anchor estimates less: model={model} source={source}",
+    { model: modelLabel(request), source: counted.source },
+  );
+  return { ...anchored, source: ANCHOR };
 }
 
 /** A count budget() trusts: tokens, the estimated part, and its label. */

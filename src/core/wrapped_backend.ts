@@ -53,6 +53,10 @@ export abstract class WrappedBackend extends Backend {
     this.inner.countChecked(check);
   }
 
+  override estimateReason(model: string | undefined): string | undefined {
+    return this.inner.estimateReason(model);
+  }
+
   override outputBudgetField(
     field: CapField,
     options?: OutputFieldOptions,

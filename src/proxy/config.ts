@@ -25,6 +25,7 @@ export type ProxyConfig = {
   readonly upstreamIdleTimeoutSeconds: number;
   readonly adminToken?: string;
   readonly contextEndpoint: boolean;
+  readonly checkChat: boolean;
 };
 
 /** The proxy's settings, by the property each one sets. */
@@ -86,6 +87,17 @@ export const PROXY_SETTINGS: SettingsOf<ProxyConfig> = {
     default: true,
     doc:
       "`off` answers 404 on `/incontext/context` (recent decisions, model names)",
+    parse: (value) =>
+      value === "on" || value === "off"
+        ? { value: value === "on", rules: [] }
+        : { rules: ["must be on or off"] },
+  },
+  checkChat: {
+    variable: "INCONTEXT_CHECK_CHAT",
+    flag: "--check-chat on|off",
+    default: false,
+    doc:
+      "`on`: `incontext check` also sends one chat (`max_tokens: 1`) upstream and compares its `usage.prompt_tokens` with the count",
     parse: (value) =>
       value === "on" || value === "off"
         ? { value: value === "on", rules: [] }

@@ -54,9 +54,27 @@ function configuration(context: ProxyContext): string {
     }</b> tokens.`,
     `When less than R = ${n(r)} tokens would be left, ${onExhausted}.`,
     `When the count is only an estimate, ${n(f)} more tokens are kept free.`,
+    ...estimates(context, n(f)),
     `Each exact count is checked against the prompt tokens the server reports in its response's usage (a stream reports them when the client asks with stream_options.include_usage); estimates are not checked.`,
   ];
   return sentences.map((s) => `<p>${s}</p>`).join("\n");
+}
+
+/**
+ * What the backend says of the model it is configured for, when it knows
+ * its counts are not the server's prompt (gpt-oss, which vLLM renders
+ * through Harmony): which count is used instead, and why.
+ */
+function estimates(context: ProxyContext, f: string): string[] {
+  const model = context.options.route?.model;
+  const reason = context.backend.estimateReason(
+    typeof model === "string" ? model : undefined,
+  );
+  return reason === undefined ? [] : [
+    `<b>Counts are not exact</b>: ${
+      escapeHtml(reason)
+    }. They come from the last response's usage where a conversation has one, and otherwise are estimates with ${f} tokens kept free.`,
+  ];
 }
 
 function escapeHtml(text: string): string {

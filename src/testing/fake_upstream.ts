@@ -4,7 +4,8 @@
  * `usage`), `/tokenize`, `/detokenize`, `/v1/models`, `/version` and
  * `/health`, with vLLM's length checks and the failures a real server or
  * network shows. It counts by a rule, not with a tokenizer: its counts are
- * the fake's own, the same at `/tokenize` and in `usage`.
+ * the fake's own, the same at `/tokenize` and in `usage` unless
+ * `servedPromptTokens` makes the chat prompt another one.
  *
  * @module
  */
@@ -115,11 +116,23 @@ export interface FakeUpstreamOptions {
   /**
    * Counts a `/tokenize` body; `usage` counts each prompt through `/tokenize`'s
    * chat form (`model`, `messages`, `tools`, `add_generation_prompt`, ...) or
-   * text form (`prompt`), so the two always agree.
+   * text form (`prompt`), so the two agree unless `servedPromptTokens` says otherwise.
    *
    * @default {`Math.ceil(text length / 4)`} as {@linkcode createFakeVllmTokenizerHandler} counts
    */
   readonly countTokens?: (body: { readonly [key: string]: unknown }) => number;
+  /**
+   * The prompt tokens the generation routes report in `usage` (and hold to
+   * `max_model_len`), from `/tokenize`'s count of the same prompt and its
+   * `/tokenize` form: a server whose chat endpoint builds another prompt than
+   * `/tokenize` renders, as vLLM does for gpt-oss (Harmony).
+   *
+   * @default {`/tokenize`'s count}
+   */
+  readonly servedPromptTokens?: (
+    tokenized: number,
+    form: { readonly [key: string]: unknown },
+  ) => number;
   /**
    * Writes the assistant's reply to a generation request body.
    *
@@ -274,9 +287,12 @@ export function createFakeUpstreamHandler(
   let fault = checkFault(options.fault ?? "none");
   let random = mulberry32(typeof fault === "string" ? 0 : fault.seed);
   const requests: FakeUpstreamRequest[] = [];
+  const served = options.servedPromptTokens;
   const planner: Planner = {
     ...settings,
-    count: (form) => count(tokenizer, form),
+    count: served === undefined
+      ? (form) => count(tokenizer, form)
+      : async (form) => served(await count(tokenizer, form), form),
   };
   let serial = 0;
 

@@ -62,6 +62,7 @@ Deno.test("loadConfig() applies the defaults", async (t) => {
       cacheEntries: 4096,
       listen: "127.0.0.1:8787",
       onExhausted: "clamp",
+      checkChat: false,
       anchorEntries: 4096,
       anchorTolerance: 0.02,
       maxRequestBytes: 33554432,

@@ -72,6 +72,7 @@ Deno.test("--help lists every variable with its meaning, default and older name,
   }
   deepStrictEqual(Object.keys(FLAGS).sort(), [
     "backend",
+    "check-chat",
     "context-length",
     "hermes-config",
     "hermes-models",

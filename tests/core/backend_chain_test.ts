@@ -275,3 +275,29 @@ Deno.test("WrappedBackend.countChecked() reaches the wrapped backend", async () 
   });
   strictEqual(chain.backendFor("m").source, "second");
 });
+
+Deno.test("BackendChain hands the checks of its last backend's counts to it, and asks the current backend why it estimates", async () => {
+  const heard: CountCheck[] = [];
+  class Last extends FakeBackend {
+    override countChecked(check: CountCheck): void {
+      heard.push(check);
+    }
+    override estimateReason(model: string | undefined): string | undefined {
+      return heard.length >= 2 && model === "m" ? "contradicted" : undefined;
+    }
+  }
+  const chain = new BackendChain([
+    new FakeBackend({ count: 10, source: "first" }),
+    new Last({ count: 11, source: "last" }),
+  ]);
+  await turn(chain, "m", 12);
+  strictEqual(heard.length, 0, "the chain moves the first backend's models");
+  strictEqual(chain.estimateReason("m"), undefined);
+  await turn(chain, "m", 12);
+  await turn(chain, "m", 12);
+  strictEqual(heard.length, 2);
+  strictEqual(chain.estimateReason("m"), "contradicted");
+  strictEqual(chain.estimateReason("other"), undefined, "on the first backend");
+  const timed = new TimedBackend(chain, () => {});
+  strictEqual(timed.estimateReason("m"), "contradicted");
+});

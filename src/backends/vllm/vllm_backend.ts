@@ -3,7 +3,9 @@ import { getLogger } from "@logtape/logtape";
 import {
   Backend,
   type CapField,
+  type CountCheck,
   type CountOptions,
+  type CountResult,
   type JsonObject,
   type OutputFieldOptions,
   type OutputLimitOptions,
@@ -36,6 +38,13 @@ import {
   payloadJson,
 } from "../_shared/http_count.ts";
 import { HttpCounter } from "../_shared/http_counter.ts";
+import {
+  readServedModel,
+  type ServedModel,
+  servedRendering,
+} from "../_shared/chat_prompt.ts";
+import { Contradictions } from "../_shared/contradictions.ts";
+import { effectiveField } from "../../core/request.ts";
 import { countGuard } from "../_shared/count_guard.ts";
 import type { BackendConfig } from "../_shared/config.ts";
 import {
@@ -47,6 +56,9 @@ import type { HttpCountOptions } from "../_shared/http_count_options.ts";
 
 const WHAT = "the vLLM backend";
 const LABEL = "vLLM /tokenize";
+const SOURCE = "vllm-tokenize";
+/** The label of a count known not to be the chat endpoint's prompt. */
+const ESTIMATE_SOURCE = "vllm-tokenize-estimate";
 /** vLLM's own context length, compared with the configured one. */
 const SERVED_CONTEXT = "vLLM max_model_len";
 const logger = getLogger(["incontext", "vllm"]);
@@ -78,6 +90,15 @@ export interface VllmBackendOptions extends HttpCountOptions {
    * release whose rules are known when that fails
    */
   readonly vllmVersion?: string;
+  /**
+   * The served model's `model_type`, from its folder's `config.json`: for
+   * `gpt_oss`, which vLLM's chat endpoint renders through Harmony, every
+   * count is an estimate. Unknown, a model name that says gpt-oss is, and
+   * so is a model whose counts the server's usage contradicted twice.
+   *
+   * @default {undefined} the folder is not known
+   */
+  readonly modelType?: string;
 }
 
 /**
@@ -87,6 +108,14 @@ export interface VllmBackendOptions extends HttpCountOptions {
  * A request `/tokenize` cannot mirror (a `tool_choice` other than `"auto"`
  * with tools, or a `response_format`) fails its count on purpose, with no
  * HTTP call, so that the caller falls back to an estimate.
+ *
+ * Where `/tokenize` is known not to render the chat endpoint's prompt
+ * (gpt-oss, which vLLM renders through Harmony: a `modelType` of `gpt_oss`,
+ * else a model name saying gpt-oss; or a model whose counts the server's
+ * usage contradicted twice), the count is returned as all estimate, labelled
+ * `"vllm-tokenize-estimate"`, and {@linkcode VllmBackend.estimateReason}
+ * says why: budget() then counts from a usage anchor where one exists, and
+ * keeps its fallback margin free.
  *
  * @example Counting with an injected fetch
  * ```ts
@@ -105,13 +134,19 @@ export interface VllmBackendOptions extends HttpCountOptions {
  */
 export class VllmBackend extends Backend {
   /** The label of vLLM counts: `"vllm-tokenize"`. */
-  override readonly source: string = "vllm-tokenize";
+  override readonly source: string = SOURCE;
   /** The server's own context length, compared with the configured one on every count. */
   override get servedContext(): string {
     return SERVED_CONTEXT;
   }
   readonly #http: HttpCounter;
   readonly #rules: ServerInfo<VllmRules>;
+  readonly #served: ServedModel;
+  readonly #contradictions = new Contradictions({
+    source: SOURCE,
+    counter: "/tokenize",
+    logger,
+  });
 
   /**
    * Creates a vLLM backend. Nothing starts until the first count.
@@ -134,6 +169,9 @@ export class VllmBackend extends Backend {
           : this.#readRelease(signal),
       this.#http.timeoutMs,
     );
+    this.#served = options.modelType === undefined
+      ? {}
+      : { modelType: options.modelType };
   }
 
   /**
@@ -144,7 +182,8 @@ export class VllmBackend extends Backend {
    * @param options The served context length, which must equal the server's
    * `max_model_len`, and an abort signal.
    * @returns The exact prompt token count, capped at `truncate_prompt_tokens`
-   * for text-only prompts.
+   * for text-only prompts; all estimate where `/tokenize` is known not to
+   * be the chat endpoint's prompt.
    * @throws {RangeError} If `options.contextLength` is not a positive integer.
    * @throws {TemplateRejectedError} If `/tokenize` answers 400: the server
    * refuses the request, as its chat endpoint would.
@@ -166,14 +205,56 @@ export class VllmBackend extends Backend {
   override async count(
     request: JsonObject,
     options: CountOptions,
-  ): Promise<number> {
-    return await guardedCount(
+  ): Promise<number | CountResult> {
+    const tokens = await guardedCount(
       { source: this.source, request, options },
       vllmCount(
         options,
         (request, templated) => this.#countTemplated(request, templated),
       ),
     );
+    const model = effectiveField(request, "model");
+    return this.estimateReason(
+        typeof model === "string" ? model : undefined,
+      ) ===
+        undefined
+      ? tokens
+      : { tokens, estimatedTokens: tokens, source: ESTIMATE_SOURCE };
+  }
+
+  /**
+   * Why `/tokenize` is not the chat endpoint's prompt for `model`: the
+   * folder's `model_type` is `gpt_oss`, else the name says gpt-oss, else
+   * the server's usage contradicted two of its counts.
+   *
+   * @param model A model name as requests name it, or `undefined` for the
+   * served model.
+   * @returns The reason, or `undefined` while its counts are exact.
+   *
+   * @example gpt-oss is rendered through Harmony
+   * ```ts
+   * import { VllmBackend } from "@incontext/incontext/vllm";
+   * import { ok, strictEqual } from "node:assert/strict";
+   *
+   * const url = "http://127.0.0.1:8000/tokenize";
+   * ok(new VllmBackend({ url, modelType: "gpt_oss" }).estimateReason(undefined)?.includes("Harmony"));
+   * strictEqual(new VllmBackend({ url, modelType: "qwen3" }).estimateReason("gpt-oss-20b"), undefined);
+   * ok(new VllmBackend({ url }).estimateReason("openai/gpt-oss-20b")?.includes("name says gpt-oss"));
+   * ```
+   */
+  override estimateReason(model: string | undefined): string | undefined {
+    return servedRendering(this.#served, model) ??
+      this.#contradictions.reason(model);
+  }
+
+  /**
+   * Tallies the server's usage against the exact counts: a model whose
+   * counts it contradicts twice counts by estimate from then on.
+   *
+   * @param check The model, the count's label and both numbers.
+   */
+  override countChecked(check: CountCheck): void {
+    this.#contradictions.checked(check);
   }
 
   /**
@@ -376,7 +457,9 @@ function readCount(body: JsonObject, contextLength: number): number {
 /**
  * Builds the `vllm` backend from configuration: `INCONTEXT_TOKENIZER_URL` is
  * its `/tokenize`, `INCONTEXT_TOKENIZER_API_KEY` the server's `--api-key`,
- * and `INCONTEXT_VLLM_VERSION` the release whose rules it follows.
+ * `INCONTEXT_VLLM_VERSION` the release whose rules it follows, and the
+ * `config.json` of `INCONTEXT_TOKENIZER_DIR`, when set, the served model's
+ * type.
  *
  * @param config The loaded configuration.
  * @returns The backend, using the process-wide count cache.
@@ -394,9 +477,11 @@ function readCount(body: JsonObject, contextLength: number): number {
  */
 export function vllmFromConfig(config: BackendConfig): VllmBackend {
   const { tokenizerUrl } = requireConfig(VLLM, config);
+  const { modelType } = readServedModel(config.tokenizerDir);
   return new VllmBackend({
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),
     url: tokenizerUrl,
+    ...(modelType === undefined ? {} : { modelType }),
     ...(config.vllmVersion === undefined
       ? {}
       : { vllmVersion: config.vllmVersion }),

@@ -25,6 +25,7 @@ import {
 import { HELP } from "../setup/help.ts";
 import type { ServerSettings } from "../setup/settings.ts";
 import type { Backend } from "../../core/backend.ts";
+import { type ChatUsage, checkChatUsage } from "./chat_usage.ts";
 
 /**
  * Runs the check and prints its report on standard output.
@@ -73,7 +74,11 @@ async function report(ready: Prepared): Promise<number> {
   ]);
   const [first, ...later] = probes;
   const context = contextProbe(probes);
+  const model = settings.config.model ?? servedModel(upstream);
+  const estimated = backend.estimateReason(model);
+  const chat = await chatUsage(ready, model);
   const exact = probes.every((p) => p.probe.status === "exact") &&
+    estimated === undefined && chat?.agrees !== false &&
     (upstream === undefined ||
       (upstream.reachable && upstream.problem === undefined));
   const lines = [
@@ -86,12 +91,43 @@ async function report(ready: Prepared): Promise<number> {
       `${`then ${p.name}:`.padEnd(16)}${tokenizerLine(p.probe)}`
     ),
     `upstream:       ${upstreamLine(upstream)}`,
+    ...(estimated === undefined ? [] : [
+      `chat prompt:    ${
+        model === undefined ? "" : `${model}: `
+      }${estimated}; counts come from usage anchors, estimated with the fallback margin until a conversation has one`,
+    ]),
+    ...(chat === undefined ? [] : [`chat usage:     ${chat.line}`]),
     exact
       ? "Budgeting is exact: every request gets min(its cap, W - its prompt tokens)."
       : "Budgeting would not be exact: fix what is said above.",
   ];
   console.log(lines.join("\n"));
   return exact ? 0 : 1;
+}
+
+/** The chat check, when `INCONTEXT_CHECK_CHAT` asks for it. */
+async function chatUsage(
+  { settings, backend }: Prepared,
+  model: string | undefined,
+): Promise<ChatUsage | undefined> {
+  if (!settings.config.checkChat) return undefined;
+  if (settings.upstream === undefined) {
+    return {
+      agrees: false,
+      line: "not compared: give the upstream (--upstream)",
+    };
+  }
+  return await checkChatUsage({
+    backend,
+    upstream: settings.upstream,
+    model,
+    contextLength: settings.contextLength,
+  });
+}
+
+/** The model the upstream serves, when it lists one. */
+function servedModel(upstream: UpstreamProbe | undefined): string | undefined {
+  return upstream?.reachable ? upstream.served?.model : undefined;
 }
 
 function contextLine(

@@ -147,6 +147,15 @@ async function probe(
       );
       break;
   }
+  const model = settings.config.model ??
+    (upstream.reachable ? upstream.served?.model : undefined);
+  const estimated = backend.estimateReason(model);
+  if (estimated !== undefined) {
+    logger.warn(
+      "counts of {model} come from usage anchors, estimated with the fallback margin until a conversation has one: {reason}",
+      { model: model ?? "the served model", reason: estimated },
+    );
+  }
   if (!upstream.reachable) {
     logger.warn(
       "upstream not reachable at start-up: {problem}; requests get 502 until it answers",
