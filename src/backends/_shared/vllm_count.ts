@@ -14,6 +14,7 @@ import { CountError } from "../../core/errors.ts";
 import type { VllmRules } from "@incontext/engine/vllm";
 import type { GuardedCount } from "./count_guard.ts";
 import { responsesToChat } from "./responses.ts";
+import { effectiveField } from "../../core/request.ts";
 import {
   assertMirrorable,
   buildCompletionPayload,
@@ -40,7 +41,9 @@ export function vllmTokenizeBody(
 
 /**
  * The `/tokenize` body a local render mirrors: {@linkcode vllmTokenizeBody},
- * except that a request's own `chat_template` fails, as the server may refuse it.
+ * except that a request's own `chat_template` fails, as the server may
+ * refuse it; a chat's `reasoning_effort` comes along as it is, for the
+ * renderers that read the request's own (vLLM's Harmony path for gpt-oss).
  */
 export function localTokenizeBody(
   request: JsonObject,
@@ -53,7 +56,12 @@ export function localTokenizeBody(
       "Cannot count a request's own chat_template locally: the server may refuse it",
     );
   }
-  return payload;
+  const effort = kind === "chat"
+    ? effectiveField(request, "reasoning_effort")
+    : undefined;
+  return effort === undefined
+    ? payload
+    : { ...payload, reasoning_effort: effort };
 }
 
 /**

@@ -110,6 +110,12 @@ export interface Loaded {
   readonly rules: VllmRules;
   /** How chats render: the Jinja template, or vLLM's DeepSeek encoders. */
   readonly mode: RenderMode;
+  /**
+   * Whether `config.json`'s `model_type` is `gpt_oss`: vLLM's chat path
+   * renders such a model's chats through Harmony, its `/tokenize` through
+   * the template.
+   */
+  readonly harmony: boolean;
   /** The clock of `strftime_now`. */
   readonly now: () => Date;
   /** The content format given, or `auto` to detect each template's. */
@@ -128,26 +134,37 @@ export type RenderModules =
   & typeof import("../tokenizer/rebuilt.ts")
   & typeof import("../vllm/preprocess.ts")
   & typeof import("../deepseek/render.ts")
+  & typeof import("../harmony/render.ts")
   & typeof import("./segments.ts")
   & typeof import("./line_chunks.ts");
 
 async function importRenderModules(): Promise<RenderModules> {
-  const [template, tokenizer, rebuilt, preprocess, deepseek, segments, lines] =
-    await Promise.all([
-      import("../jinja/chat_template.ts"),
-      import("../tokenizer/tokenizer.ts"),
-      import("../tokenizer/rebuilt.ts"),
-      import("../vllm/preprocess.ts"),
-      import("../deepseek/render.ts"),
-      import("./segments.ts"),
-      import("./line_chunks.ts"),
-    ]);
+  const [
+    template,
+    tokenizer,
+    rebuilt,
+    preprocess,
+    deepseek,
+    harmony,
+    segments,
+    lines,
+  ] = await Promise.all([
+    import("../jinja/chat_template.ts"),
+    import("../tokenizer/tokenizer.ts"),
+    import("../tokenizer/rebuilt.ts"),
+    import("../vllm/preprocess.ts"),
+    import("../deepseek/render.ts"),
+    import("../harmony/render.ts"),
+    import("./segments.ts"),
+    import("./line_chunks.ts"),
+  ]);
   return {
     ...template,
     ...tokenizer,
     ...rebuilt,
     ...preprocess,
     ...deepseek,
+    ...harmony,
     ...segments,
     ...lines,
   };
@@ -444,6 +461,7 @@ export async function loadFolder(
     },
   );
   const contentFormat = options.chatTemplateContentFormat ?? "auto";
+  const harmony = modelType(folder.modelConfig) === "gpt_oss";
   return {
     tokenizer,
     incremental,
@@ -453,13 +471,27 @@ export async function loadFolder(
     compiled: new Map(),
     identity: `${filesIdentity(files)} vllm-${rules.release}${
       mode === "hf" ? "" : ` ${mode}`
-    }${contentFormat === "auto" ? "" : ` content-${contentFormat}`}`,
+    }${contentFormat === "auto" ? "" : ` content-${contentFormat}`}${
+      harmony ? " harmony" : ""
+    }`,
     rules,
     mode,
+    harmony,
     now: options.now ?? (() => new Date()),
     contentFormat,
     engine,
   };
+}
+
+/** `config.json`'s `model_type`, as vLLM's `hf_config.model_type` reads it. */
+function modelType(modelConfig: string | undefined): unknown {
+  if (modelConfig === undefined) return undefined;
+  try {
+    const config: unknown = JSON.parse(modelConfig);
+    return isJsonObject(config) ? config.model_type : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function templateSources(

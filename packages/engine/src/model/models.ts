@@ -21,6 +21,7 @@ import {
   renderPayload,
 } from "./chat_render.ts";
 import { type PieceStore, PrefixCounter } from "./prefix.ts";
+import { HarmonyCounter, harmonyStartDate } from "./harmony_count.ts";
 import { type DecodeForm, decodeIds, payloadIds } from "./tokenize.ts";
 
 const logger = getLogger(["incontext", "local"]);
@@ -71,6 +72,8 @@ export interface HostStore {
 interface Model {
   readonly loaded: Loaded;
   readonly pieces: PrefixCounter | null;
+  /** For a gpt-oss folder: its chats count through Harmony. */
+  readonly harmony: HarmonyCounter | null;
 }
 
 /** The key of a spec: two backends on the same folder share one load. */
@@ -147,9 +150,11 @@ export class LocalModels {
       // With pieces, a repeated chat costs a render and no tokenization,
       // about what the whole request's key would cost (JSON text and SHA-256
       // of up to 500 KB) on every count: such chats keep no whole counts.
+      // A Harmony render holds the date: its chats keep no whole counts either.
       if (
         lookup === undefined ||
-        model.pieces !== null && job.kind !== "completion"
+        (model.pieces !== null || model.harmony !== null) &&
+          job.kind !== "completion"
       ) {
         return countPayload(model, job, this.#ownsPayloads);
       }
@@ -239,6 +244,13 @@ export class LocalModels {
     const loaded = await loadFolder(spec, logger);
     return {
       loaded,
+      harmony: loaded.harmony
+        ? new HarmonyCounter(
+          loaded.tokenizer,
+          loaded.files.tokenizer,
+          this.#store.pieces,
+        )
+        : null,
       pieces: loaded.incremental
         ? new PrefixCounter(
           loaded.tokenizer,
@@ -261,6 +273,19 @@ function countPayload(
     return loaded.tokenizer.count(payload.prompt as string, {
       addSpecialTokens: payload.add_special_tokens !== false,
     });
+  }
+  if (model.harmony !== null) {
+    // vLLM's Responses path builds other Harmony messages.
+    if (kind === "responses") {
+      throw new EngineError(
+        "Cannot count a Responses request for gpt-oss locally: vLLM renders it through Harmony's Responses path",
+      );
+    }
+    return model.harmony.count(
+      loaded.engine.renderHarmony(payload, {
+        date: harmonyStartDate(loaded.now),
+      }),
+    );
   }
   // In parts for the pieces: a reused loop item's part is compared with the
   // previous render's as the same string, and the whole text is never joined.

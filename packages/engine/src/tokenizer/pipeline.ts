@@ -28,9 +28,15 @@ export interface Pipeline {
    *
    * @param text The text.
    * @param addSpecialTokens Whether the post-processor's special tokens are added.
+   * @param splitAdded Whether the added tokens split the text; `false`
+   * encodes their text as any other (tiktoken's `encode_ordinary`).
    * @returns The ids.
    */
-  encode(text: string, addSpecialTokens: boolean): number[];
+  encode(
+    text: string,
+    addSpecialTokens: boolean,
+    splitAdded?: boolean,
+  ): number[];
   /** The model's vocabulary: each string's id. */
   readonly vocab: ReadonlyMap<string, number>;
   /** The model's string of each id. */
@@ -73,8 +79,12 @@ export function buildPipeline(
   if (added === undefined) return undefined;
   const steps = { added, normalize, preTokenizer, words: model.words };
   return {
-    encode: (text, addSpecialTokens) =>
-      encode(steps, addSpecialTokens ? affixes : NO_AFFIXES, text),
+    encode: (text, addSpecialTokens, splitAdded = true) =>
+      encode(
+        splitAdded ? steps : { ...steps, added: null },
+        addSpecialTokens ? affixes : NO_AFFIXES,
+        text,
+      ),
     vocab: model.vocab,
     strings: model.strings,
     added: added.contents,
@@ -90,7 +100,8 @@ interface Words {
 
 /** The steps of encode. */
 interface Steps {
-  readonly added: AddedVocabulary;
+  /** `null`: no added token splits the text. */
+  readonly added: AddedVocabulary | null;
   readonly normalize: Normalize | null;
   readonly preTokenizer: PreTokenizer;
   readonly words: Words;
@@ -100,14 +111,17 @@ function encode(steps: Steps, affixes: Affixes, text: string): number[] {
   const { added, normalize, preTokenizer, words } = steps;
   const out = [...affixes.before];
   const raw: Piece[] = [];
-  added.splitRaw(text, raw);
+  if (added === null) raw.push(text);
+  else added.splitRaw(text, raw);
   for (const piece of raw) {
     if (typeof piece === "number") {
       out.push(piece);
       continue;
     }
+    const normalized = normalize === null ? piece : normalize(piece);
     const inner: Piece[] = [];
-    added.splitNormalized(normalize === null ? piece : normalize(piece), inner);
+    if (added === null) inner.push(normalized);
+    else added.splitNormalized(normalized, inner);
     for (const stretch of inner) {
       if (typeof stretch === "number") out.push(stretch);
       else words.pushAll(preTokenizer.split(stretch), out);

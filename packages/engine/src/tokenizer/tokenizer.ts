@@ -10,6 +10,7 @@
  * @module
  */
 import { Tokenizer } from "@huggingface/tokenizers";
+import { EngineError } from "../common/errors.ts";
 import { specialTokensOf } from "./config.ts";
 import { libraryEncoder } from "./library_tokenizer.ts";
 import { buildPipeline, type Pipeline } from "./pipeline.ts";
@@ -38,6 +39,15 @@ export interface EncodeOptions {
    * @default {true}
    */
   readonly addSpecialTokens?: boolean;
+  /**
+   * Whether the added tokens split the text. `false` encodes their text as
+   * any other text, as tiktoken's `encode_ordinary` does (Harmony's text
+   * pieces); a tokenizer the engine's pipeline does not run cannot, and
+   * throws an {@linkcode EngineError} for a text that holds an added token.
+   *
+   * @default {true}
+   */
+  readonly splitAddedTokens?: boolean;
 }
 
 /** A loaded tokenizer. */
@@ -136,7 +146,11 @@ function pipelineTokenizer(
   specialTokens: Readonly<Record<string, string>>,
 ): LocalTokenizer {
   const encode = (text: string, options?: EncodeOptions): number[] =>
-    pipeline.encode(text, options?.addSpecialTokens ?? true);
+    pipeline.encode(
+      text,
+      options?.addSpecialTokens ?? true,
+      options?.splitAddedTokens ?? true,
+    );
   // Each id's string: an added token's content over the vocabulary's.
   const stringOf = (id: number): string | undefined =>
     pipeline.added.get(id) ??
@@ -195,9 +209,19 @@ function libraryTokenizer(
 ): LocalTokenizer {
   const library = libraryEncoder(json, config);
   const { tokenizer } = library;
-  const encode = (text: string, options?: EncodeOptions): number[] =>
-    library.encode(text, options?.addSpecialTokens ?? true);
   const added = [...tokenizer.get_added_tokens_decoder().values()];
+  const addedTokens = Object.freeze(longestFirst(added.map((t) => t.content)));
+  const encode = (text: string, options?: EncodeOptions): number[] => {
+    if (
+      options?.splitAddedTokens === false &&
+      addedTokens.some((token) => text.includes(token))
+    ) {
+      throw new EngineError(
+        "Cannot encode an added token's text as ordinary text with this tokenizer.json",
+      );
+    }
+    return library.encode(text, options?.addSpecialTokens ?? true);
+  };
   return {
     encode,
     count: (text, options) => encode(text, options).length,
@@ -206,7 +230,7 @@ function libraryTokenizer(
     isTokenId: (id) =>
       Number.isSafeInteger(id) && id >= 0 &&
       tokenizer.id_to_token(id) !== undefined,
-    addedTokens: Object.freeze(longestFirst(added.map((t) => t.content))),
+    addedTokens,
     specialTokens,
   };
 }
