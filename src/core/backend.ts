@@ -247,33 +247,27 @@ export abstract class Backend {
   countChecked(_check: CountCheck): void {}
 
   /**
-   * Why this backend's counts of `model`'s requests are estimates, when it
-   * knows the server builds another prompt than the one it counts (vLLM
-   * renders gpt-oss through Harmony, not the chat template its `/tokenize`
-   * renders): its counts are then all estimate, and budget() counts from a
-   * usage anchor where a conversation has one.
+   * Why this backend's counts of `model` are estimates, when it knows the
+   * server builds another prompt than the one it counts (vLLM renders
+   * gpt-oss through Harmony, not the template its `/tokenize` renders);
+   * budget() then prefers a usage anchor.
    *
-   * @param _model A model name as requests name it, or `undefined` for the
-   * model the backend's settings describe.
-   * @returns The reason, safe to log (no request content), or `undefined`
-   * while its counts are exact.
-   * @default undefined
+   * @param _model A model name, or `undefined` for the configured model.
+   * @returns The reason, safe to log, or `undefined` while counts are exact.
    *
-   * @example A backend that knows one model's prompt is built elsewhere
+   * @example
    * ```ts
    * import { Backend } from "@incontext/incontext";
    * import { strictEqual } from "node:assert/strict";
    *
-   * class SplitBackend extends Backend {
+   * class Split extends Backend {
    *   readonly source = "split";
-   *   count(): Promise<number> {
-   *     return Promise.resolve(100);
-   *   }
-   *   override estimateReason(model: string | undefined): string | undefined {
-   *     return model === "remote" ? "the server renders this model itself" : undefined;
+   *   count = () => Promise.resolve(100);
+   *   override estimateReason(model?: string) {
+   *     return model === "remote" ? "rendered by the server" : undefined;
    *   }
    * }
-   * strictEqual(new SplitBackend().estimateReason("local"), undefined);
+   * strictEqual(new Split().estimateReason("local"), undefined);
    * ```
    */
   estimateReason(_model: string | undefined): string | undefined {

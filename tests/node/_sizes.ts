@@ -33,13 +33,13 @@ const BUDGETS: Readonly<Record<string, Budget>> = {
     package: 1_600_000,
   },
   // The engine: a chat-template interpreter over the library's parser, a
-  // tokenizer.json pipeline, vLLM's rules and DeepSeek's encoders. Its root
-  // entry loads the model host; templates and tokenizers load on the first
-  // count.
+  // tokenizer.json pipeline, vLLM's rules, DeepSeek's encoders and Harmony.
+  // Its root entry loads the model host; templates, tokenizers and the
+  // renderers load on the first count.
   "@incontext/engine": {
     rootGraph: 70_000,
-    rootReachable: 360_000,
-    package: 400_000,
+    rootReachable: 380_000,
+    package: 425_000,
   },
 };
 

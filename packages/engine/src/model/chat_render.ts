@@ -135,6 +135,7 @@ export type RenderModules =
   & typeof import("../vllm/preprocess.ts")
   & typeof import("../deepseek/render.ts")
   & typeof import("../harmony/render.ts")
+  & typeof import("./harmony_count.ts")
   & typeof import("./segments.ts")
   & typeof import("./line_chunks.ts");
 
@@ -146,6 +147,7 @@ async function importRenderModules(): Promise<RenderModules> {
     preprocess,
     deepseek,
     harmony,
+    harmonyCount,
     segments,
     lines,
   ] = await Promise.all([
@@ -155,6 +157,7 @@ async function importRenderModules(): Promise<RenderModules> {
     import("../vllm/preprocess.ts"),
     import("../deepseek/render.ts"),
     import("../harmony/render.ts"),
+    import("./harmony_count.ts"),
     import("./segments.ts"),
     import("./line_chunks.ts"),
   ]);
@@ -165,6 +168,7 @@ async function importRenderModules(): Promise<RenderModules> {
     ...preprocess,
     ...deepseek,
     ...harmony,
+    ...harmonyCount,
     ...segments,
     ...lines,
   };

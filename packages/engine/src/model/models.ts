@@ -21,7 +21,7 @@ import {
   renderPayload,
 } from "./chat_render.ts";
 import { type PieceStore, PrefixCounter } from "./prefix.ts";
-import { HarmonyCounter, harmonyStartDate } from "./harmony_count.ts";
+import type { HarmonyCounter } from "./harmony_count.ts";
 import { type DecodeForm, decodeIds, payloadIds } from "./tokenize.ts";
 
 const logger = getLogger(["incontext", "local"]);
@@ -245,7 +245,7 @@ export class LocalModels {
     return {
       loaded,
       harmony: loaded.harmony
-        ? new HarmonyCounter(
+        ? new loaded.engine.HarmonyCounter(
           loaded.tokenizer,
           loaded.files.tokenizer,
           this.#store.pieces,
@@ -283,7 +283,7 @@ function countPayload(
     }
     return model.harmony.count(
       loaded.engine.renderHarmony(payload, {
-        date: harmonyStartDate(loaded.now),
+        date: loaded.engine.harmonyStartDate(loaded.now),
       }),
     );
   }
