@@ -227,7 +227,7 @@ function mergesOf(merges: unknown): [string, string][] | undefined {
 }
 
 /** GPT-2's byte alphabet (`bytes_char`): printable bytes stand for themselves, the others from U+0100 on. */
-const BYTE_ALPHABET: readonly string[] = (() => {
+export const BYTE_ALPHABET: readonly string[] = (() => {
   const alphabet: string[] = [];
   let next = 256;
   for (let byte = 0; byte < 256; byte++) {
