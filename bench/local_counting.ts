@@ -67,7 +67,7 @@ function ms(value: number): string {
 async function firstLoad(files: ModelFiles) {
   const folder = await readModelFolder(dirname(files.tokenizerPath));
   // Parsed once: the line-chunk check reads it before the tokenizer takes it.
-  const json = JSON.parse(folder.tokenizerJson);
+  const json = JSON.parse(folder.tokenizerJson!);
   const lineChunks = isLineChunkSafe(json);
   const tokenizer = loadTokenizer({
     tokenizerJson: json,

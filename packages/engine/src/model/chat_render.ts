@@ -116,6 +116,11 @@ export interface Loaded {
    * the template.
    */
   readonly harmony: boolean;
+  /**
+   * Whether the tool schemas' keys are sorted before the template runs, as
+   * the folder's remote tokenizer class (Kimi's `deep_sort_dict`) does.
+   */
+  readonly sortsTools: boolean;
   /** The clock of `strftime_now`. */
   readonly now: () => Date;
   /** The content format given, or `auto` to detect each template's. */
@@ -137,7 +142,8 @@ export type RenderModules =
   & typeof import("../harmony/render.ts")
   & typeof import("./harmony_count.ts")
   & typeof import("./segments.ts")
-  & typeof import("./line_chunks.ts");
+  & typeof import("./line_chunks.ts")
+  & typeof import("./tool_sort.ts");
 
 async function importRenderModules(): Promise<RenderModules> {
   const [
@@ -150,6 +156,7 @@ async function importRenderModules(): Promise<RenderModules> {
     harmonyCount,
     segments,
     lines,
+    toolSort,
   ] = await Promise.all([
     import("../jinja/chat_template.ts"),
     import("../tokenizer/tokenizer.ts"),
@@ -160,6 +167,7 @@ async function importRenderModules(): Promise<RenderModules> {
     import("./harmony_count.ts"),
     import("./segments.ts"),
     import("./line_chunks.ts"),
+    import("./tool_sort.ts"),
   ]);
   return {
     ...template,
@@ -171,6 +179,7 @@ async function importRenderModules(): Promise<RenderModules> {
     ...harmonyCount,
     ...segments,
     ...lines,
+    ...toolSort,
   };
 }
 
@@ -195,15 +204,29 @@ function reuseFor(loaded: Loaded, entry: [ChatTemplate, ContentFormat]): Reuse {
     convertedByTemplate.set(entry, converted);
   }
   const memo = converted;
+  const convert = preTemplate(loaded);
   return (kind, raw, make) => {
-    if (typeof raw !== "object" || raw === null) return make();
+    if (typeof raw !== "object" || raw === null) {
+      return convert(kind, raw, make);
+    }
     let value = memo[kind].get(raw);
     if (value === undefined) {
-      value = loaded.engine.toValue(make());
+      value = loaded.engine.toValue(convert(kind, raw, make));
       memo[kind].set(raw, value);
     }
     return value;
   };
+}
+
+/**
+ * The steps the folder's tokenizer class runs on the tools before its
+ * template (Kimi's `deep_sort_dict`), after vLLM's preprocessing.
+ */
+function preTemplate(loaded: Loaded): Reuse {
+  return (kind, _raw, make) =>
+    kind === "tool" && loaded.sortsTools
+      ? loaded.engine.deepSortDict(make())
+      : make();
 }
 
 /** Options for {@linkcode renderChat}. */
@@ -255,7 +278,11 @@ export function renderChatParts(
     specialTokens: loaded.tokenizer.specialTokens,
     contentFormat,
     rules: loaded.rules,
-    ...(reuse ? { reuse: reuseFor(loaded, entry) } : {}),
+    ...(reuse
+      ? { reuse: reuseFor(loaded, entry) }
+      : loaded.sortsTools
+      ? { reuse: preTemplate(loaded) }
+      : {}),
   });
   // Converted values kept between renders let loops reuse item outputs.
   const memo = { memo: reuse };
@@ -426,25 +453,12 @@ export async function loadFolder(
       `tokenizer.json does not match the expected SHA-256: ${folder.tokenizerSha256} != ${expected}`,
     );
   }
-  // Parsed once: the checks read it before the tokenizer takes it.
-  const parsed: unknown = JSON.parse(folder.tokenizerJson);
-  // The DeepSeek modes load PreTrainedTokenizerFast itself, which keeps
-  // tokenizer.json as written whatever class the folder names.
-  if (mode === "hf") {
-    engine.checkTransformersRebuild({
-      tokenizerJson: parsed,
-      tokenizerConfig: folder.tokenizerConfig,
-      modelConfig: folder.modelConfig,
-    });
-  }
-  const incremental = engine.isSegmentationSafe(parsed);
-  const lineChunks = incremental && engine.isLineChunkSafe(parsed);
-  const tokenizer = engine.loadTokenizer({
-    tokenizerJson: parsed,
-    ...(folder.tokenizerConfig === undefined
-      ? {}
-      : { tokenizerConfig: folder.tokenizerConfig }),
-  });
+  const { tokenizer, incremental, lineChunks } = folderTokenizer(
+    engine,
+    folder,
+    mode,
+  );
+  const sortsTools = folder.remote?.kimi.sortsTools === true;
   const sources = await templateSources(options, folder);
   const files: FilesSha256 = {
     tokenizer: folder.tokenizerSha256,
@@ -477,13 +491,58 @@ export async function loadFolder(
       mode === "hf" ? "" : ` ${mode}`
     }${contentFormat === "auto" ? "" : ` content-${contentFormat}`}${
       harmony ? " harmony" : ""
-    }`,
+    }${sortsTools ? " sorted-tools" : ""}`,
     rules,
     mode,
     harmony,
+    sortsTools,
     now: options.now ?? (() => new Date()),
     contentFormat,
     engine,
+  };
+}
+
+/**
+ * The folder's tokenizer: tokenizer.json's, or the remote tokenizer class
+ * the engine mirrors (Kimi's tiktoken vocabulary, whose stretches between
+ * added tokens count on their own, as its slow-tokenizer path encodes
+ * them; line chunks are left out, as its 400,000-character cuts count
+ * from each stretch's start).
+ */
+function folderTokenizer(
+  engine: RenderModules,
+  folder: Awaited<ReturnType<RenderModules["readModelFolder"]>>,
+  mode: RenderMode,
+): Pick<Loaded, "tokenizer" | "incremental" | "lineChunks"> {
+  const tokenizerConfig = folder.tokenizerConfig ?? "{}";
+  if (folder.tokenizerJson === undefined) {
+    const config: unknown = JSON.parse(tokenizerConfig);
+    return {
+      tokenizer: engine.kimiTokenizer({
+        tiktokenModel: folder.remote!.tiktokenModel,
+        config: isJsonObject(config) ? config : {},
+        kimi: folder.remote!.kimi,
+      }),
+      incremental: true,
+      lineChunks: false,
+    };
+  }
+  // Parsed once: the checks read it before the tokenizer takes it.
+  const parsed: unknown = JSON.parse(folder.tokenizerJson);
+  // The DeepSeek modes load PreTrainedTokenizerFast itself, which keeps
+  // tokenizer.json as written whatever class the folder names.
+  if (mode === "hf") {
+    engine.checkTransformersRebuild({
+      tokenizerJson: parsed,
+      tokenizerConfig: folder.tokenizerConfig,
+      modelConfig: folder.modelConfig,
+    });
+  }
+  const incremental = engine.isSegmentationSafe(parsed);
+  return {
+    tokenizer: engine.loadTokenizer({ tokenizerJson: parsed, tokenizerConfig }),
+    incremental,
+    lineChunks: incremental && engine.isLineChunkSafe(parsed),
   };
 }
 

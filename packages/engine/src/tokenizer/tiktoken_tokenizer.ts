@@ -11,7 +11,7 @@
 import { AddedVocabulary, type Piece } from "./added_vocabulary.ts";
 import { BYTE_ALPHABET } from "./pipeline.ts";
 import { encodePiece } from "./tiktoken_bpe.ts";
-import type { EncodeOptions, LocalTokenizer } from "./tokenizer.ts";
+import type { EncodeOptions, LocalTokenizer } from "./local_tokenizer.ts";
 
 /** What a tiktoken tokenizer is built from. */
 export interface TiktokenOptions {

@@ -5,7 +5,9 @@
  * crate's pipeline itself for the shapes it reproduces (pipeline.ts: BPE
  * models, Qwen, Llama 3, Gemma 3 and DeepSeek V3 among them); any other
  * shape goes through @huggingface/tokenizers' public `Tokenizer`
- * (library_tokenizer.ts), which also decodes.
+ * (library_tokenizer.ts), which also decodes. A folder without
+ * tokenizer.json whose tokenizer class is Kimi K2's remote code counts with
+ * that class's tiktoken vocabulary (kimi.ts).
  *
  * @module
  */
@@ -13,10 +15,13 @@ import { Tokenizer } from "@huggingface/tokenizers";
 import { EngineError } from "../common/errors.ts";
 import { specialTokensOf } from "./config.ts";
 import { libraryEncoder } from "./library_tokenizer.ts";
+import type { EncodeOptions, LocalTokenizer } from "./local_tokenizer.ts";
 import { buildPipeline, type Pipeline } from "./pipeline.ts";
 
 export { readModelFolder } from "./files.ts";
 export type { ModelFolder } from "./files.ts";
+export { kimiTokenizer } from "./kimi.ts";
+export type { EncodeOptions, LocalTokenizer } from "./local_tokenizer.ts";
 
 /** The text of a model's tokenizer files. */
 export interface TokenizerFiles {
@@ -28,74 +33,6 @@ export interface TokenizerFiles {
    * @default {"{}"}
    */
   readonly tokenizerConfig?: string;
-}
-
-/** Options of {@linkcode LocalTokenizer.count} and {@linkcode LocalTokenizer.encode}. */
-export interface EncodeOptions {
-  /**
-   * Whether the post-processor adds the model's special tokens (BOS, ...).
-   * Chat prompts use `false`: the template writes them itself.
-   *
-   * @default {true}
-   */
-  readonly addSpecialTokens?: boolean;
-  /**
-   * Whether the added tokens split the text. `false` encodes their text as
-   * any other text, as tiktoken's `encode_ordinary` does (Harmony's text
-   * pieces); a tokenizer the engine's pipeline does not run cannot, and
-   * throws an {@linkcode EngineError} for a text that holds an added token.
-   *
-   * @default {true}
-   */
-  readonly splitAddedTokens?: boolean;
-}
-
-/** A loaded tokenizer. */
-export interface LocalTokenizer {
-  /**
-   * Tokenizes a text.
-   *
-   * @param text The text.
-   * @param options Encode options.
-   * @returns The token ids.
-   */
-  encode(text: string, options?: EncodeOptions): number[];
-  /**
-   * Counts the tokens of a text.
-   *
-   * @param text The text.
-   * @param options Encode options.
-   * @returns The number of tokens.
-   */
-  count(text: string, options?: EncodeOptions): number;
-  /**
-   * Decodes ids to text, special tokens kept, as `tokenizer.decode(ids)`.
-   *
-   * @param ids The token ids.
-   * @returns The text.
-   */
-  decode(ids: readonly number[]): string;
-  /**
-   * The vocabulary's string of each id, as `convert_ids_to_tokens(ids)`.
-   *
-   * @param ids The token ids.
-   * @returns One string per id.
-   */
-  tokenStrings(ids: readonly number[]): string[];
-  /**
-   * Whether an id is in the vocabulary, added tokens included.
-   *
-   * @param id A candidate id.
-   * @returns `true` for a known id.
-   */
-  isTokenId(id: number): boolean;
-  /** The contents of the added tokens, longest first, as they split text. */
-  readonly addedTokens: readonly string[];
-  /**
-   * The special-token variables templates receive (`bos_token`,
-   * `eos_token`, `unk_token`, `pad_token`, ...), as strings.
-   */
-  readonly specialTokens: Readonly<Record<string, string>>;
 }
 
 /**
