@@ -135,6 +135,7 @@ export type RenderModules =
   & typeof import("../vllm/preprocess.ts")
   & typeof import("../deepseek/render.ts")
   & typeof import("../harmony/render.ts")
+  & typeof import("../harmony/responses.ts")
   & typeof import("./harmony_count.ts")
   & typeof import("./segments.ts")
   & typeof import("./line_chunks.ts");
@@ -147,6 +148,7 @@ async function importRenderModules(): Promise<RenderModules> {
     preprocess,
     deepseek,
     harmony,
+    responses,
     harmonyCount,
     segments,
     lines,
@@ -157,6 +159,7 @@ async function importRenderModules(): Promise<RenderModules> {
     import("../vllm/preprocess.ts"),
     import("../deepseek/render.ts"),
     import("../harmony/render.ts"),
+    import("../harmony/responses.ts"),
     import("./harmony_count.ts"),
     import("./segments.ts"),
     import("./line_chunks.ts"),
@@ -168,6 +171,7 @@ async function importRenderModules(): Promise<RenderModules> {
     ...preprocess,
     ...deepseek,
     ...harmony,
+    ...responses,
     ...harmonyCount,
     ...segments,
     ...lines,

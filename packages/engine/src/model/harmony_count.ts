@@ -48,6 +48,23 @@ export function harmonyStartDate(now: () => Date): string {
   }-${pad(date.getDate())}`;
 }
 
+/**
+ * vLLM's `VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS`, read as vLLM reads it
+ * (`bool(int(value))`, unset `0`): a Responses request's `instructions`
+ * join the system message instead of the developer message.
+ *
+ * @returns Whether the variable is set to a non-zero integer.
+ */
+export function harmonySystemInstructions(): boolean {
+  let value: string | undefined;
+  try {
+    value = process.env.VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS;
+  } catch {
+    // Without permission to read the environment, vLLM's default holds.
+  }
+  return /^\s*[+-]?[0-9_]*[1-9][0-9_]*\s*$/.test(value ?? "");
+}
+
 /** Counts Harmony renders with one tokenizer, each text's count kept. */
 export class HarmonyCounter {
   readonly #tokenizer: Pick<LocalTokenizer, "count">;
