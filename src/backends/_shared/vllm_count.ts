@@ -40,18 +40,21 @@ export function vllmTokenizeBody(
 }
 
 /**
- * The `/tokenize` body a local render mirrors: {@linkcode localCountBody},
- * failing with its `refusal`.
+ * The `/tokenize` body a local template render mirrors:
+ * {@linkcode localCountBody} without Harmony's Responses fields and
+ * `tool_choice`, failing with its `refusal`.
  */
 export function localTokenizeBody(
   request: JsonObject,
   kind: RequestKind,
   rules?: VllmRules,
 ): Record<string, unknown> {
-  const payload = localCountBody(request, kind, rules);
-  if (typeof payload.refusal === "string") {
-    throw new CountError(payload.refusal);
-  }
+  const { refusal, responses: _, tool_choice: __, ...payload } = localCountBody(
+    request,
+    kind,
+    rules,
+  );
+  if (typeof refusal === "string") throw new CountError(refusal);
   return payload;
 }
 

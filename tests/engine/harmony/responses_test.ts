@@ -269,6 +269,8 @@ Deno.test("renderHarmonyResponses() fails what cannot be mirrored, and not as a 
         ],
       },
       { input: [{ type: "reasoning", content: [] }] },
+      { input: [{ role: "user", content: ["Hi"] }] },
+      { input: [{ role: "user", content: null }] },
       null,
     ]
   ) {

@@ -40,6 +40,10 @@ export interface HarmonyRenderOptions {
 
 const EFFORTS: readonly string[] = ["low", "medium", "high"];
 
+/** `SystemContent`'s default identity. */
+export const MODEL_IDENTITY =
+  "You are ChatGPT, a large language model trained by OpenAI.";
+
 /**
  * Renders a chat payload (`messages`, `tools`, `tool_choice`,
  * `reasoning_effort`) as vLLM's chat path renders it for gpt-oss, ending on
@@ -111,19 +115,15 @@ function checkToolChoice(choice: unknown, tools: unknown): void {
 }
 
 /**
- * `get_system_message`'s `SystemContent`: Harmony's defaults, the date, the
- * effort (unset is medium; vLLM refuses any other than low, medium, high).
+ * `get_system_message`'s content: Harmony's defaults, the date, the effort
+ * (unset: medium).
  *
- * @param effort The requested reasoning effort.
- * @param date The conversation's start date.
- * @param identity The model identity, in place of Harmony's default.
- * @returns The system content.
- * @throws {RequestRejectedError} For an effort Harmony lacks.
+ * @throws {RequestRejectedError} For an effort but low, medium, high.
  */
 export function harmonySystem(
   effort: unknown,
   date: string,
-  identity = "You are ChatGPT, a large language model trained by OpenAI.",
+  identity = MODEL_IDENTITY,
 ): SystemContent {
   if (
     effort !== undefined && effort !== null &&
@@ -140,14 +140,10 @@ export function harmonySystem(
 }
 
 /**
- * `create_tool_definition`: a function (`name`, `description`,
- * `parameters`) as Harmony's `ToolDescription`.
+ * `create_tool_definition`: a function as Harmony's `ToolDescription`.
  *
- * @param fn The function.
- * @returns The description.
- * @throws {RequestRejectedError} Without a description (`ToolDescription`'s
- * is a `str`: vLLM's `None` fails validation) or with parameters that are
- * not an object.
+ * @throws {RequestRejectedError} Without a description (a `str` there) or
+ * with parameters that are not an object.
  * @throws {EngineError} For a function without a name.
  */
 export function toolDescription(fn: unknown): ToolDescription {

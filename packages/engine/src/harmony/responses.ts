@@ -1,17 +1,12 @@
 /**
- * vLLM's Responses path for gpt-oss (`_make_request_with_harmony` and
- * `_construct_input_messages_with_harmony` of
+ * vLLM's Responses path for gpt-oss (`_make_request_with_harmony` of
  * `vllm/entrypoints/openai/responses/serving.py`, `response_input_to_harmony`
- * of `responses/harmony.py`, vLLM main of 2026-05-24): a system message
- * whose identity is the first system input message's text; with function
- * tools, a developer message with `instructions` and the tools (without
- * them `instructions` are not rendered; under
- * `VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS` they join the identity
- * instead); then the input: a string as a user message, or each item:
- * a message with its role (a developer's text after `Instructions:\n`, an
- * assistant's on the `final` channel, a system one dropped), a reasoning
- * item's `content` on `analysis` (its summary is not read), a function call
- * and its output as on the chat path. Rendered as the chat path renders.
+ * of `responses/harmony.py`, vLLM main of 2026-05-24): the first system
+ * item's text as the identity; with function tools, a developer message
+ * with them and `instructions` (dropped without); the input as a user
+ * message, or item by item (a developer's text after `Instructions:\n`, an
+ * assistant's on `final`, system items dropped, reasoning `content` on
+ * `analysis`, function calls as on the chat path).
  *
  * @module
  */
@@ -22,6 +17,7 @@ import {
   type HarmonyPiece,
   type HarmonyRenderOptions,
   harmonySystem,
+  MODEL_IDENTITY,
   renderForCompletion,
   toolDescription,
 } from "./render.ts";
@@ -38,7 +34,6 @@ export interface HarmonyResponsesOptions extends HarmonyRenderOptions {
   readonly systemInstructions?: boolean;
 }
 
-/** Tools the server's tool server (or its MCP labels) describes. */
 const BUILT_IN = ["web_search_preview", "code_interpreter", "container", "mcp"];
 const ROLES = ["user", "system", "developer", "assistant"];
 
@@ -49,20 +44,16 @@ function unsupported(what: string): EngineError {
 const isSet = (value: unknown) => value !== undefined && value !== null;
 
 /**
- * Renders a Responses request as vLLM's Responses path renders it for
+ * Renders a Responses request's fields as vLLM's Responses path does for
  * gpt-oss, ending on `<|start|>assistant`.
  *
- * @param request The request's fields (`input`, `instructions`, `tools`,
- * `tool_choice`, `reasoning`, `include`, `previous_response_id`, ...).
- * @param options The conversation's start date; where `instructions` go.
+ * @param request The request's fields (`input`, `instructions`, `tools`, ...).
+ * @param options The date; where `instructions` go.
  * @returns The pieces, in order.
- * @throws {RequestRejectedError} Where vLLM refuses the request: a
- * `tool_choice` other than `auto` or `none`, an effort Harmony lacks,
- * output logprobs, a function output without its call, an unknown item.
+ * @throws {RequestRejectedError} Where vLLM refuses the request.
  * @throws {EngineError} For what cannot be mirrored: `previous_response_id`
- * (the conversation is stored by the server), `previous_input_messages`,
- * built-in tools (described by the server's tool server), content that is
- * not text.
+ * (the server stores that conversation), `previous_input_messages`,
+ * built-in tools (the server's tool server describes them), non-text content.
  */
 export function renderHarmonyResponses(
   request: unknown,
@@ -93,13 +84,14 @@ export function renderHarmonyResponses(
   const tools = functionTools(own("tools", []));
   const choice = own("tool_choice", "auto");
   if (choice !== "auto" && choice !== "none") throw new RequestRejectedError();
-  let identity = typeof input === "string" ? undefined : systemText(input);
-  if (typeof instructions === "string" && options.systemInstructions) {
-    identity = identity === ""
-      ? instructions
-      : `${
-        identity ?? "You are ChatGPT, a large language model trained by OpenAI."
-      }\n${instructions}`;
+  const items = typeof input === "string"
+    ? [{ role: "user", content: input }]
+    : input as unknown[];
+  let identity = systemText(items) ?? MODEL_IDENTITY;
+  const asIdentity = typeof instructions === "string" &&
+    options.systemInstructions === true;
+  if (asIdentity) {
+    identity = identity ? `${identity}\n${instructions}` : instructions;
   }
   const effort = isJsonObject(reasoning) ? reasoning.effort : undefined;
   const conversation: HarmonyMessage[] = [{
@@ -111,20 +103,16 @@ export function renderHarmonyResponses(
       role: "developer",
       content: [{
         kind: "developer",
-        ...(typeof instructions === "string" && !options.systemInstructions
+        ...(typeof instructions === "string" && !asIdentity
           ? { instructions }
           : {}),
         functionTools: tools,
       }],
     });
   }
-  if (typeof input === "string") {
-    conversation.push({ role: "user", content: [input] });
-    return renderForCompletion(conversation);
-  }
   // A function output names the latest earlier call with its call_id.
   const calls = new Map<string, string>();
-  for (const item of input) {
+  for (const item of items) {
     const message = itemMessage(item, calls);
     if (message !== null && message.role !== "system") {
       conversation.push(message);
@@ -133,7 +121,7 @@ export function renderHarmonyResponses(
   return renderForCompletion(conversation);
 }
 
-/** The function tools; built-in ones cannot be mirrored, other types vLLM refuses. */
+/** The function tools; vLLM refuses other types, built-in ones aside. */
 function functionTools(tools: unknown): ToolDescription[] {
   if (!Array.isArray(tools)) throw new RequestRejectedError();
   return tools.map((tool) => {
@@ -146,10 +134,7 @@ function functionTools(tools: unknown): ToolDescription[] {
   });
 }
 
-/**
- * `_extract_system_message_from_request`: the first system message's text,
- * or its first `input_text` part's; `undefined` keeps the default identity.
- */
+/** `_extract_system_message_from_request`: `undefined` keeps the default. */
 function systemText(input: readonly unknown[]): string | undefined {
   const message = input.find((item) =>
     isJsonObject(item) && item.role === "system"
@@ -159,24 +144,21 @@ function systemText(input: readonly unknown[]): string | undefined {
     ? content.find((part) => isJsonObject(part) && part.type === "input_text")
     : undefined;
   const text = typeof content === "string" ? content : part?.text;
-  if (text !== undefined && typeof text !== "string") {
-    throw unsupported("a system message's text is not a string");
-  }
-  return text;
+  return text === undefined ? text : str(text);
 }
 
-function str(value: unknown, what: string): string {
-  if (typeof value !== "string") throw unsupported(`${what} is not a string`);
+/** A text where vLLM reads one (a part's `text`: images and refusals lack it). */
+function str(value: unknown): string {
+  if (typeof value !== "string") {
+    throw unsupported("an input item lacks a text where vLLM reads one");
+  }
   return value;
 }
 
-/** A part's `text`: parts without one (images, files, refusals) fail vLLM's conversion. */
-function partText(part: unknown): string {
-  if (!isJsonObject(part)) throw unsupported("a content part is not text");
-  return str(part.text, "a content part's text");
-}
+const partText = (part: unknown) =>
+  str(isJsonObject(part) ? part.text : undefined);
 
-/** `response_input_to_harmony`: one input item, or `null` for empty reasoning. */
+/** `response_input_to_harmony`: `null` for empty reasoning. */
 function itemMessage(
   item: unknown,
   calls: Map<string, string>,
@@ -189,27 +171,25 @@ function itemMessage(
       throw unsupported("a message's role is not one of the Responses API's");
     }
     const prefix = role === "developer" ? "Instructions:\n" : "";
-    let contents: string[];
-    if (typeof content === "string") contents = [prefix + content];
-    else if (Array.isArray(content)) {
-      contents = content.map((part) => prefix + partText(part));
-    } else throw unsupported("a message's content is neither text nor parts");
+    const texts = Array.isArray(content)
+      ? content.map(partText)
+      : [str(content)];
     return {
       role: role as Role,
       ...(role === "assistant" ? { channel: "final" } : {}),
-      content: contents,
+      content: texts.map((text) => prefix + text),
     };
   }
   if (type === "function_call") {
-    const name = str(item.name, "a function call's name");
+    const name = str(item.name);
     const message: HarmonyMessage = {
       role: "assistant",
       channel: "commentary",
       recipient: `functions.${name}`,
       contentType: "json",
-      content: [str(item.arguments, "a function call's arguments")],
+      content: [str(item.arguments)],
     };
-    calls.set(str(item.call_id, "a function call's call_id"), name);
+    calls.set(str(item.call_id), name);
     return message;
   }
   if (type === "function_call_output") {
@@ -221,7 +201,7 @@ function itemMessage(
       name: `functions.${name}`,
       channel: "commentary",
       recipient: "assistant",
-      content: [str(item.output, "a function call's output")],
+      content: [str(item.output)],
     };
   }
   if (type === "reasoning") {

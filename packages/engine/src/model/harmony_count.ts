@@ -49,18 +49,15 @@ export function harmonyStartDate(now: () => Date): string {
 }
 
 /**
- * vLLM's `VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS`, read as vLLM reads it
- * (`bool(int(value))`, unset `0`): a Responses request's `instructions`
- * join the system message instead of the developer message.
- *
- * @returns Whether the variable is set to a non-zero integer.
+ * vLLM's `VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS` as it reads it
+ * (`bool(int(value))`, unset `0`).
  */
 export function harmonySystemInstructions(): boolean {
   let value: string | undefined;
   try {
     value = process.env.VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS;
   } catch {
-    // Without permission to read the environment, vLLM's default holds.
+    // Unreadable: vLLM's default.
   }
   return /^\s*[+-]?[0-9_]*[1-9][0-9_]*\s*$/.test(value ?? "");
 }
