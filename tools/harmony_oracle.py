@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Independent oracle: vLLM's chat->Harmony conversion (harmony_utils.py) and
-openai-harmony 0.0.8's render (encoding.rs), written from their sources.
-Reads JSON lines {"request":..., "date":...}; writes the render as a list of
-["T", token] / ["X", text] pieces, or {"error": kind}."""
+"""Independent oracle: vLLM's chat->Harmony conversion (harmony_utils.py), its
+Responses->Harmony conversion (responses/serving.py, responses/harmony.py,
+protocol.py's validators) and openai-harmony 0.0.8's render (encoding.rs),
+written from their sources. Reads JSON lines {"request":..., "date":...} (a
+chat request) or {"responses":..., "date":..., "system_instructions": bool};
+writes the render as a list of ["T", token] / ["X", text] pieces, or
+{"error": kind}."""
 import json, sys
 
 def rust_lines(s):
@@ -221,22 +224,142 @@ def convert(msgs):
             break
     return [m for i, m in enumerate(out) if not (i < last and m.get("channel") == "analysis")]
 
+DEFAULT_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
+
+def check_effort(eff):
+    if eff is not None and eff not in ("high", "medium", "low"): raise Reject()
+    return eff or "medium"
+
 def render(req, date):
     eff = req.get("reasoning_effort")
     if eff == "none": raise Reject()
-    if eff is not None and eff not in ("high", "medium", "low"): raise Reject()
-    eff = eff or "medium"
-    msgs = [M("system", {"sys": True})]
-    ftools = None
-    if req.get("tools"):
+    eff = check_effort(eff)
+    tools = req.get("tools")
+    tc = req.get("tool_choice")
+    # ChatCompletionRequest.check_tool_usage
+    if tools == []: raise Reject()
+    if tc is not None and tc != "none":
+        if tools is None: raise Reject()
+        if tc not in ("auto", "required"):
+            if not isinstance(tc, dict): raise Reject()
+            fn = tc.get("function")
+            if not isinstance(fn, dict) or "name" not in fn: raise Reject()
+            if not isinstance(fn["name"], str) or not fn["name"]: raise Reject()
+            if not any(t["function"]["name"] == fn["name"] for t in tools): raise Reject()
+    msgs = [M("system", {"sys": True, "identity": DEFAULT_IDENTITY, "effort": eff})]
+    if tools:
         ftools = []
-        for t in req["tools"]:
+        for t in tools:
             fn = t["function"]
             if not isinstance(fn.get("description"), str): raise Reject()
             ftools.append({"name": fn["name"], "description": fn["description"], "parameters": fn.get("parameters")})
         msgs.append(M("developer", {"dev": ftools}))
     msgs += convert(req["messages"])
-    has_ft = bool(ftools)
+    return encode(msgs, date)
+
+def responses_convert(req, sys_instr):
+    """ResponsesRequest's validators, then _construct_input_messages_with_harmony."""
+    if req.get("previous_response_id") is not None or req.get("previous_input_messages") is not None:
+        raise Unsup()
+    if req.get("prompt") is not None: raise Reject()
+    inc = req.get("include")
+    if isinstance(inc, list) and "message.output_text.logprobs" in inc: raise Reject()
+    tools = req.get("tools", [])
+    if not isinstance(tools, list): raise Reject()
+    tc = req.get("tool_choice", "auto")
+    if tc not in ("auto", "none"): raise Reject()
+    instructions = req.get("instructions")
+    if instructions is not None and not isinstance(instructions, str): raise Reject()
+    reasoning = req.get("reasoning")
+    if reasoning is not None and not isinstance(reasoning, dict): raise Reject()
+    eff = check_effort((reasoning or {}).get("effort"))
+    inp = req.get("input")
+    if not isinstance(inp, (str, list)): raise Reject()
+    types = set()
+    for t in tools:
+        if not isinstance(t, dict): raise Reject()
+        if t.get("type") in ("web_search_preview", "code_interpreter", "container", "mcp"): raise Unsup()
+        types.add(t.get("type"))
+    custom = bool(types)
+    if custom and types != {"function"}: raise Reject()
+    identity = None
+    if isinstance(inp, list):
+        for item in inp:
+            if isinstance(item, dict) and item.get("role") == "system":
+                c = item.get("content")
+                if isinstance(c, str):
+                    identity = c
+                elif isinstance(c, list):
+                    for p in c:
+                        if isinstance(p, dict) and p.get("type") == "input_text":
+                            identity = p.get("text")
+                            break
+                break
+    if identity is not None and not isinstance(identity, str): raise Unsup()
+    if identity is None: identity = DEFAULT_IDENTITY
+    if instructions is not None and sys_instr:
+        identity = f"{identity}\n{instructions}" if identity else instructions
+    msgs = [M("system", {"sys": True, "identity": identity, "effort": eff})]
+    if custom:
+        ftools = []
+        for t in tools:
+            if not isinstance(t.get("name"), str): raise Unsup()
+            if not isinstance(t.get("description"), str): raise Reject()
+            ftools.append({"name": t["name"], "description": t["description"], "parameters": t.get("parameters")})
+        msgs.append(M("developer", {"dev": ftools, "instructions": None if sys_instr else instructions}))
+    if isinstance(inp, str):
+        msgs.append(M("user", inp))
+        return msgs
+    prev_calls = []
+    for item in inp:
+        m = response_item(item, prev_calls)
+        if m is not None and m["role"] != "system":
+            msgs.append(m)
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            prev_calls.append(item)
+    return msgs
+
+def text_of(p):
+    # Parts without "text" (images, files, refusals) raise KeyError in vLLM.
+    if not isinstance(p, dict) or "text" not in p: raise Unsup()
+    return s(p["text"])
+
+def response_item(item, prev_calls):
+    if not isinstance(item, dict): raise Unsup()
+    if "type" not in item or item["type"] == "message":
+        role = item.get("role")
+        if role not in ("user", "system", "developer", "assistant"): raise Unsup()
+        c = item.get("content")
+        pre = "Instructions:\n" if role == "developer" else ""
+        if isinstance(c, str):
+            contents = [pre + c]
+        elif isinstance(c, list):
+            contents = [pre + text_of(p) for p in c]
+        else:
+            raise Unsup()
+        return M(role, contents, channel="final") if role == "assistant" else M(role, contents)
+    t = item["type"]
+    if t == "function_call_output":
+        found = None
+        for call in reversed(prev_calls):
+            if call.get("call_id") == item.get("call_id"):
+                found = call
+                break
+        if found is None: raise Reject()
+        return M("tool", s(item.get("output")), name=f"functions.{found['name']}", channel="commentary", recipient="assistant")
+    if t == "reasoning":
+        if not isinstance(item.get("summary"), list): raise Unsup()
+        c = item.get("content")
+        if c and len(c) >= 1:
+            return M("assistant", "\n".join(text_of(p) for p in c), channel="analysis")
+        return None
+    if t == "function_call":
+        for k in ("name", "arguments", "call_id"): s(item.get(k))
+        return M("assistant", item["arguments"], channel="commentary", recipient=f"functions.{item['name']}", content_type="json")
+    raise Reject()
+
+def encode(msgs, date):
+    has_ft = any(isinstance(c, dict) and c.get("dev") for m in msgs for c in m["content"])
     last_asst = [m for m in msgs if m["role"] == "assistant"]
     drop = bool(last_asst) and last_asst[-1].get("channel") == "final"
     ff = next((i for i, m in enumerate(msgs) if m.get("channel") == "final"), None)
@@ -260,9 +383,14 @@ def render(req, date):
                 ch = "# Valid channels: analysis, commentary, final. Channel must be included for every message."
                 if has_ft:
                     ch += "\nCalls to these tools must go to the commentary channel: 'functions'."
-                X("\n\n".join([f"You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: {date}", f"Reasoning: {eff}", ch]))
+                X("\n\n".join([f"{c['identity']}\nKnowledge cutoff: 2024-06\nCurrent date: {date}", f"Reasoning: {c['effort']}", ch]))
             elif isinstance(c, dict) and "dev" in c:
-                X(tools_section(c["dev"]) if c["dev"] else "")
+                sec = []
+                if c.get("instructions") is not None:
+                    sec += ["# Instructions", c["instructions"]]
+                if c["dev"]:
+                    sec.append(tools_section(c["dev"]))
+                X("\n\n".join(sec))
             else:
                 X(c)
         T("<|call|>" if m["role"] == "assistant" and m.get("recipient") is not None else "<|end|>")
@@ -272,7 +400,11 @@ def render(req, date):
 for line in sys.stdin:
     case = json.loads(line)
     try:
-        print(json.dumps(render(case["request"], case["date"])))
+        if "responses" in case:
+            msgs = responses_convert(case["responses"], case.get("system_instructions", False))
+            print(json.dumps(encode(msgs, case["date"])))
+        else:
+            print(json.dumps(render(case["request"], case["date"])))
     except Reject:
         print(json.dumps({"error": "rejected"}))
     except (Unsup, TypeError, AttributeError, KeyError):

@@ -10,7 +10,7 @@ import type {
   JsonObject,
   RequestKind,
 } from "../../core/backend.ts";
-import { CountError } from "../../core/errors.ts";
+import { CountError, countErrorOf } from "../../core/errors.ts";
 import type { VllmRules } from "@incontext/engine/vllm";
 import type { GuardedCount } from "./count_guard.ts";
 import { responsesToChat } from "./responses.ts";
@@ -40,28 +40,79 @@ export function vllmTokenizeBody(
 }
 
 /**
- * The `/tokenize` body a local render mirrors: {@linkcode vllmTokenizeBody},
- * except that a request's own `chat_template` fails, as the server may
- * refuse it; a chat's `reasoning_effort` comes along as it is, for the
- * renderers that read the request's own (vLLM's Harmony path for gpt-oss).
+ * The `/tokenize` body a local template render mirrors:
+ * {@linkcode localCountBody} without Harmony's Responses fields and
+ * `tool_choice`, failing with its `refusal`.
  */
 export function localTokenizeBody(
   request: JsonObject,
   kind: RequestKind,
   rules?: VllmRules,
 ): Record<string, unknown> {
-  const payload = vllmTokenizeBody(request, kind, rules);
-  if (payload.chat_template !== undefined && payload.chat_template !== null) {
-    throw new CountError(
-      "Cannot count a request's own chat_template locally: the server may refuse it",
-    );
+  const { refusal, responses: _, tool_choice: __, ...payload } = localCountBody(
+    request,
+    kind,
+    rules,
+  );
+  if (typeof refusal === "string") throw new CountError(refusal);
+  return payload;
+}
+
+/** The Responses fields vLLM's Harmony path reads (`ResponsesRequest`'s). */
+const HARMONY_RESPONSES_FIELDS = [
+  "input",
+  "instructions",
+  "tools",
+  "tool_choice",
+  "reasoning",
+  "include",
+  "prompt",
+  "previous_response_id",
+  "previous_input_messages",
+];
+
+/**
+ * The payload of a local count: {@linkcode vllmTokenizeBody}, with what
+ * vLLM's Harmony path for gpt-oss reads instead: a chat's
+ * `reasoning_effort` and `tool_choice`, a Responses request's own fields as
+ * `responses`. What the chat template path cannot count (a request's own
+ * `chat_template`, which the server may refuse, included) travels as
+ * `refusal`, for the model host to fail the count unless Harmony renders it.
+ */
+export function localCountBody(
+  request: JsonObject,
+  kind: RequestKind,
+  rules?: VllmRules,
+): Record<string, unknown> {
+  if (kind === "completion") return buildCompletionPayload(request);
+  let payload: Record<string, unknown> = {};
+  let refusal: string | undefined;
+  try {
+    const chat = kind === "responses" ? responsesToChat(request) : request;
+    payload = buildTokenizePayload(chat, rules);
+    assertMirrorable(chat);
+    if (payload.chat_template !== undefined && payload.chat_template !== null) {
+      refusal =
+        "Cannot count a request's own chat_template locally: the server may refuse it";
+    }
+  } catch (error) {
+    const known = countErrorOf(error);
+    if (!(known instanceof CountError)) throw error;
+    refusal = known.message;
   }
-  const effort = kind === "chat"
-    ? effectiveField(request, "reasoning_effort")
-    : undefined;
-  return effort === undefined
-    ? payload
-    : { ...payload, reasoning_effort: effort };
+  const fields = kind === "responses"
+    ? HARMONY_RESPONSES_FIELDS
+    : ["reasoning_effort", "tool_choice"];
+  const own: Record<string, unknown> = {};
+  for (const field of fields) {
+    const value = effectiveField(request, field);
+    if (value !== undefined) own[field] = value;
+  }
+  return {
+    ...payload,
+    ...(kind === "responses" ? { responses: own } : own),
+    ...(refusal === undefined ? {} : { refusal }),
+  };
 }
 
 /**

@@ -18,7 +18,7 @@ import { asCountError } from "../../core/error_type.ts";
 import { laxPositiveInteger } from "@incontext/engine/vllm";
 import { vllmOutputField, vllmOutputLimit } from "@incontext/engine/vllm";
 import {
-  localTokenizeBody,
+  localCountBody,
   type TemplatedCountOptions,
   vllmCount,
 } from "../_shared/vllm_count.ts";
@@ -439,7 +439,7 @@ export class LocalBackend extends Backend implements AsyncDisposable {
     { kind, contextLength, signal }: TemplatedCountOptions,
   ): Promise<number> {
     if (this.#disposed) throw disposedError();
-    const payload = localTokenizeBody(request, kind, this.#rules);
+    const payload = localCountBody(request, kind, this.#rules);
     const job = { spec: this.#spec, kind, payload };
     const cache = resolveCountCache(this.#cache);
     const remote = this.#remote(cache);

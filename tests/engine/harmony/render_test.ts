@@ -110,6 +110,45 @@ Deno.test("renderHarmony() refuses a tool without a description, as Harmony's To
   );
 });
 
+Deno.test("renderHarmony() renders any tool_choice vLLM accepts as auto, and refuses the others", () => {
+  const messages = [{ role: "user", content: "Weather?" }];
+  const auto = text(render({ tools: [WEATHER], messages }));
+  // --exclude-tools-when-tool-choice-none is off by default: tools stay.
+  for (
+    const choice of [
+      "auto",
+      "none",
+      "required",
+      null,
+      { type: "function", function: { name: "get_weather" } },
+    ]
+  ) {
+    strictEqual(
+      text(render({ tools: [WEATHER], tool_choice: choice, messages })),
+      auto,
+    );
+  }
+  strictEqual(
+    text(render({ tool_choice: "none", messages })),
+    text(render({ messages })),
+  );
+  for (
+    const [tools, choice] of [
+      [[WEATHER], { type: "function", function: { name: "get_time" } }],
+      [[WEATHER], { type: "function", function: { name: "" } }],
+      [[WEATHER], { type: "function" }],
+      [[WEATHER], "any"],
+      [undefined, "auto"],
+      [undefined, "required"],
+    ]
+  ) {
+    throws(
+      () => render({ tools, tool_choice: choice, messages }),
+      RequestRejectedError,
+    );
+  }
+});
+
 Deno.test("renderHarmony() keeps the request's system and developer messages as text messages", () => {
   strictEqual(
     text(render({

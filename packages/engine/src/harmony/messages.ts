@@ -30,9 +30,10 @@ export interface SystemContent {
   readonly validChannels: readonly string[];
 }
 
-/** `DeveloperContent` with the request's function tools (or none). */
+/** `DeveloperContent`: instructions (Responses only), the function tools (or none). */
 export interface DeveloperContent {
   readonly kind: "developer";
+  readonly instructions?: string;
   readonly functionTools: readonly ToolDescription[] | null;
 }
 

@@ -7,9 +7,10 @@
  * (`get_developer_message`), the request's messages converted
  * (messages.ts), and renders them with openai-harmony 0.0.8's
  * `render_conversation_for_completion(..., Role.ASSISTANT)`, whose
- * `auto_drop_analysis` is on (`src/encoding.rs`). The chat template and
- * `chat_template_kwargs` are not read. vLLM's `/tokenize` renders the chat
- * template instead: only chat requests take this path.
+ * `auto_drop_analysis` is on (`src/encoding.rs`). The chat template,
+ * `chat_template_kwargs` and `response_format` are not read; `tool_choice`
+ * is only validated. vLLM's `/tokenize` renders the chat template instead:
+ * only chat and Responses requests (responses.ts) take this path.
  *
  * The render is a list of pieces: formatting tokens, and texts that
  * Harmony encodes one by one with no special token recognised
@@ -39,15 +40,21 @@ export interface HarmonyRenderOptions {
 
 const EFFORTS: readonly string[] = ["low", "medium", "high"];
 
+/** `SystemContent`'s default identity. */
+export const MODEL_IDENTITY =
+  "You are ChatGPT, a large language model trained by OpenAI.";
+
 /**
- * Renders a chat payload (`messages`, `tools`, `reasoning_effort`) as
- * vLLM's chat path renders it for gpt-oss, ending on `<|start|>assistant`.
+ * Renders a chat payload (`messages`, `tools`, `tool_choice`,
+ * `reasoning_effort`) as vLLM's chat path renders it for gpt-oss, ending on
+ * `<|start|>assistant`.
  *
  * @param payload The request's fields.
  * @param options The conversation's start date.
  * @returns The pieces, in order.
  * @throws {RequestRejectedError} Where vLLM raises: a reasoning effort
- * Harmony lacks, a tool without a description.
+ * Harmony lacks, a tool without a description, a `tool_choice` its
+ * `check_tool_usage` refuses.
  * @throws {EngineError} For what cannot be mirrored.
  */
 export function renderHarmony(
@@ -60,26 +67,25 @@ export function renderHarmony(
       "Cannot count the request as 'messages' is not an array",
     );
   }
-  const system: SystemContent = {
-    kind: "system",
-    modelIdentity: "You are ChatGPT, a large language model trained by OpenAI.",
-    reasoningEffort: effort(payload.reasoning_effort),
-    conversationStartDate: options.date,
-    knowledgeCutoff: "2024-06",
-    validChannels: ["analysis", "commentary", "final"],
-  };
+  const tools = payload.tools;
+  checkToolChoice(payload.tool_choice, tools);
   const conversation: HarmonyMessage[] = [{
     role: "system",
-    content: [system],
+    content: [harmonySystem(payload.reasoning_effort, options.date)],
   }];
-  const tools = payload.tools;
   if (tools !== undefined && tools !== null) {
     if (!Array.isArray(tools) || tools.length === 0) {
       throw new RequestRejectedError();
     }
     const developer: DeveloperContent = {
       kind: "developer",
-      functionTools: tools.map(toolDescription),
+      functionTools: tools.map((tool) =>
+        toolDescription(
+          isJsonObject(tool) && (tool.type ?? "function") === "function"
+            ? tool.function
+            : undefined,
+        )
+      ),
     };
     conversation.push({ role: "developer", content: [developer] });
   }
@@ -87,32 +93,70 @@ export function renderHarmony(
   return renderForCompletion(conversation);
 }
 
-/** `reasoning_effort`: unset is Harmony's default, medium; vLLM refuses any other than low, medium, high. */
-function effort(value: unknown): SystemContent["reasoningEffort"] {
-  if (value === undefined || value === null) return "medium";
-  if (typeof value === "string" && EFFORTS.includes(value)) {
-    return value as SystemContent["reasoningEffort"];
-  }
-  throw new RequestRejectedError();
+/**
+ * `ChatCompletionRequest.check_tool_usage`: a `tool_choice` but `none` needs
+ * tools, and a named one a tool of that name. The render does not read it:
+ * vLLM's `--exclude-tools-when-tool-choice-none` is off by default.
+ */
+function checkToolChoice(choice: unknown, tools: unknown): void {
+  if (choice === undefined || choice === null || choice === "none") return;
+  if (!Array.isArray(tools)) throw new RequestRejectedError();
+  if (choice === "auto" || choice === "required") return;
+  const name = isJsonObject(choice) && isJsonObject(choice.function)
+    ? choice.function.name
+    : undefined;
+  if (
+    typeof name !== "string" || name === "" ||
+    !tools.some((tool) =>
+      isJsonObject(tool) && isJsonObject(tool.function) &&
+      tool.function.name === name
+    )
+  ) throw new RequestRejectedError();
 }
 
-/** `create_tool_definition`: a request's tool as Harmony's `ToolDescription`. */
-function toolDescription(tool: unknown): ToolDescription {
-  const fn = isJsonObject(tool) ? tool.function : undefined;
+/**
+ * `get_system_message`'s content: Harmony's defaults, the date, the effort
+ * (unset: medium).
+ *
+ * @throws {RequestRejectedError} For an effort but low, medium, high.
+ */
+export function harmonySystem(
+  effort: unknown,
+  date: string,
+  identity = MODEL_IDENTITY,
+): SystemContent {
   if (
-    !isJsonObject(tool) || (tool.type ?? "function") !== "function" ||
-    !isJsonObject(fn) || typeof fn.name !== "string"
-  ) {
+    effort !== undefined && effort !== null &&
+    (typeof effort !== "string" || !EFFORTS.includes(effort))
+  ) throw new RequestRejectedError();
+  return {
+    kind: "system",
+    modelIdentity: identity,
+    reasoningEffort: (effort ?? "medium") as SystemContent["reasoningEffort"],
+    conversationStartDate: date,
+    knowledgeCutoff: "2024-06",
+    validChannels: ["analysis", "commentary", "final"],
+  };
+}
+
+/**
+ * `create_tool_definition`: a function as Harmony's `ToolDescription`.
+ *
+ * @throws {RequestRejectedError} Without a description (a `str` there) or
+ * with parameters that are not an object.
+ * @throws {EngineError} For a function without a name.
+ */
+export function toolDescription(fn: unknown): ToolDescription {
+  if (!isJsonObject(fn) || typeof fn.name !== "string") {
     throw new EngineError(
       "Cannot count the request as a tool is not a function with a name",
     );
   }
-  // ToolDescription's description is a str: vLLM's None fails validation.
-  if (typeof fn.description !== "string") throw new RequestRejectedError();
   const parameters = fn.parameters ?? null;
-  if (parameters !== null && !isJsonObject(parameters)) {
-    throw new RequestRejectedError();
-  }
+  if (
+    typeof fn.description !== "string" ||
+    parameters !== null && !isJsonObject(parameters)
+  ) throw new RequestRejectedError();
   return { name: fn.name, description: fn.description, parameters };
 }
 
@@ -202,10 +246,14 @@ function contentText(
   if (role !== "developer") {
     throw new EngineError("Misplaced developer content");
   }
+  const sections = content.instructions === undefined
+    ? []
+    : ["# Instructions", content.instructions];
   const tools = content.functionTools;
-  return tools === null || tools.length === 0
-    ? ""
-    : toolsSection("functions", tools);
+  if (tools !== null && tools.length > 0) {
+    sections.push(toolsSection("functions", tools));
+  }
+  return sections.join("\n\n");
 }
 
 /** `Render<SystemContent>`: identity, cutoff and date; effort; channels. */

@@ -140,6 +140,7 @@ export type RenderModules =
   & typeof import("../vllm/preprocess.ts")
   & typeof import("../deepseek/render.ts")
   & typeof import("../harmony/render.ts")
+  & typeof import("../harmony/responses.ts")
   & typeof import("./harmony_count.ts")
   & typeof import("./segments.ts")
   & typeof import("./line_chunks.ts")
@@ -153,6 +154,7 @@ async function importRenderModules(): Promise<RenderModules> {
     preprocess,
     deepseek,
     harmony,
+    responses,
     harmonyCount,
     segments,
     lines,
@@ -164,6 +166,7 @@ async function importRenderModules(): Promise<RenderModules> {
     import("../vllm/preprocess.ts"),
     import("../deepseek/render.ts"),
     import("../harmony/render.ts"),
+    import("../harmony/responses.ts"),
     import("./harmony_count.ts"),
     import("./segments.ts"),
     import("./line_chunks.ts"),
@@ -176,6 +179,7 @@ async function importRenderModules(): Promise<RenderModules> {
     ...preprocess,
     ...deepseek,
     ...harmony,
+    ...responses,
     ...harmonyCount,
     ...segments,
     ...lines,

@@ -48,6 +48,20 @@ export function harmonyStartDate(now: () => Date): string {
   }-${pad(date.getDate())}`;
 }
 
+/**
+ * vLLM's `VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS` as it reads it
+ * (`bool(int(value))`, unset `0`).
+ */
+export function harmonySystemInstructions(): boolean {
+  let value: string | undefined;
+  try {
+    value = process.env.VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS;
+  } catch {
+    // Unreadable: vLLM's default.
+  }
+  return /^\s*[+-]?[0-9_]*[1-9][0-9_]*\s*$/.test(value ?? "");
+}
+
 /** Counts Harmony renders with one tokenizer, each text's count kept. */
 export class HarmonyCounter {
   readonly #tokenizer: Pick<LocalTokenizer, "count">;

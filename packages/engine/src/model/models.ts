@@ -50,7 +50,13 @@ export interface LocalCountJob {
   readonly spec: ModelSpec;
   /** The kind of request the payload was built from. */
   readonly kind: RequestKind;
-  /** vLLM's `/tokenize` payload of the request. */
+  /**
+   * vLLM's `/tokenize` payload of the request. What vLLM's Harmony path
+   * (gpt-oss) reads instead comes along: a chat's `reasoning_effort` and
+   * `tool_choice`, a Responses request's own fields as `responses`. A
+   * `refusal` says why the chat template cannot count it: it fails every
+   * other folder's count.
+   */
   readonly payload: Record<string, unknown>;
 }
 
@@ -275,17 +281,20 @@ function countPayload(
     });
   }
   if (model.harmony !== null) {
-    // vLLM's Responses path builds other Harmony messages.
-    if (kind === "responses") {
-      throw new EngineError(
-        "Cannot count a Responses request for gpt-oss locally: vLLM renders it through Harmony's Responses path",
-      );
-    }
+    const { engine } = loaded;
+    const date = engine.harmonyStartDate(loaded.now);
+    // vLLM's Responses path converts the request's own fields.
     return model.harmony.count(
-      loaded.engine.renderHarmony(payload, {
-        date: loaded.engine.harmonyStartDate(loaded.now),
-      }),
+      kind === "responses"
+        ? engine.renderHarmonyResponses(payload.responses, {
+          date,
+          systemInstructions: engine.harmonySystemInstructions(),
+        })
+        : engine.renderHarmony(payload, { date }),
     );
+  }
+  if (typeof payload.refusal === "string") {
+    throw new EngineError(payload.refusal);
   }
   // In parts for the pieces: a reused loop item's part is compared with the
   // previous render's as the same string, and the whole text is never joined.
