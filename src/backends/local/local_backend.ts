@@ -98,6 +98,14 @@ export interface LocalBackendOptions {
    */
   readonly chatTemplateContentFormat?: "auto" | "string" | "openai";
   /**
+   * The server's `--default-chat-template-kwargs`: merged under each
+   * request's `chat_template_kwargs` as vLLM merges them (a request's value
+   * wins unless it is `null` or `"auto"`), such as `{ enable_thinking: false }`.
+   *
+   * @default {undefined} none
+   */
+  readonly defaultChatTemplateKwargs?: Readonly<Record<string, unknown>>;
+  /**
    * The clock the template's `strftime_now` reads. A function cannot reach
    * the count worker: with a clock, counts run on the calling thread.
    *
@@ -157,7 +165,8 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * @param options The model folder and the optional settings.
    * @throws {TypeError} If `dir` is not a non-empty string, or
    * `expectedSha256` is not 64 hex characters, or
-   * `chatTemplateContentFormat` is not auto, string or openai.
+   * `chatTemplateContentFormat` is not auto, string or openai, or
+   * `defaultChatTemplateKwargs` is not an object.
    * @throws {RangeError} If `vllmVersion` is not a vLLM release mirrored,
    * or `tokenizerMode` is not one of vLLM's tokenizer modes.
    */
@@ -512,6 +521,9 @@ export function localFromConfig(config: BackendConfig): LocalBackend {
     ...(config.chatTemplateContentFormat === undefined
       ? {}
       : { chatTemplateContentFormat: config.chatTemplateContentFormat }),
+    ...(config.defaultChatTemplateKwargs === undefined
+      ? {}
+      : { defaultChatTemplateKwargs: config.defaultChatTemplateKwargs }),
     cache: sharedCountCache({ maxEntries: config.cacheEntries }),
   });
 }

@@ -18,6 +18,7 @@ import type { ChatTemplate } from "../jinja/chat_template.ts";
 import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
 import type { ContentFormat, Reuse } from "../vllm/preprocess.ts";
 import { type VllmRules, vllmRules } from "../vllm/release.ts";
+import { withDefaultKwargs } from "../vllm/template_kwargs.ts";
 import type { RenderedChat } from "../deepseek/render.ts";
 import {
   type RenderMode,
@@ -45,6 +46,11 @@ export interface ChatFolderOptions {
   readonly tokenizerMode?: string;
   /** How templates read `message.content`, as vLLM's `--chat-template-content-format` (`auto` by default). */
   readonly chatTemplateContentFormat?: ContentFormatOption;
+  /**
+   * vLLM's `--default-chat-template-kwargs`: merged under each request's
+   * `chat_template_kwargs` as vLLM merges them (none by default).
+   */
+  readonly defaultChatTemplateKwargs?: Readonly<Record<string, unknown>>;
 }
 
 /** vLLM's `--chat-template-content-format`: detected (`auto`), or given. */
@@ -61,8 +67,10 @@ export function folderSpec(options: ChatFolderOptions): ChatFolderOptions {
   const { dir, chatTemplate, expectedSha256, now, vllmVersion } = options;
   const mode = options.tokenizerMode;
   const format = options.chatTemplateContentFormat;
+  const kwargs = options.defaultChatTemplateKwargs;
   return {
     dir,
+    ...(kwargs === undefined ? {} : { defaultChatTemplateKwargs: kwargs }),
     ...(format === undefined || format === "auto"
       ? {}
       : { chatTemplateContentFormat: format }),
@@ -120,6 +128,8 @@ export interface Loaded {
   readonly now: () => Date;
   /** The content format given, or `auto` to detect each template's. */
   readonly contentFormat: ContentFormatOption;
+  /** The server's `--default-chat-template-kwargs`. */
+  readonly defaultKwargs: Readonly<Record<string, unknown>>;
   /** The template and preprocessing code, imported with the files. */
   readonly engine: RenderModules;
 }
@@ -307,7 +317,8 @@ export interface RenderPayloadOptions {
 }
 
 /**
- * Renders a chat payload as the served renderer does: the chat template
+ * Renders a chat payload as the served renderer does, its
+ * `chat_template_kwargs` merged over the server's defaults: the chat template
  * after vLLM's preprocessing, or vLLM's DeepSeek encoder in those tokenizer
  * modes; with whether the tokenizer adds special tokens to the prompt.
  */
@@ -317,6 +328,7 @@ export function renderPayload(
   options: RenderPayloadOptions = {},
 ): RenderedChat {
   const { reuse = false, split = true, ownTemplate } = options;
+  payload = withDefaultKwargs(payload, loaded.defaultKwargs);
   if (loaded.mode !== "hf") {
     return loaded.engine.renderDeepseek(loaded.mode, payload, {
       rules: loaded.rules,
@@ -395,6 +407,12 @@ export function checkFolderOptions(
   }
   if (options.vllmVersion !== undefined) vllmRules(options.vllmVersion);
   if (options.tokenizerMode !== undefined) tokenizerMode(options.tokenizerMode);
+  const kwargs = options.defaultChatTemplateKwargs;
+  if (kwargs !== undefined && !isJsonObject(kwargs)) {
+    throw new TypeError(
+      `Cannot create ${what} as 'defaultChatTemplateKwargs' must be an object`,
+    );
+  }
   const format = options.chatTemplateContentFormat;
   if (format !== undefined && !CONTENT_FORMATS.includes(format)) {
     throw new TypeError(
@@ -466,6 +484,8 @@ export async function loadFolder(
   );
   const contentFormat = options.chatTemplateContentFormat ?? "auto";
   const harmony = modelType(folder.modelConfig) === "gpt_oss";
+  const defaultKwargs = options.defaultChatTemplateKwargs ?? {};
+  const kwargsText = JSON.stringify(defaultKwargs);
   return {
     tokenizer,
     incremental,
@@ -477,12 +497,13 @@ export async function loadFolder(
       mode === "hf" ? "" : ` ${mode}`
     }${contentFormat === "auto" ? "" : ` content-${contentFormat}`}${
       harmony ? " harmony" : ""
-    }`,
+    }${kwargsText === "{}" ? "" : ` kwargs-${kwargsText}`}`,
     rules,
     mode,
     harmony,
     now: options.now ?? (() => new Date()),
     contentFormat,
+    defaultKwargs,
     engine,
   };
 }
