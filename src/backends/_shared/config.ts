@@ -183,7 +183,7 @@ export const BACKEND_SETTINGS: SettingsOf<BackendConfig> = {
     variable: "INCONTEXT_VLLM_TOKENIZER_MODE",
     shownDefault: "auto",
     doc:
-      "`local`'s vLLM `--tokenizer-mode`: `hf`, `deepseek_v32`, `deepseek_v4` (others refused)",
+      "vLLM's `--tokenizer-mode`: `local` renders `hf`, `deepseek_v32`, `deepseek_v4` (others refused); `vllm` mirrors `mistral`'s tool-call ids",
     parse: tokenizerMode,
   },
   countModel: {
