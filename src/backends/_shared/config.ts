@@ -144,7 +144,7 @@ export const BACKEND_SETTINGS: SettingsOf<BackendConfig> = {
     variable: "INCONTEXT_CHAT_TEMPLATE",
     shownDefault: "the folder's",
     doc:
-      "a template file path, or the template itself when it contains `{%` or `{{`",
+      "a template file path, else the template itself when it holds `{`, `}` or a newline",
     parse: text,
   },
   chatTemplateContentFormat: {

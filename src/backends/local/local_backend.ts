@@ -53,9 +53,13 @@ export interface LocalBackendOptions {
   readonly dir: string;
   /**
    * A chat template that overrides the folder's, as vLLM's `--chat-template`
-   * does: a file path, or the template text itself when it contains `{%` or `{{`.
+   * does: a file path, else the template text itself when it holds `{`, `}`
+   * or a newline (vLLM's `load_chat_template`).
    *
-   * @default {undefined} `chat_template.jinja`, else `tokenizer_config.json`'s `chat_template`
+   * @default {undefined} the folder's, picked as vLLM picks it: without
+   * tools, a multimodal folder's `chat_template.json`; else the tokenizer's
+   * (`chat_template.jinja` and `additional_chat_templates/`, else
+   * `tokenizer_config.json`'s), `tool_use` with tools, else `default`
    */
   readonly chatTemplate?: string;
   /**

@@ -6,7 +6,8 @@
  */
 import type { Logger } from "@logtape/logtape";
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import {
   EngineError,
   RequestRejectedError,
@@ -30,7 +31,7 @@ import {
 export interface ChatFolderOptions {
   /** A Hugging Face model folder. */
   readonly dir: string;
-  /** A template overriding the folder's: a path, or the text itself when it holds `{%` or `{{`. */
+  /** A template overriding the folder's: a path, else the text itself when it holds `{`, `}` or a newline. */
   readonly chatTemplate?: string;
   /** The expected SHA-256 of `tokenizer.json`; a mismatch fails the load. */
   readonly expectedSha256?: string;
@@ -109,8 +110,13 @@ export interface Loaded {
   readonly lineChunks: boolean;
   /** The files' SHA-256. */
   readonly files: FilesSha256;
-  /** Named templates (`"default"`, `"tool_use"`, ...), compiled on first use. */
+  /**
+   * The tokenizer's templates by name (`"default"`, `"tool_use"`, ...),
+   * compiled on first use; under {@linkcode PROCESSOR}, the processor's.
+   */
   readonly sources: ReadonlyMap<string, string>;
+  /** Whether the tokenizer's templates are named (a dict in transformers), so a request may pick one by name. */
+  readonly named: boolean;
   readonly compiled: Map<string, [ChatTemplate, ContentFormat]>;
   /** Joins the count cache keys: the files' SHA-256 and the vLLM release mirrored. */
   readonly identity: string;
@@ -335,8 +341,13 @@ export function renderPayload(
       split,
     });
   }
+  // transformers' get_chat_template: a request's template may name one of
+  // the tokenizer's named templates.
   const template = ownTemplate === undefined
     ? templateFor(loaded, payload.tools)
+    : loaded.named && loaded.sources.has(ownTemplate) &&
+        ownTemplate !== PROCESSOR
+    ? namedTemplate(loaded, ownTemplate)
     : compileTemplate(loaded, ownTemplate);
   return {
     parts: renderChatParts(loaded, payload, { template, reuse, split }),
@@ -344,19 +355,38 @@ export function renderPayload(
   };
 }
 
-/** Picks the template as transformers does: `tool_use` with tools, else `default`. */
+/** The key of the processor's template (`chat_template.json`) in `Loaded.sources`. */
+const PROCESSOR = "\0processor";
+
+/**
+ * Picks the template as vLLM's `resolve_chat_template` does: without tools,
+ * the processor's (`chat_template.json` of a multimodal folder); then the
+ * tokenizer's as transformers' `get_chat_template` picks it: `tool_use` with
+ * tools, else `default`.
+ */
 export function templateFor(
   loaded: Loaded,
   tools: unknown,
 ): [ChatTemplate, ContentFormat] {
-  const name = tools !== undefined && tools !== null &&
-      loaded.sources.has("tool_use")
+  const given = tools !== undefined && tools !== null;
+  const name = !given && loaded.sources.has(PROCESSOR)
+    ? PROCESSOR
+    : given && loaded.sources.has("tool_use")
     ? "tool_use"
     : "default";
+  return namedTemplate(loaded, name);
+}
+
+function namedTemplate(
+  loaded: Loaded,
+  name: string,
+): [ChatTemplate, ContentFormat] {
   const source = loaded.sources.get(name);
   if (source === undefined) {
     throw new EngineError(
-      "Cannot count a chat request as the model folder has no chat template",
+      loaded.sources.size > 0
+        ? "Cannot count a chat request as the model folder's named chat templates have no default"
+        : "Cannot count a chat request as the model folder has no chat template",
     );
   }
   let entry = loaded.compiled.get(name);
@@ -463,7 +493,7 @@ export async function loadFolder(
       ? {}
       : { tokenizerConfig: folder.tokenizerConfig }),
   });
-  const sources = await templateSources(options, folder);
+  const { sources, named } = await templateSources(options, folder);
   const files: FilesSha256 = {
     tokenizer: folder.tokenizerSha256,
     tokenizerConfig: folder.tokenizerConfig === undefined
@@ -492,6 +522,7 @@ export async function loadFolder(
     lineChunks,
     files,
     sources,
+    named,
     compiled: new Map(),
     identity: `${filesIdentity(files)} vllm-${rules.release}${
       mode === "hf" ? "" : ` ${mode}`
@@ -519,33 +550,118 @@ function modelType(modelConfig: string | undefined): unknown {
   }
 }
 
+/**
+ * The templates as vLLM and transformers find them: an explicit template
+ * (vLLM's `--chat-template`, read by `load_chat_template`) alone; else the
+ * tokenizer's, from `chat_template.jinja` and `additional_chat_templates/`,
+ * which replace `tokenizer_config.json`'s `chat_template` (a text, or a list
+ * of named ones); and the processor's `chat_template.json` of a folder
+ * with `preprocessor_config.json` or `processor_config.json`.
+ */
 async function templateSources(
   options: ChatFolderOptions,
   folder: { tokenizerConfig?: string; chatTemplate?: string },
-): Promise<Map<string, string>> {
+): Promise<{ sources: Map<string, string>; named: boolean }> {
   const explicit = options.chatTemplate;
   if (explicit !== undefined) {
-    const text = explicit.includes("{%") || explicit.includes("{{")
-      ? explicit
-      : await readFile(explicit, "utf8");
-    return new Map([["default", text]]);
+    return {
+      sources: new Map([["default", await loadChatTemplate(explicit)]]),
+      named: false,
+    };
   }
+  const dir = options.dir;
+  const files = new Map<string, string>();
   if (folder.chatTemplate !== undefined) {
-    return new Map([["default", folder.chatTemplate]]);
+    files.set("default", folder.chatTemplate);
   }
-  const config: unknown = JSON.parse(folder.tokenizerConfig ?? "{}");
-  const template = isJsonObject(config) ? config.chat_template : undefined;
-  if (typeof template === "string") return new Map([["default", template]]);
-  const named = new Map<string, string>();
-  if (Array.isArray(template)) {
-    for (const entry of template) {
-      if (
-        isJsonObject(entry) && typeof entry.name === "string" &&
-        typeof entry.template === "string"
-      ) named.set(entry.name, entry.template);
+  for (const name of await jinjaFiles(join(dir, "additional_chat_templates"))) {
+    files.set(
+      name.slice(0, -".jinja".length),
+      await readFile(join(dir, "additional_chat_templates", name), "utf8"),
+    );
+  }
+  let sources = files;
+  let named = files.size > 1 || (files.size === 1 && !files.has("default"));
+  if (files.size === 0) {
+    const config: unknown = JSON.parse(folder.tokenizerConfig ?? "{}");
+    const template = isJsonObject(config) ? config.chat_template : undefined;
+    sources = new Map();
+    if (typeof template === "string") sources.set("default", template);
+    else if (Array.isArray(template)) {
+      named = true;
+      for (const entry of template) {
+        if (
+          isJsonObject(entry) && typeof entry.name === "string" &&
+          typeof entry.template === "string"
+        ) sources.set(entry.name, entry.template);
+      }
     }
   }
-  return named;
+  const processor = await processorTemplate(dir);
+  if (processor !== undefined) sources.set(PROCESSOR, processor);
+  return { sources, named };
+}
+
+/**
+ * vLLM's `load_chat_template`: the file's text; else, for a value holding
+ * `{`, `}` or a newline, the value itself.
+ */
+async function loadChatTemplate(value: string): Promise<string> {
+  try {
+    return await readFile(value, "utf8");
+  } catch (error) {
+    if (/[{}\n]/.test(value)) return value;
+    throw new EngineError(
+      `The chat template is neither a readable file nor a template: ${
+        errorType(error)
+      }`,
+    );
+  }
+}
+
+/** The `.jinja` files of a folder, sorted; none when it does not exist. */
+async function jinjaFiles(path: string): Promise<string[]> {
+  try {
+    return (await readdir(path)).filter((name) => name.endsWith(".jinja"))
+      .sort();
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "ENOENT") return [];
+    throw error;
+  }
+}
+
+/**
+ * The processor's template: `chat_template.json`'s `chat_template`, in a
+ * folder whose preprocessor files make AutoProcessor load a processor.
+ */
+async function processorTemplate(dir: string): Promise<string | undefined> {
+  const [json, ...configs] = await Promise.all(
+    [
+      "chat_template.json",
+      "preprocessor_config.json",
+      "processor_config.json",
+    ].map((name) => readOptional(join(dir, name))),
+  );
+  if (json === undefined || configs.every((text) => text === undefined)) {
+    return undefined;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  const template = isJsonObject(parsed) ? parsed.chat_template : undefined;
+  return typeof template === "string" ? template : undefined;
+}
+
+async function readOptional(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "ENOENT") return undefined;
+    throw error;
+  }
 }
 
 function sha256(text: string): string {
