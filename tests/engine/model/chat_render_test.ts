@@ -1,3 +1,4 @@
+// Covers: packages/engine/src/model/chat_render.ts, packages/engine/src/model/template_files.ts
 // Which chat template renders a request: vLLM's resolve_chat_template over
 // transformers' template files, through LocalBackend on a byte-level
 // tokenizer (one token per byte, so tokenize + detokenize gives the render).

@@ -6,8 +6,6 @@
  */
 import type { Logger } from "@logtape/logtape";
 import { createHash } from "node:crypto";
-import { readdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
 import {
   EngineError,
   RequestRejectedError,
@@ -19,7 +17,6 @@ import type { ChatTemplate } from "../jinja/chat_template.ts";
 import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
 import type { ContentFormat, Reuse } from "../vllm/preprocess.ts";
 import { type VllmRules, vllmRules } from "../vllm/release.ts";
-import { withDefaultKwargs } from "../vllm/template_kwargs.ts";
 import type { RenderedChat } from "../deepseek/render.ts";
 import {
   type RenderMode,
@@ -112,7 +109,7 @@ export interface Loaded {
   readonly files: FilesSha256;
   /**
    * The tokenizer's templates by name (`"default"`, `"tool_use"`, ...),
-   * compiled on first use; under {@linkcode PROCESSOR}, the processor's.
+   * compiled on first use; under `PROCESSOR` (template_files.ts), the processor's.
    */
   readonly sources: ReadonlyMap<string, string>;
   /** Whether the tokenizer's templates are named (a dict in transformers), so a request may pick one by name. */
@@ -153,7 +150,9 @@ export type RenderModules =
   & typeof import("../harmony/render.ts")
   & typeof import("./harmony_count.ts")
   & typeof import("./segments.ts")
-  & typeof import("./line_chunks.ts");
+  & typeof import("./line_chunks.ts")
+  & typeof import("./template_files.ts")
+  & typeof import("../vllm/template_kwargs.ts");
 
 async function importRenderModules(): Promise<RenderModules> {
   const [
@@ -166,6 +165,8 @@ async function importRenderModules(): Promise<RenderModules> {
     harmonyCount,
     segments,
     lines,
+    files,
+    kwargs,
   ] = await Promise.all([
     import("../jinja/chat_template.ts"),
     import("../tokenizer/tokenizer.ts"),
@@ -176,6 +177,8 @@ async function importRenderModules(): Promise<RenderModules> {
     import("./harmony_count.ts"),
     import("./segments.ts"),
     import("./line_chunks.ts"),
+    import("./template_files.ts"),
+    import("../vllm/template_kwargs.ts"),
   ]);
   return {
     ...template,
@@ -187,6 +190,8 @@ async function importRenderModules(): Promise<RenderModules> {
     ...harmonyCount,
     ...segments,
     ...lines,
+    ...files,
+    ...kwargs,
   };
 }
 
@@ -334,7 +339,7 @@ export function renderPayload(
   options: RenderPayloadOptions = {},
 ): RenderedChat {
   const { reuse = false, split = true, ownTemplate } = options;
-  payload = withDefaultKwargs(payload, loaded.defaultKwargs);
+  payload = loaded.engine.withDefaultKwargs(payload, loaded.defaultKwargs);
   if (loaded.mode !== "hf") {
     return loaded.engine.renderDeepseek(loaded.mode, payload, {
       rules: loaded.rules,
@@ -346,7 +351,7 @@ export function renderPayload(
   const template = ownTemplate === undefined
     ? templateFor(loaded, payload.tools)
     : loaded.named && loaded.sources.has(ownTemplate) &&
-        ownTemplate !== PROCESSOR
+        ownTemplate !== loaded.engine.PROCESSOR
     ? namedTemplate(loaded, ownTemplate)
     : compileTemplate(loaded, ownTemplate);
   return {
@@ -354,9 +359,6 @@ export function renderPayload(
     addSpecialTokens: payload.add_special_tokens === true,
   };
 }
-
-/** The key of the processor's template (`chat_template.json`) in `Loaded.sources`. */
-const PROCESSOR = "\0processor";
 
 /**
  * Picks the template as vLLM's `resolve_chat_template` does: without tools,
@@ -369,8 +371,8 @@ export function templateFor(
   tools: unknown,
 ): [ChatTemplate, ContentFormat] {
   const given = tools !== undefined && tools !== null;
-  const name = !given && loaded.sources.has(PROCESSOR)
-    ? PROCESSOR
+  const name = !given && loaded.sources.has(loaded.engine.PROCESSOR)
+    ? loaded.engine.PROCESSOR
     : given && loaded.sources.has("tool_use")
     ? "tool_use"
     : "default";
@@ -493,7 +495,7 @@ export async function loadFolder(
       ? {}
       : { tokenizerConfig: folder.tokenizerConfig }),
   });
-  const { sources, named } = await templateSources(options, folder);
+  const { sources, named } = await engine.templateSources(options, folder);
   const files: FilesSha256 = {
     tokenizer: folder.tokenizerSha256,
     tokenizerConfig: folder.tokenizerConfig === undefined
@@ -547,120 +549,6 @@ function modelType(modelConfig: string | undefined): unknown {
     return isJsonObject(config) ? config.model_type : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/**
- * The templates as vLLM and transformers find them: an explicit template
- * (vLLM's `--chat-template`, read by `load_chat_template`) alone; else the
- * tokenizer's, from `chat_template.jinja` and `additional_chat_templates/`,
- * which replace `tokenizer_config.json`'s `chat_template` (a text, or a list
- * of named ones); and the processor's `chat_template.json` of a folder
- * with `preprocessor_config.json` or `processor_config.json`.
- */
-async function templateSources(
-  options: ChatFolderOptions,
-  folder: { tokenizerConfig?: string; chatTemplate?: string },
-): Promise<{ sources: Map<string, string>; named: boolean }> {
-  const explicit = options.chatTemplate;
-  if (explicit !== undefined) {
-    return {
-      sources: new Map([["default", await loadChatTemplate(explicit)]]),
-      named: false,
-    };
-  }
-  const dir = options.dir;
-  const files = new Map<string, string>();
-  if (folder.chatTemplate !== undefined) {
-    files.set("default", folder.chatTemplate);
-  }
-  for (const name of await jinjaFiles(join(dir, "additional_chat_templates"))) {
-    files.set(
-      name.slice(0, -".jinja".length),
-      await readFile(join(dir, "additional_chat_templates", name), "utf8"),
-    );
-  }
-  let sources = files;
-  let named = files.size > 1 || (files.size === 1 && !files.has("default"));
-  if (files.size === 0) {
-    const config: unknown = JSON.parse(folder.tokenizerConfig ?? "{}");
-    const template = isJsonObject(config) ? config.chat_template : undefined;
-    sources = new Map();
-    if (typeof template === "string") sources.set("default", template);
-    else if (Array.isArray(template)) {
-      named = true;
-      for (const entry of template) {
-        if (
-          isJsonObject(entry) && typeof entry.name === "string" &&
-          typeof entry.template === "string"
-        ) sources.set(entry.name, entry.template);
-      }
-    }
-  }
-  const processor = await processorTemplate(dir);
-  if (processor !== undefined) sources.set(PROCESSOR, processor);
-  return { sources, named };
-}
-
-/**
- * vLLM's `load_chat_template`: the file's text; else, for a value holding
- * `{`, `}` or a newline, the value itself.
- */
-async function loadChatTemplate(value: string): Promise<string> {
-  try {
-    return await readFile(value, "utf8");
-  } catch (error) {
-    if (/[{}\n]/.test(value)) return value;
-    throw new EngineError(
-      `The chat template is neither a readable file nor a template: ${
-        errorType(error)
-      }`,
-    );
-  }
-}
-
-/** The `.jinja` files of a folder, sorted; none when it does not exist. */
-async function jinjaFiles(path: string): Promise<string[]> {
-  try {
-    return (await readdir(path)).filter((name) => name.endsWith(".jinja"))
-      .sort();
-  } catch (error) {
-    if ((error as { code?: unknown }).code === "ENOENT") return [];
-    throw error;
-  }
-}
-
-/**
- * The processor's template: `chat_template.json`'s `chat_template`, in a
- * folder whose preprocessor files make AutoProcessor load a processor.
- */
-async function processorTemplate(dir: string): Promise<string | undefined> {
-  const [json, ...configs] = await Promise.all(
-    [
-      "chat_template.json",
-      "preprocessor_config.json",
-      "processor_config.json",
-    ].map((name) => readOptional(join(dir, name))),
-  );
-  if (json === undefined || configs.every((text) => text === undefined)) {
-    return undefined;
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(json);
-  } catch {
-    return undefined;
-  }
-  const template = isJsonObject(parsed) ? parsed.chat_template : undefined;
-  return typeof template === "string" ? template : undefined;
-}
-
-async function readOptional(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, "utf8");
-  } catch (error) {
-    if ((error as { code?: unknown }).code === "ENOENT") return undefined;
-    throw error;
   }
 }
 
