@@ -50,6 +50,20 @@ const tokenizerMode: Parse<string> = (value) => {
     );
 };
 
+/** A JSON object, as vLLM reads `--default-chat-template-kwargs` (`json.loads`). */
+const jsonObject: Parse<Readonly<Record<string, unknown>>> = (value) => {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return broken("must be a JSON object");
+  }
+  return typeof parsed === "object" && parsed !== null &&
+      !Array.isArray(parsed)
+    ? ok(parsed as Record<string, unknown>)
+    : broken("must be a JSON object");
+};
+
 /**
  * What a backend factory is given: the bundled backends' settings, with the
  * sizes of the count cache and of the anchor store they build. The
@@ -66,6 +80,7 @@ export type BackendConfig = {
   readonly tokenizerDir?: string;
   readonly chatTemplate?: string;
   readonly chatTemplateContentFormat?: "auto" | "string" | "openai";
+  readonly defaultChatTemplateKwargs?: Readonly<Record<string, unknown>>;
   readonly tokenizerSha256?: string;
   readonly vllmVersion?: string;
   readonly vllmTokenizerMode?: string;
@@ -129,7 +144,7 @@ export const BACKEND_SETTINGS: SettingsOf<BackendConfig> = {
     variable: "INCONTEXT_CHAT_TEMPLATE",
     shownDefault: "the folder's",
     doc:
-      "a template file path, or the template itself when it contains `{%` or `{{`",
+      "a template file path, else the template itself when it holds `{`, `}` or a newline",
     parse: text,
   },
   chatTemplateContentFormat: {
@@ -141,6 +156,12 @@ export const BACKEND_SETTINGS: SettingsOf<BackendConfig> = {
       ["auto", "string", "openai"],
       "must be auto, string or openai",
     ),
+  },
+  defaultChatTemplateKwargs: {
+    variable: "INCONTEXT_DEFAULT_CHAT_TEMPLATE_KWARGS",
+    doc:
+      "`local`: vLLM's `--default-chat-template-kwargs` (a JSON object), under each request's own",
+    parse: jsonObject,
   },
   tokenizerSha256: {
     variable: "INCONTEXT_TOKENIZER_SHA256",
@@ -162,7 +183,7 @@ export const BACKEND_SETTINGS: SettingsOf<BackendConfig> = {
     variable: "INCONTEXT_VLLM_TOKENIZER_MODE",
     shownDefault: "auto",
     doc:
-      "`local`'s vLLM `--tokenizer-mode`: `hf`, `deepseek_v32`, `deepseek_v4` (others refused)",
+      "vLLM's `--tokenizer-mode`: `local` renders `hf`, `deepseek_v32`, `deepseek_v4` (others refused); `vllm` mirrors `mistral`'s tool-call ids",
     parse: tokenizerMode,
   },
   countModel: {

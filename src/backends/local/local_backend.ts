@@ -53,9 +53,13 @@ export interface LocalBackendOptions {
   readonly dir: string;
   /**
    * A chat template that overrides the folder's, as vLLM's `--chat-template`
-   * does: a file path, or the template text itself when it contains `{%` or `{{`.
+   * does: a file path, else the template text itself when it holds `{`, `}`
+   * or a newline (vLLM's `load_chat_template`).
    *
-   * @default {undefined} `chat_template.jinja`, else `tokenizer_config.json`'s `chat_template`
+   * @default {undefined} the folder's, picked as vLLM picks it: without
+   * tools, a multimodal folder's `chat_template.json`; else the tokenizer's
+   * (`chat_template.jinja` and `additional_chat_templates/`, else
+   * `tokenizer_config.json`'s), `tool_use` with tools, else `default`
    */
   readonly chatTemplate?: string;
   /**
@@ -97,6 +101,14 @@ export interface LocalBackendOptions {
    * @default {"auto"}
    */
   readonly chatTemplateContentFormat?: "auto" | "string" | "openai";
+  /**
+   * The server's `--default-chat-template-kwargs`: merged under each
+   * request's `chat_template_kwargs` as vLLM merges them (a request's value
+   * wins unless it is `null` or `"auto"`), such as `{ enable_thinking: false }`.
+   *
+   * @default {undefined} none
+   */
+  readonly defaultChatTemplateKwargs?: Readonly<Record<string, unknown>>;
   /**
    * The clock the template's `strftime_now` reads. A function cannot reach
    * the count worker: with a clock, counts run on the calling thread.
@@ -157,7 +169,8 @@ export class LocalBackend extends Backend implements AsyncDisposable {
    * @param options The model folder and the optional settings.
    * @throws {TypeError} If `dir` is not a non-empty string, or
    * `expectedSha256` is not 64 hex characters, or
-   * `chatTemplateContentFormat` is not auto, string or openai.
+   * `chatTemplateContentFormat` is not auto, string or openai, or
+   * `defaultChatTemplateKwargs` is not an object.
    * @throws {RangeError} If `vllmVersion` is not a vLLM release mirrored,
    * or `tokenizerMode` is not one of vLLM's tokenizer modes.
    */
@@ -512,6 +525,9 @@ export function localFromConfig(config: BackendConfig): LocalBackend {
     ...(config.chatTemplateContentFormat === undefined
       ? {}
       : { chatTemplateContentFormat: config.chatTemplateContentFormat }),
+    ...(config.defaultChatTemplateKwargs === undefined
+      ? {}
+      : { defaultChatTemplateKwargs: config.defaultChatTemplateKwargs }),
     cache: sharedCountCache({ maxEntries: config.cacheEntries }),
   });
 }

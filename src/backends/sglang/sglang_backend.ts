@@ -56,8 +56,8 @@ export interface SglangBackendOptions extends HttpCountOptions {
   readonly dir: string;
   /**
    * A chat template overriding the folder's, as the server's
-   * `--chat-template`: a file path, or the template text itself when it
-   * contains `{%` or `{{`.
+   * `--chat-template`: a file path, else the template text itself when it
+   * holds `{`, `}` or a newline.
    *
    * @default {undefined} `chat_template.jinja`, else `tokenizer_config.json`'s `chat_template`
    */

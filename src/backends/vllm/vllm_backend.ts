@@ -18,9 +18,13 @@ import {
   vllmOutputLimit,
 } from "@incontext/engine/vllm";
 import {
+  mistralChatBody,
   NEWEST_VLLM_RELEASE,
   OLDEST_VLLM_RELEASE,
   parseVllmVersion,
+  servedTokenizerMode,
+  type TokenizerMode,
+  tokenizerMode,
   type VllmRules,
   vllmRules,
 } from "@incontext/engine/vllm";
@@ -99,6 +103,25 @@ export interface VllmBackendOptions extends HttpCountOptions {
    * @default {undefined} the folder is not known
    */
   readonly modelType?: string;
+  /**
+   * vLLM's `--tokenizer-mode` as the server runs it (case-insensitive). In
+   * `mistral` mode vLLM's chat endpoint cuts tool-call ids longer than 9
+   * characters to their last 9 and gives every assistant message a
+   * `tool_calls` list, and its `/tokenize` does neither: the body sent then
+   * carries the ids and tool calls the chat endpoint renders. `auto` is
+   * resolved from the files of `modelDir` as vLLM resolves it.
+   *
+   * @default {"auto"}
+   */
+  readonly tokenizerMode?: string;
+  /**
+   * The served model's folder, read for `tokenizerMode` `auto` only
+   * (`consolidated*.safetensors` with `tekken.json` or `tokenizer.model.v*`
+   * is `mistral`).
+   *
+   * @default {undefined} unknown: `auto` is not `mistral`
+   */
+  readonly modelDir?: string;
 }
 
 /**
@@ -142,6 +165,9 @@ export class VllmBackend extends Backend {
   readonly #http: HttpCounter;
   readonly #rules: ServerInfo<VllmRules>;
   readonly #served: ServedModel;
+  readonly #mode: TokenizerMode;
+  readonly #modelDir: string | undefined;
+  #mistral: Promise<boolean> | undefined;
   readonly #contradictions = new Contradictions({
     source: SOURCE,
     counter: "/tokenize",
@@ -154,7 +180,8 @@ export class VllmBackend extends Backend {
    * @param options The URL and the optional settings.
    * @throws {TypeError} If `url` breaks a URL rule, or `userAgent` or `apiKey` is not a valid header value.
    * @throws {RangeError} If `timeoutSeconds` is not a finite number greater
-   * than 0, or `vllmVersion` is not a vLLM version mirrored.
+   * than 0, `vllmVersion` is not a vLLM version mirrored, or
+   * `tokenizerMode` is not one of vLLM's tokenizer modes.
    */
   constructor(options: VllmBackendOptions) {
     super();
@@ -172,6 +199,8 @@ export class VllmBackend extends Backend {
     this.#served = options.modelType === undefined
       ? {}
       : { modelType: options.modelType };
+    this.#mode = tokenizerMode(options.tokenizerMode ?? "auto");
+    this.#modelDir = options.modelDir;
   }
 
   /**
@@ -373,12 +402,14 @@ export class VllmBackend extends Backend {
     const rules = kind !== "completion" && dependsOnRelease(request)
       ? await this.#rules.get(signal ?? new AbortController().signal)
       : undefined;
+    let body = vllmTokenizeBody(request, kind, rules);
+    if (kind !== "completion" && await this.#servesMistral()) {
+      body = mistralChatBody(body);
+    }
     return await this.#http.postCount({
       source: this.source,
       url: this.#http.url,
-      json: payloadJson(vllmTokenizeBody(request, kind, rules), {
-        python: true,
-      }),
+      json: payloadJson(body, { python: true }),
       contextLength,
       signal,
       maxBytes: maxTokenizeResponseBytes(contextLength),
@@ -393,6 +424,28 @@ export class VllmBackend extends Backend {
           `${LABEL} rejects this request (its chat endpoint would too)`,
         ),
     });
+  }
+
+  /**
+   * Whether the server runs the model in `mistral` mode: said, or resolved
+   * once from the folder; a folder that cannot be read is taken as not,
+   * logged by error type.
+   */
+  #servesMistral(): Promise<boolean> {
+    const dir = this.#modelDir;
+    if (this.#mode !== "auto" || dir === undefined) {
+      return Promise.resolve(this.#mode === "mistral");
+    }
+    return this.#mistral ??= servedTokenizerMode("auto", dir).then(
+      (mode) => mode === "mistral",
+      (error) => {
+        logger.warn(
+          "The model folder could not be read for vLLM's tokenizer mode ({errorType}): counted as not mistral",
+          { errorType: errorType(error) },
+        );
+        return false;
+      },
+    );
   }
 
   /**
@@ -457,9 +510,10 @@ function readCount(body: JsonObject, contextLength: number): number {
 /**
  * Builds the `vllm` backend from configuration: `INCONTEXT_TOKENIZER_URL` is
  * its `/tokenize`, `INCONTEXT_TOKENIZER_API_KEY` the server's `--api-key`,
- * `INCONTEXT_VLLM_VERSION` the release whose rules it follows, and the
- * `config.json` of `INCONTEXT_TOKENIZER_DIR`, when set, the served model's
- * type.
+ * `INCONTEXT_VLLM_VERSION` the release whose rules it follows,
+ * `INCONTEXT_VLLM_TOKENIZER_MODE` the server's tokenizer mode, and the files
+ * of `INCONTEXT_TOKENIZER_DIR`, when set, the served model's type and, for
+ * mode `auto`, whether it is served in `mistral` mode.
  *
  * @param config The loaded configuration.
  * @returns The backend, using the process-wide count cache.
@@ -482,6 +536,12 @@ export function vllmFromConfig(config: BackendConfig): VllmBackend {
     ...httpOptionsFromConfig(config, config.tokenizerApiKey),
     url: tokenizerUrl,
     ...(modelType === undefined ? {} : { modelType }),
+    ...(config.vllmTokenizerMode === undefined
+      ? {}
+      : { tokenizerMode: config.vllmTokenizerMode }),
+    ...(config.tokenizerDir === undefined
+      ? {}
+      : { modelDir: config.tokenizerDir }),
     ...(config.vllmVersion === undefined
       ? {}
       : { vllmVersion: config.vllmVersion }),

@@ -60,6 +60,9 @@ export async function tokenizeServerCommand(
     ...(settings.chatTemplate === undefined
       ? {}
       : { chatTemplate: settings.chatTemplate }),
+    ...(settings.defaultChatTemplateKwargs === undefined
+      ? {}
+      : { defaultChatTemplateKwargs: settings.defaultChatTemplateKwargs }),
   });
   try {
     return await serveTokenizer(settings, backend);

@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, type ConfigIssue } from "../../core/config_error.ts";
 import { TOKENIZER_MODES, tokenizerMode } from "@incontext/engine/vllm";
 import { type ServerLimits, serverLimits } from "../server_limits.ts";
+import { BACKEND_SETTINGS } from "../../backends/_shared/config.ts";
 
 export const TOKENIZE_HELP =
   `incontext tokenize server: vLLM's /tokenize and /detokenize from a model folder
@@ -21,6 +22,9 @@ Flags:
   --max-model-len N               the served context length every answer reports (required)
   --listen HOST:PORT              default 127.0.0.1:8001
   --chat-template PATH            a chat template overriding the folder's, as vLLM's --chat-template
+  --default-chat-template-kwargs JSON
+                                  vLLM's flag: a JSON object under each request's chat_template_kwargs;
+                                  default INCONTEXT_DEFAULT_CHAT_TEMPLATE_KWARGS
   --tokenizer-mode MODE           vLLM's --tokenizer-mode: auto (default), hf, deepseek_v32 or
                                   deepseek_v4 (the others are refused); default INCONTEXT_VLLM_TOKENIZER_MODE
   --trust-request-chat-template   use a request's own chat_template (refused with HTTP 400 otherwise)
@@ -41,6 +45,8 @@ export interface TokenizeServerSettings {
   readonly hostname: string;
   readonly port: number;
   readonly chatTemplate?: string;
+  /** vLLM's `--default-chat-template-kwargs`. */
+  readonly defaultChatTemplateKwargs?: Readonly<Record<string, unknown>>;
   /** vLLM's tokenizer mode, lower-cased. */
   readonly tokenizerMode: string;
   readonly trustRequestChatTemplate: boolean;
@@ -65,6 +71,7 @@ export function resolveTokenizeServerSettings(
         "max-model-len": { type: "string" },
         listen: { type: "string", default: "127.0.0.1:8001" },
         "chat-template": { type: "string" },
+        "default-chat-template-kwargs": { type: "string" },
         "tokenizer-mode": { type: "string" },
         "trust-request-chat-template": { type: "boolean", default: false },
         help: { type: "boolean", default: false },
@@ -112,6 +119,18 @@ export function resolveTokenizeServerSettings(
       }`,
     });
   }
+  const kwargsText = values["default-chat-template-kwargs"] ??
+    env.INCONTEXT_DEFAULT_CHAT_TEMPLATE_KWARGS;
+  const kwargs = kwargsText === undefined
+    ? undefined
+    : BACKEND_SETTINGS.defaultChatTemplateKwargs.parse(kwargsText.trim());
+  for (const rule of kwargs?.rules ?? []) {
+    issues.push({
+      variable:
+        "--default-chat-template-kwargs (INCONTEXT_DEFAULT_CHAT_TEMPLATE_KWARGS)",
+      rule,
+    });
+  }
   if (issues.length > 0) throw new ConfigError(issues);
   const chatTemplate = values["chat-template"];
   return {
@@ -120,6 +139,9 @@ export function resolveTokenizeServerSettings(
     hostname: listen![1]!.replace(/^\[(.*)\]$/, "$1"),
     port,
     ...(chatTemplate === undefined ? {} : { chatTemplate }),
+    ...(kwargs?.value === undefined
+      ? {}
+      : { defaultChatTemplateKwargs: kwargs.value }),
     tokenizerMode: tokenizerMode(mode),
     trustRequestChatTemplate: values["trust-request-chat-template"],
     limits,

@@ -705,3 +705,75 @@ Deno.test("VllmBackend.count() writes NaN and the infinities in /tokenize as vLL
   await backend.count(HELLO, OPTIONS);
   ok(!/NaN|Infinity/.test(sent[1] ?? ""), sent[1]);
 });
+
+Deno.test("VllmBackend sends Mistral's tool-call ids and lists when the model is served in mistral mode", async (t) => {
+  const long = "call_0123456789abcdef";
+  const messages = [
+    { role: "user", content: "Weather?" },
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        id: long,
+        type: "function",
+        function: { name: "w", arguments: "{}" },
+      }],
+    },
+    { role: "tool", tool_call_id: long, content: "sunny" },
+    { role: "assistant", content: "Sunny." },
+  ];
+  const request: JsonObject = { messages };
+  const sent = async (options: Partial<VllmBackendOptions>) => {
+    await using server = await serve();
+    await backendFor(server, options).count(request, OPTIONS);
+    return JSON.parse(server.requests[0]!.text).messages;
+  };
+  const mistral = [
+    messages[0],
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        id: "456789abcdef".slice(-9),
+        type: "function",
+        function: { name: "w", arguments: "{}" },
+      }],
+    },
+    { role: "tool", tool_call_id: "789abcdef", content: "sunny" },
+    { role: "assistant", content: "Sunny.", tool_calls: [] },
+  ];
+  await t.step("said by the tokenizer mode", async () => {
+    deepStrictEqual(await sent({ tokenizerMode: "Mistral" }), mistral);
+  });
+  await t.step("resolved from a Mistral folder under auto", async () => {
+    const modelDir =
+      new URL("../../fixtures/mistral_snapshot/", import.meta.url)
+        .pathname;
+    deepStrictEqual(await sent({ modelDir }), mistral);
+    deepStrictEqual(
+      await sent({ modelDir, tokenizerMode: "hf" }),
+      request.messages,
+    );
+  });
+  await t.step(
+    "any other folder, or none, sends the messages as given",
+    async () => {
+      const modelDir = new URL("../../fixtures/model_folder/", import.meta.url)
+        .pathname;
+      deepStrictEqual(await sent({ modelDir }), messages);
+      deepStrictEqual(await sent({}), messages);
+    },
+  );
+  await t.step("an unknown mode fails at construction", () => {
+    let error: unknown;
+    try {
+      new VllmBackend({
+        url: "http://127.0.0.1:1/tokenize",
+        tokenizerMode: "mistal",
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    ok(error instanceof RangeError);
+  });
+});

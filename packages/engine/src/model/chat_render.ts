@@ -6,7 +6,6 @@
  */
 import type { Logger } from "@logtape/logtape";
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import {
   EngineError,
   RequestRejectedError,
@@ -29,7 +28,7 @@ import {
 export interface ChatFolderOptions {
   /** A Hugging Face model folder. */
   readonly dir: string;
-  /** A template overriding the folder's: a path, or the text itself when it holds `{%` or `{{`. */
+  /** A template overriding the folder's: a path, else the text itself when it holds `{`, `}` or a newline. */
   readonly chatTemplate?: string;
   /** The expected SHA-256 of `tokenizer.json`; a mismatch fails the load. */
   readonly expectedSha256?: string;
@@ -45,6 +44,11 @@ export interface ChatFolderOptions {
   readonly tokenizerMode?: string;
   /** How templates read `message.content`, as vLLM's `--chat-template-content-format` (`auto` by default). */
   readonly chatTemplateContentFormat?: ContentFormatOption;
+  /**
+   * vLLM's `--default-chat-template-kwargs`: merged under each request's
+   * `chat_template_kwargs` as vLLM merges them (none by default).
+   */
+  readonly defaultChatTemplateKwargs?: Readonly<Record<string, unknown>>;
 }
 
 /** vLLM's `--chat-template-content-format`: detected (`auto`), or given. */
@@ -61,8 +65,10 @@ export function folderSpec(options: ChatFolderOptions): ChatFolderOptions {
   const { dir, chatTemplate, expectedSha256, now, vllmVersion } = options;
   const mode = options.tokenizerMode;
   const format = options.chatTemplateContentFormat;
+  const kwargs = options.defaultChatTemplateKwargs;
   return {
     dir,
+    ...(kwargs === undefined ? {} : { defaultChatTemplateKwargs: kwargs }),
     ...(format === undefined || format === "auto"
       ? {}
       : { chatTemplateContentFormat: format }),
@@ -101,8 +107,13 @@ export interface Loaded {
   readonly lineChunks: boolean;
   /** The files' SHA-256. */
   readonly files: FilesSha256;
-  /** Named templates (`"default"`, `"tool_use"`, ...), compiled on first use. */
+  /**
+   * The tokenizer's templates by name (`"default"`, `"tool_use"`, ...),
+   * compiled on first use; under `PROCESSOR` (template_files.ts), the processor's.
+   */
   readonly sources: ReadonlyMap<string, string>;
+  /** Whether the tokenizer's templates are named (a dict in transformers), so a request may pick one by name. */
+  readonly named: boolean;
   readonly compiled: Map<string, [ChatTemplate, ContentFormat]>;
   /** Joins the count cache keys: the files' SHA-256 and the vLLM release mirrored. */
   readonly identity: string;
@@ -125,6 +136,8 @@ export interface Loaded {
   readonly now: () => Date;
   /** The content format given, or `auto` to detect each template's. */
   readonly contentFormat: ContentFormatOption;
+  /** The server's `--default-chat-template-kwargs`. */
+  readonly defaultKwargs: Readonly<Record<string, unknown>>;
   /** The template and preprocessing code, imported with the files. */
   readonly engine: RenderModules;
 }
@@ -144,7 +157,9 @@ export type RenderModules =
   & typeof import("./harmony_count.ts")
   & typeof import("./segments.ts")
   & typeof import("./line_chunks.ts")
-  & typeof import("./tool_sort.ts");
+  & typeof import("./tool_sort.ts")
+  & typeof import("./template_files.ts")
+  & typeof import("../vllm/template_kwargs.ts");
 
 async function importRenderModules(): Promise<RenderModules> {
   const [
@@ -159,6 +174,8 @@ async function importRenderModules(): Promise<RenderModules> {
     segments,
     lines,
     toolSort,
+    files,
+    kwargs,
   ] = await Promise.all([
     import("../jinja/chat_template.ts"),
     import("../tokenizer/tokenizer.ts"),
@@ -171,6 +188,8 @@ async function importRenderModules(): Promise<RenderModules> {
     import("./segments.ts"),
     import("./line_chunks.ts"),
     import("./tool_sort.ts"),
+    import("./template_files.ts"),
+    import("../vllm/template_kwargs.ts"),
   ]);
   return {
     ...template,
@@ -184,6 +203,8 @@ async function importRenderModules(): Promise<RenderModules> {
     ...segments,
     ...lines,
     ...toolSort,
+    ...files,
+    ...kwargs,
   };
 }
 
@@ -338,7 +359,8 @@ export interface RenderPayloadOptions {
 }
 
 /**
- * Renders a chat payload as the served renderer does: the chat template
+ * Renders a chat payload as the served renderer does, its
+ * `chat_template_kwargs` merged over the server's defaults: the chat template
  * after vLLM's preprocessing, or vLLM's DeepSeek encoder in those tokenizer
  * modes; with whether the tokenizer adds special tokens to the prompt.
  */
@@ -348,14 +370,20 @@ export function renderPayload(
   options: RenderPayloadOptions = {},
 ): RenderedChat {
   const { reuse = false, split = true, ownTemplate } = options;
+  payload = loaded.engine.withDefaultKwargs(payload, loaded.defaultKwargs);
   if (loaded.mode !== "hf") {
     return loaded.engine.renderDeepseek(loaded.mode, payload, {
       rules: loaded.rules,
       split,
     });
   }
+  // transformers' get_chat_template: a request's template may name one of
+  // the tokenizer's named templates.
   const template = ownTemplate === undefined
     ? templateFor(loaded, payload.tools)
+    : loaded.named && loaded.sources.has(ownTemplate) &&
+        ownTemplate !== loaded.engine.PROCESSOR
+    ? namedTemplate(loaded, ownTemplate)
     : compileTemplate(loaded, ownTemplate);
   return {
     parts: renderChatParts(loaded, payload, { template, reuse, split }),
@@ -363,19 +391,35 @@ export function renderPayload(
   };
 }
 
-/** Picks the template as transformers does: `tool_use` with tools, else `default`. */
+/**
+ * Picks the template as vLLM's `resolve_chat_template` does: without tools,
+ * the processor's (`chat_template.json` of a multimodal folder); then the
+ * tokenizer's as transformers' `get_chat_template` picks it: `tool_use` with
+ * tools, else `default`.
+ */
 export function templateFor(
   loaded: Loaded,
   tools: unknown,
 ): [ChatTemplate, ContentFormat] {
-  const name = tools !== undefined && tools !== null &&
-      loaded.sources.has("tool_use")
+  const given = tools !== undefined && tools !== null;
+  const name = !given && loaded.sources.has(loaded.engine.PROCESSOR)
+    ? loaded.engine.PROCESSOR
+    : given && loaded.sources.has("tool_use")
     ? "tool_use"
     : "default";
+  return namedTemplate(loaded, name);
+}
+
+function namedTemplate(
+  loaded: Loaded,
+  name: string,
+): [ChatTemplate, ContentFormat] {
   const source = loaded.sources.get(name);
   if (source === undefined) {
     throw new EngineError(
-      "Cannot count a chat request as the model folder has no chat template",
+      loaded.sources.size > 0
+        ? "Cannot count a chat request as the model folder's named chat templates have no default"
+        : "Cannot count a chat request as the model folder has no chat template",
     );
   }
   let entry = loaded.compiled.get(name);
@@ -426,6 +470,12 @@ export function checkFolderOptions(
   }
   if (options.vllmVersion !== undefined) vllmRules(options.vllmVersion);
   if (options.tokenizerMode !== undefined) tokenizerMode(options.tokenizerMode);
+  const kwargs = options.defaultChatTemplateKwargs;
+  if (kwargs !== undefined && !isJsonObject(kwargs)) {
+    throw new TypeError(
+      `Cannot create ${what} as 'defaultChatTemplateKwargs' must be an object`,
+    );
+  }
   const format = options.chatTemplateContentFormat;
   if (format !== undefined && !CONTENT_FORMATS.includes(format)) {
     throw new TypeError(
@@ -463,7 +513,7 @@ export async function loadFolder(
     mode,
   );
   const sortsTools = folder.remote?.kimi.sortsTools === true;
-  const sources = await templateSources(options, folder);
+  const { sources, named } = await engine.templateSources(options, folder);
   const files: FilesSha256 = {
     tokenizer: folder.tokenizerSha256,
     tokenizerConfig: folder.tokenizerConfig === undefined
@@ -484,24 +534,30 @@ export async function loadFolder(
   );
   const contentFormat = options.chatTemplateContentFormat ?? "auto";
   const harmony = modelType(folder.modelConfig) === "gpt_oss";
+  const defaultKwargs = options.defaultChatTemplateKwargs ?? {};
+  const kwargsText = JSON.stringify(defaultKwargs);
   return {
     tokenizer,
     incremental,
     lineChunks,
     files,
     sources,
+    named,
     compiled: new Map(),
     identity: `${filesIdentity(files)} vllm-${rules.release}${
       mode === "hf" ? "" : ` ${mode}`
     }${contentFormat === "auto" ? "" : ` content-${contentFormat}`}${
       harmony ? " harmony" : ""
-    }${sortsTools ? " sorted-tools" : ""}`,
+    }${sortsTools ? " sorted-tools" : ""}${
+      kwargsText === "{}" ? "" : ` kwargs-${kwargsText}`
+    }`,
     rules,
     mode,
     harmony,
     sortsTools,
     now: options.now ?? (() => new Date()),
     contentFormat,
+    defaultKwargs,
     engine,
   };
 }
@@ -559,35 +615,6 @@ function modelType(modelConfig: string | undefined): unknown {
   } catch {
     return undefined;
   }
-}
-
-async function templateSources(
-  options: ChatFolderOptions,
-  folder: { tokenizerConfig?: string; chatTemplate?: string },
-): Promise<Map<string, string>> {
-  const explicit = options.chatTemplate;
-  if (explicit !== undefined) {
-    const text = explicit.includes("{%") || explicit.includes("{{")
-      ? explicit
-      : await readFile(explicit, "utf8");
-    return new Map([["default", text]]);
-  }
-  if (folder.chatTemplate !== undefined) {
-    return new Map([["default", folder.chatTemplate]]);
-  }
-  const config: unknown = JSON.parse(folder.tokenizerConfig ?? "{}");
-  const template = isJsonObject(config) ? config.chat_template : undefined;
-  if (typeof template === "string") return new Map([["default", template]]);
-  const named = new Map<string, string>();
-  if (Array.isArray(template)) {
-    for (const entry of template) {
-      if (
-        isJsonObject(entry) && typeof entry.name === "string" &&
-        typeof entry.template === "string"
-      ) named.set(entry.name, entry.template);
-    }
-  }
-  return named;
 }
 
 function sha256(text: string): string {

@@ -42,6 +42,8 @@ export interface ModelSpec {
   readonly tokenizerMode?: string;
   /** How templates read `message.content` (`auto`: detected as vLLM detects it). */
   readonly chatTemplateContentFormat?: ContentFormatOption;
+  /** vLLM's `--default-chat-template-kwargs`, under each request's own. */
+  readonly defaultChatTemplateKwargs?: Readonly<Record<string, unknown>>;
 }
 
 /** One count: the model, the request kind and vLLM's `/tokenize` payload. */
@@ -91,6 +93,7 @@ function specKey(spec: ModelSpec): string {
     spec.vllmVersion ?? null,
     spec.tokenizerMode ?? null,
     spec.chatTemplateContentFormat ?? "auto",
+    spec.defaultChatTemplateKwargs ?? null,
   ]);
 }
 

@@ -36,6 +36,7 @@ export {
   vllmOutputLimit,
 } from "./payload.ts";
 export { laxInteger, laxPositiveInteger } from "./caps.ts";
+export { mistralChatBody } from "./mistral.ts";
 export {
   type ParsedJson,
   parseJson,
@@ -44,6 +45,7 @@ export {
 export {
   type RenderMode,
   resolveTokenizerMode,
+  servedTokenizerMode,
   TOKENIZER_MODES,
   type TokenizerMode,
   tokenizerMode,

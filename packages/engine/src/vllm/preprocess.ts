@@ -287,7 +287,8 @@ function reshapeTool(tool: unknown): unknown {
  * @param rendered The rendered prompt.
  * @param content The final message's preprocessed content.
  * @returns The prompt up to the end of the final message.
- * @throws {EngineError} When the final message's text is not in the prompt.
+ * @throws {RequestRejectedError} When the final message has no text part,
+ * or its text is not in the prompt: transformers refuses both.
  */
 export function continueFinalMessage(
   rendered: string,
@@ -299,16 +300,17 @@ export function continueFinalMessage(
       isJsonObject(part) && "text" in part
     )?.text;
   }
-  const text = typeof final === "string" ? final : "";
-  const stripped = pyStripSpace(text);
-  const at = rendered.lastIndexOf(stripped);
-  if (typeof final !== "string" || at < 0) {
-    throw new EngineError(
-      "Cannot count the request as the final message does not appear in the rendered prompt",
-    );
+  // transformers raises ValueError for both, which vLLM answers with a 400.
+  if (typeof final !== "string") {
+    throw rejected("the final message has no text to continue");
   }
-  const lstripped = text.slice(text.length - pyLstripLength(text));
-  return rendered.slice(at, at + lstripped.length) === text
+  const stripped = pyStripSpace(final);
+  const at = rendered.lastIndexOf(stripped);
+  if (at < 0) {
+    throw rejected("the final message does not appear in the rendered prompt");
+  }
+  const lstripped = final.slice(final.length - pyLstripLength(final));
+  return rendered.slice(at, at + lstripped.length) === final
     ? rendered.slice(0, at + lstripped.length)
     : rendered.slice(0, at + stripped.length);
 }

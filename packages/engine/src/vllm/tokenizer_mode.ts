@@ -74,11 +74,53 @@ export function tokenizerMode(value: string): TokenizerMode {
 }
 
 /**
- * Resolves a mode as vLLM does and returns how the local engine renders it.
- * `auto` becomes the mode of the first architecture in `config.json`
- * (DeepSeek V3.2 and V4, Grok, Kimi-Audio, Qwen-VL), then `mistral` for a
- * folder holding both `consolidated*.safetensors` and `tekken.json` or
- * `tokenizer.model.v*` (searched at any depth), else `hf`.
+ * Resolves a mode as vLLM does: `auto` becomes the mode of the first
+ * architecture in `config.json` (DeepSeek V3.2 and V4, Grok, Kimi-Audio,
+ * Qwen-VL), then `mistral` for a folder holding both
+ * `consolidated*.safetensors` and `tekken.json` or `tokenizer.model.v*`
+ * (searched at any depth), else `hf`.
+ *
+ * @param mode The configured mode.
+ * @param dir The model folder.
+ * @returns The mode vLLM serves the folder in.
+ * @throws {Error} If the folder cannot be read.
+ *
+ * @example A folder with neither
+ * ```ts ignore
+ * import { servedTokenizerMode } from "@incontext/engine/vllm";
+ * console.log(await servedTokenizerMode("auto", "/models/Qwen3-8B")); // "hf"
+ * ```
+ */
+export async function servedTokenizerMode(
+  mode: TokenizerMode,
+  dir: string,
+): Promise<TokenizerMode> {
+  return (await resolve(mode, dir)).mode;
+}
+
+async function resolve(
+  mode: TokenizerMode,
+  dir: string,
+): Promise<{ mode: TokenizerMode; why: string }> {
+  if (mode !== "auto") return { mode, why: "" };
+  const architecture = firstArchitecture(await readConfig(dir));
+  const own = MODE_OF_ARCHITECTURE[architecture ?? ""];
+  if (own !== undefined) {
+    return { mode: own, why: ` (auto, for ${architecture})` };
+  }
+  if (await hasMistralFiles(dir)) {
+    return {
+      mode: "mistral",
+      why:
+        " (auto, for a folder with consolidated*.safetensors and tekken.json or tokenizer.model.v*)",
+    };
+  }
+  return { mode: "hf", why: "" };
+}
+
+/**
+ * Resolves a mode as {@linkcode servedTokenizerMode} does and returns how
+ * the local engine renders it.
  *
  * @param mode The configured mode.
  * @param dir The model folder.
@@ -91,18 +133,7 @@ export async function resolveTokenizerMode(
   mode: TokenizerMode,
   dir: string,
 ): Promise<RenderMode> {
-  let resolved = mode;
-  let why = "";
-  if (mode === "auto") {
-    const architecture = firstArchitecture(await readConfig(dir));
-    resolved = MODE_OF_ARCHITECTURE[architecture ?? ""] ?? "auto";
-    if (resolved !== "auto") why = ` (auto, for ${architecture})`;
-    else if (await hasMistralFiles(dir)) {
-      resolved = "mistral";
-      why =
-        " (auto, for a folder with consolidated*.safetensors and tekken.json or tokenizer.model.v*)";
-    } else resolved = "hf";
-  }
+  const { mode: resolved, why } = await resolve(mode, dir);
   const refusal = REFUSED[resolved];
   if (refusal !== undefined) {
     throw new EngineError(
