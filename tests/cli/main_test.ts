@@ -585,7 +585,7 @@ Deno.test("incontext serve refuses a tokenizer mode the local backend cannot mir
       await Deno.remove(dir, { recursive: true });
     }
   });
-  await t.step("grok2 named for the tokenize server", async () => {
+  await t.step("kimi_audio named for the tokenize server", async () => {
     const output = await runCli([
       "tokenize-server",
       "--model-dir",
@@ -593,12 +593,12 @@ Deno.test("incontext serve refuses a tokenizer mode the local backend cannot mir
       "--max-model-len",
       "32768",
       "--tokenizer-mode",
-      "grok2",
+      "kimi_audio",
       "--listen",
       `127.0.0.1:${freePort()}`,
     ]);
     assertConfigFailure(output, [
-      /^ {2}--model-dir \(INCONTEXT_TOKENIZER_DIR\) cannot be loaded: Cannot count with vLLM's tokenizer mode grok2 locally: .*; count with the vllm backend instead$/,
+      /^ {2}--model-dir \(INCONTEXT_TOKENIZER_DIR\) cannot be loaded: Cannot count with vLLM's tokenizer mode kimi_audio locally: .*; count with the vllm backend instead$/,
     ]);
   });
 });

@@ -260,15 +260,15 @@ Deno.test("LocalBackend() refuses to load the modes vLLM tokenizes with other li
         await refuses({ dir: snapshot.pathname }, "mistral");
       },
     );
-    await t.step("auto for Grok's architecture", async () => {
+    await t.step("auto for Kimi-Audio's architecture", async () => {
       const dir = await folder({
-        "config.json": architecture("Grok1ForCausalLM"),
+        "config.json": architecture("MoonshotKimiaForCausalLM"),
       });
       dirs.push(dir);
-      await refuses({ dir }, "grok2");
+      await refuses({ dir }, "kimi_audio");
     });
     await t.step("each such mode named", async () => {
-      for (const mode of ["Mistral", "grok2", "slow", "fastokens"]) {
+      for (const mode of ["Mistral", "Qwen_VL", "slow", "fastokens"]) {
         await refuses(
           { dir: DEEPSEEK, tokenizerMode: mode },
           mode.toLowerCase(),

@@ -363,6 +363,7 @@ export interface RenderPayloadOptions {
  * `chat_template_kwargs` merged over the server's defaults: the chat template
  * after vLLM's preprocessing, or vLLM's DeepSeek encoder in those tokenizer
  * modes; with whether the tokenizer adds special tokens to the prompt.
+ * Refused in the mode `grok2`, whose chats vLLM fails.
  */
 export function renderPayload(
   loaded: Loaded,
@@ -370,6 +371,7 @@ export function renderPayload(
   options: RenderPayloadOptions = {},
 ): RenderedChat {
   const { reuse = false, split = true, ownTemplate } = options;
+  if (loaded.mode === "grok2") throw new EngineError(loaded.engine.GROK2_CHAT);
   payload = loaded.engine.withDefaultKwargs(payload, loaded.defaultKwargs);
   if (loaded.mode !== "hf") {
     return loaded.engine.renderDeepseek(loaded.mode, payload, {
@@ -500,7 +502,9 @@ export async function loadFolder(
       options.dir,
     );
   const engine = await importRenderModules();
-  const folder = await engine.readModelFolder(options.dir);
+  const folder = await engine.readModelFolder(options.dir, {
+    grok2: mode === "grok2",
+  });
   const expected = options.expectedSha256?.toLowerCase();
   if (expected !== undefined && expected !== folder.tokenizerSha256) {
     throw new EngineError(
@@ -567,7 +571,7 @@ export async function loadFolder(
  * the engine mirrors (Kimi's tiktoken vocabulary, whose stretches between
  * added tokens count on their own, as its slow-tokenizer path encodes
  * them; line chunks are left out, as its 400,000-character cuts count
- * from each stretch's start).
+ * from each stretch's start), or Grok 2's, which counts no chat.
  */
 function folderTokenizer(
   engine: RenderModules,
@@ -575,6 +579,13 @@ function folderTokenizer(
   mode: RenderMode,
 ): Pick<Loaded, "tokenizer" | "incremental" | "lineChunks"> {
   const tokenizerConfig = folder.tokenizerConfig ?? "{}";
+  if (folder.grok2 !== undefined) {
+    return {
+      tokenizer: engine.grok2Tokenizer(folder.grok2),
+      incremental: false,
+      lineChunks: false,
+    };
+  }
   if (folder.tokenizerJson === undefined) {
     const config: unknown = JSON.parse(tokenizerConfig);
     return {

@@ -1,5 +1,5 @@
 /**
- * A tiktoken vocabulary as a {@linkcode LocalTokenizer}: the special
+ * A tiktoken vocabulary as a {@linkcode LocalTokenizer}: the allowed special
  * tokens split the text first (leftmost, longest), each stretch between
  * them is cut by the tokenizer class's own pre-split, then by the split
  * pattern, and each piece's UTF-8 bytes merge by rank (tiktoken_bpe.ts).
@@ -21,6 +21,19 @@ export interface TiktokenOptions {
   readonly pattern: RegExp;
   /** Each special token's content and id. */
   readonly specials: ReadonlyMap<string, number>;
+  /**
+   * The special tokens that split text (tiktoken's `allowed_special`); the
+   * others are encoded as ordinary text.
+   *
+   * @default {undefined} all of `specials`
+   */
+  readonly allowed?: ReadonlySet<string>;
+  /**
+   * A token's string for `/tokenize`'s `token_strs`, from its bytes (Latin-1).
+   *
+   * @default {undefined} GPT-2's byte-level alphabet
+   */
+  readonly tokenString?: (bytes: string) => string;
   /**
    * Cuts a stretch between special tokens before the pattern runs.
    *
@@ -54,8 +67,12 @@ const UTF8 = new TextEncoder();
  */
 export function tiktokenTokenizer(options: TiktokenOptions): LocalTokenizer {
   const { ranks, pattern, specials, preSplit = (text) => [text] } = options;
+  const { allowed, tokenString = byteLevel } = options;
+  const splitting = [...specials.keys()].filter((content) =>
+    allowed === undefined || allowed.has(content)
+  );
   const added = AddedVocabulary.of(
-    [...specials.keys()].map((content) => ({
+    splitting.map((content) => ({
       content,
       single_word: false,
       lstrip: false,
@@ -84,9 +101,10 @@ export function tiktokenTokenizer(options: TiktokenOptions): LocalTokenizer {
     }
     return out;
   };
+  const named = new Map([...specials].map(([content, id]) => [id, content]));
   let bytesOf: string[] | undefined;
   const bytes = (id: number): string | undefined =>
-    (bytesOf ??= invert(ranks))[id] ?? added.contents.get(id);
+    (bytesOf ??= invert(ranks))[id] ?? named.get(id);
   return {
     encode,
     count: (text, options) => encode(text, options).length,
@@ -94,26 +112,21 @@ export function tiktokenTokenizer(options: TiktokenOptions): LocalTokenizer {
       new TextDecoder().decode(
         Uint8Array.from(
           ids.map((id) =>
-            added.contents.has(id)
-              ? latin1(added.contents.get(id)!)
-              : bytes(id) ?? ""
+            named.has(id) ? latin1(named.get(id)!) : bytes(id) ?? ""
           ).join(""),
           (char) => char.charCodeAt(0),
         ),
       ),
     tokenStrings: (ids) =>
-      ids.map((id) =>
-        added.contents.get(id) ??
-          [...bytes(id) ?? ""].map((c) => BYTE_ALPHABET[c.charCodeAt(0)]).join(
-            "",
-          )
-      ),
+      ids.map((id) => named.get(id) ?? tokenString(bytes(id) ?? "")),
     isTokenId: (id) => Number.isSafeInteger(id) && bytes(id) !== undefined,
-    addedTokens: Object.freeze(
-      [...specials.keys()].sort((a, b) => b.length - a.length),
-    ),
+    addedTokens: Object.freeze(splitting.sort((a, b) => b.length - a.length)),
     specialTokens: options.specialTokens,
   };
+}
+
+function byteLevel(bytes: string): string {
+  return [...bytes].map((c) => BYTE_ALPHABET[c.charCodeAt(0)]).join("");
 }
 
 /** A text's UTF-8 bytes as a Latin-1 string. */

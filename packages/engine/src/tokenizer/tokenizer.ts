@@ -7,7 +7,8 @@
  * shape goes through @huggingface/tokenizers' public `Tokenizer`
  * (library_tokenizer.ts), which also decodes. A folder without
  * tokenizer.json whose tokenizer class is Kimi K2's remote code counts with
- * that class's tiktoken vocabulary (kimi.ts).
+ * that class's tiktoken vocabulary (kimi.ts); in vLLM's tokenizer mode
+ * `grok2`, `tokenizer.tok.json` counts with Grok 2's (grok2.ts).
  *
  * @module
  */
@@ -19,7 +20,8 @@ import type { EncodeOptions, LocalTokenizer } from "./local_tokenizer.ts";
 import { buildPipeline, type Pipeline } from "./pipeline.ts";
 
 export { readModelFolder } from "./files.ts";
-export type { ModelFolder } from "./files.ts";
+export type { ModelFolder, ReadFolderOptions } from "./files.ts";
+export { GROK2_CHAT, grok2Tokenizer } from "./grok2.ts";
 export { kimiTokenizer } from "./kimi.ts";
 export type { EncodeOptions, LocalTokenizer } from "./local_tokenizer.ts";
 

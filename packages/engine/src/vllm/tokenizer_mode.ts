@@ -28,8 +28,8 @@ export const TOKENIZER_MODES = [
 /** One of vLLM's tokenizer modes. */
 export type TokenizerMode = typeof TOKENIZER_MODES[number];
 
-/** How the local engine renders a chat: the Jinja template, or a DeepSeek encoder. */
-export type RenderMode = "hf" | "deepseek_v32" | "deepseek_v4";
+/** How the local engine renders a chat: the Jinja template, a DeepSeek encoder, or none (`grok2`). */
+export type RenderMode = "hf" | "deepseek_v32" | "deepseek_v4" | "grok2";
 
 /**
  * What each mode the local engine does not render needs: vLLM tokenizes
@@ -39,7 +39,6 @@ const REFUSED: Readonly<Record<string, string>> = {
   slow: "tokenizes with the model's slow (Python) tokenizer",
   mistral: "renders and tokenizes with mistral_common",
   fastokens: "tokenizes with the fastokens package instead of tokenizers",
-  grok2: "tokenizes with Grok-2's tiktoken vocabulary (tokenizer.tok.json)",
   kimi_audio: "tokenizes with Kimi-Audio's tiktoken vocabulary",
   qwen_vl: "tokenizes with Qwen-VL's tiktoken tokenizer code",
 };
