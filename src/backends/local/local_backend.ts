@@ -80,14 +80,16 @@ export interface LocalBackendOptions {
   readonly vllmVersion?: string;
   /**
    * vLLM's tokenizer mode, as its `--tokenizer-mode` (case-insensitive):
-   * `auto` resolves as vLLM resolves it (the DeepSeek V3.2 and V4
+   * `auto` resolves as vLLM resolves it (the DeepSeek V3.2 and V4 and Grok
    * architectures in `config.json` pick their own modes; a folder with
    * Mistral's `consolidated*.safetensors` and `tekken.json` or
    * `tokenizer.model.v*` picks `mistral`; anything else `hf`). `hf` renders
    * the chat template; `deepseek_v32` and `deepseek_v4` render as vLLM's
-   * DeepSeek encoders do. The modes vLLM tokenizes with other libraries
-   * (`mistral`, `grok2`, `slow`, `fastokens`, `kimi_audio`, `qwen_vl`) fail
-   * the load, naming the mode: count those with the `vllm` backend.
+   * DeepSeek encoders do; `grok2` counts prompts with `tokenizer.tok.json`
+   * and refuses chats, which vLLM fails in that mode. The modes vLLM
+   * tokenizes with other libraries (`mistral`, `slow`, `fastokens`,
+   * `kimi_audio`, `qwen_vl`) fail the load, naming the mode: count those
+   * with the `vllm` backend.
    *
    * @default {"auto"}
    */

@@ -25,8 +25,9 @@ Flags:
   --default-chat-template-kwargs JSON
                                   vLLM's flag: a JSON object under each request's chat_template_kwargs;
                                   default INCONTEXT_DEFAULT_CHAT_TEMPLATE_KWARGS
-  --tokenizer-mode MODE           vLLM's --tokenizer-mode: auto (default), hf, deepseek_v32 or
-                                  deepseek_v4 (the others are refused); default INCONTEXT_VLLM_TOKENIZER_MODE
+  --tokenizer-mode MODE           vLLM's --tokenizer-mode: auto (default), hf, deepseek_v32,
+                                  deepseek_v4 or grok2 (prompts only; the others are refused); default
+                                  INCONTEXT_VLLM_TOKENIZER_MODE
   --trust-request-chat-template   use a request's own chat_template (refused with HTTP 400 otherwise)
   --help                          print this help
 
