@@ -316,3 +316,26 @@ Deno.test("a Grok 2 folder vLLM does not load is refused in one line naming toke
       "Cannot count locally: tokenizer.tok.json's pat_str uses a construct incontext does not translate; use the vllm backend",
     ));
 });
+
+Deno.test("a Grok 2 folder's expectedSha256 pins tokenizer.tok.json", async () => {
+  const text = JSON.stringify(REFERENCE.file);
+  const dir = await grokFolder({ "tokenizer.tok.json": text });
+  try {
+    const digest = await crypto.subtle.digest(
+      "SHA-256",
+      new TextEncoder().encode(text),
+    );
+    const sha = [...new Uint8Array(digest)]
+      .map((b) => b.toString(16).padStart(2, "0")).join("");
+    const e = engine();
+    const load = (expectedSha256: string) =>
+      e.run({
+        op: "load",
+        spec: { dir, tokenizerMode: "grok2", expectedSha256 },
+      });
+    await load(sha);
+    await rejects(load("0".repeat(64)), EngineError);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
