@@ -1,9 +1,9 @@
 /**
  * vLLM's own OpenAI API server for the benchmarks: `vllm serve` from a Python
- * environment the user built (docs/performance.md tells how), with the engine
- * core replaced by `_vllm_api_server/serve.py`, so that `/tokenize` is vLLM's
- * own code over HTTP (uvicorn, FastAPI, the renderer, the chat template, the
- * Rust tokenizer) and no model is loaded.
+ * environment the user built (`_vllm_api_server/README.md` tells how), with
+ * the engine core replaced by `_vllm_api_server/serve.py`, so that
+ * `/tokenize` is vLLM's own code over HTTP (uvicorn, FastAPI, the renderer,
+ * the chat template, the Rust tokenizer) and no model is loaded.
  *
  * `AGENT_TURN_VLLM_PYTHON` names the environment's `python`;
  * `AGENT_TURN_VLLM_SRC` the vLLM source tree it runs, put first on

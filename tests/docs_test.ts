@@ -1,9 +1,9 @@
 /**
  * The documentation held to what it documents: every relative link of the
  * README and of `docs/` leads to a file and a heading that exist, every file
- * `docs/life-of-a-request.md` names exists, and the metrics table of
+ * `docs/life-of-a-request.md` names exists, the metrics table of
  * `docs/operating.md` names every metric the code defines, with its type,
- * and no other.
+ * and no other, and `docs/` stays a guide one can read: under 20,000 words.
  */
 import { deepStrictEqual, ok } from "node:assert/strict";
 import { brokenLinks, relativeLinks } from "./_kit/doc_links.ts";
@@ -82,6 +82,30 @@ Deno.test("every relative link of README.md and docs/ leads to a file and headin
       "the documents link to each other",
     );
     deepStrictEqual(brokenLinks(docs, readRepoPath), []);
+  });
+});
+
+/** The words of `text` as `wc -w` counts them: runs of non-whitespace. */
+function wordCount(text: string): number {
+  return text.split(/[ \t\n\v\f\r]+/).filter((word) => word !== "").length;
+}
+
+Deno.test("docs/ holds fewer than 20,000 words", async (t) => {
+  await t.step("wordCount() counts runs between whitespace", () => {
+    deepStrictEqual(wordCount(" a  b\tc\n\n| --- |\r\nd "), 7);
+  });
+
+  await t.step("the documents of docs/", async () => {
+    const counts = [...await documents()]
+      .filter(([path]) => path.startsWith("docs/"))
+      .map(([path, text]) => [path, wordCount(text)] as const);
+    const total = counts.reduce((sum, [, words]) => sum + words, 0);
+    ok(
+      total < 20_000,
+      `docs/ holds ${total} words: ${
+        counts.map(([path, words]) => `${path} ${words}`).join(", ")
+      }`,
+    );
   });
 });
 
