@@ -22,6 +22,7 @@ import {
 } from "./chat_render.ts";
 import { type PieceStore, PrefixCounter } from "./prefix.ts";
 import { type DecodeForm, decodeIds, payloadIds } from "./tokenize.ts";
+import { OwnedPayloads } from "./owned_payload.ts";
 
 const logger = getLogger(["incontext", "local"]);
 
@@ -89,7 +90,8 @@ function specKey(spec: ModelSpec): string {
 export class LocalModels {
   readonly #store: HostStore;
   readonly #models = new Map<string, Promise<Model>>();
-  readonly #ownsPayloads: boolean;
+  /** Copies of the caller's messages and tools, when the payloads are the caller's. */
+  readonly #owned: OwnedPayloads | null;
   #loads = 0;
 
   /**
@@ -99,11 +101,13 @@ export class LocalModels {
    * @param options `ownsPayloads`: the payloads are this host's own copies
    * (the count core's structured clones), never changed after a count, so
    * their message objects keep their converted template values from render
-   * to render.
+   * to render. Otherwise the host keeps copies of the messages and tools it
+   * counted, and renders an unchanged message from its copy, to the same
+   * effect.
    */
   constructor(store: HostStore, options: { ownsPayloads?: boolean } = {}) {
     this.#store = store;
-    this.#ownsPayloads = options.ownsPayloads === true;
+    this.#owned = options.ownsPayloads === true ? null : new OwnedPayloads();
   }
 
   /** How many folder loads this host started. */
@@ -151,7 +155,7 @@ export class LocalModels {
         lookup === undefined ||
         model.pieces !== null && job.kind !== "completion"
       ) {
-        return countPayload(model, job, this.#ownsPayloads);
+        return countPayload(model, this.#own(job));
       }
       // A Responses request counts as the chat payload it becomes.
       const form = job.kind === "completion" ? "text" : "chat";
@@ -162,7 +166,7 @@ export class LocalModels {
       const cached = lookup(key);
       if (cached !== undefined) return cached;
       const epoch = this.#store.epoch();
-      const count = countPayload(model, job, this.#ownsPayloads);
+      const count = countPayload(model, this.#own(job));
       this.#store.store(key, count, epoch);
       return count;
     } catch (error) {
@@ -180,10 +184,8 @@ export class LocalModels {
   async render(job: LocalCountJob): Promise<string> {
     try {
       const { loaded } = await this.#model(job.spec);
-      return renderPayload(loaded, job.payload, {
-        reuse: this.#ownsPayloads,
-        split: false,
-      }).parts[0]!;
+      const { payload, reuse } = this.#own(job);
+      return renderPayload(loaded, payload, { reuse, split: false }).parts[0]!;
     } catch (error) {
       throw asEngineError(error, "The local render failed");
     }
@@ -220,6 +222,19 @@ export class LocalModels {
     }
   }
 
+  /**
+   * A chat job's payload as the host may render it with reuse: its own
+   * copy, or the caller's when it cannot be copied (rendered without reuse).
+   */
+  #own(job: LocalCountJob): OwnedJob {
+    if (this.#owned === null) return { ...job, reuse: true };
+    if (job.kind === "completion") return { ...job, reuse: false };
+    const payload = this.#owned.adopt(job.payload);
+    return payload === undefined
+      ? { ...job, reuse: false }
+      : { ...job, payload, reuse: true };
+  }
+
   #model(spec: ModelSpec): Promise<Model> {
     const key = specKey(spec);
     let model = this.#models.get(key);
@@ -251,10 +266,14 @@ export class LocalModels {
   }
 }
 
+/** A job, and whether its payload's objects are the host's own (rendered with reuse). */
+interface OwnedJob extends LocalCountJob {
+  readonly reuse: boolean;
+}
+
 function countPayload(
   model: Model,
-  { payload, kind }: LocalCountJob,
-  reuse: boolean,
+  { payload, kind, reuse }: OwnedJob,
 ): number {
   const { loaded } = model;
   if (kind === "completion") {
