@@ -50,11 +50,6 @@ export {
 export type { ContentFormat } from "./src/jinja/content_format.ts";
 export type { PieceStore } from "./src/model/prefix.ts";
 export {
-  equalsPlainCopy,
-  NOT_PLAIN,
-  plainCopy,
-} from "./src/common/plain_copy.ts";
-export {
   type HostStore,
   type LocalCountJob,
   LocalModels,

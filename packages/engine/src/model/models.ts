@@ -22,7 +22,7 @@ import {
 } from "./chat_render.ts";
 import { type PieceStore, PrefixCounter } from "./prefix.ts";
 import { type DecodeForm, decodeIds, payloadIds } from "./tokenize.ts";
-import { OwnedPayloads } from "./owned_payload.ts";
+import type { OwnedPayloads } from "./owned_payload.ts";
 
 const logger = getLogger(["incontext", "local"]);
 
@@ -90,8 +90,9 @@ function specKey(spec: ModelSpec): string {
 export class LocalModels {
   readonly #store: HostStore;
   readonly #models = new Map<string, Promise<Model>>();
+  readonly #ownsPayloads: boolean;
   /** Copies of the caller's messages and tools, when the payloads are the caller's. */
-  readonly #owned: OwnedPayloads | null;
+  #owned: Promise<OwnedPayloads> | undefined;
   #loads = 0;
 
   /**
@@ -107,7 +108,7 @@ export class LocalModels {
    */
   constructor(store: HostStore, options: { ownsPayloads?: boolean } = {}) {
     this.#store = store;
-    this.#owned = options.ownsPayloads === true ? null : new OwnedPayloads();
+    this.#ownsPayloads = options.ownsPayloads === true;
   }
 
   /** How many folder loads this host started. */
@@ -155,7 +156,7 @@ export class LocalModels {
         lookup === undefined ||
         model.pieces !== null && job.kind !== "completion"
       ) {
-        return countPayload(model, this.#own(job));
+        return countPayload(model, await this.#own(job));
       }
       // A Responses request counts as the chat payload it becomes.
       const form = job.kind === "completion" ? "text" : "chat";
@@ -166,7 +167,7 @@ export class LocalModels {
       const cached = lookup(key);
       if (cached !== undefined) return cached;
       const epoch = this.#store.epoch();
-      const count = countPayload(model, this.#own(job));
+      const count = countPayload(model, await this.#own(job));
       this.#store.store(key, count, epoch);
       return count;
     } catch (error) {
@@ -184,7 +185,7 @@ export class LocalModels {
   async render(job: LocalCountJob): Promise<string> {
     try {
       const { loaded } = await this.#model(job.spec);
-      const { payload, reuse } = this.#own(job);
+      const { payload, reuse } = await this.#own(job);
       return renderPayload(loaded, payload, { reuse, split: false }).parts[0]!;
     } catch (error) {
       throw asEngineError(error, "The local render failed");
@@ -226,10 +227,14 @@ export class LocalModels {
    * A chat job's payload as the host may render it with reuse: its own
    * copy, or the caller's when it cannot be copied (rendered without reuse).
    */
-  #own(job: LocalCountJob): OwnedJob {
-    if (this.#owned === null) return { ...job, reuse: true };
+  async #own(job: LocalCountJob): Promise<OwnedJob> {
+    if (this.#ownsPayloads) return { ...job, reuse: true };
     if (job.kind === "completion") return { ...job, reuse: false };
-    const payload = this.#owned.adopt(job.payload);
+    // Loaded with the first chat count, as the render modules are.
+    this.#owned ??= import("./owned_payload.ts").then((module) =>
+      new module.OwnedPayloads()
+    );
+    const payload = (await this.#owned).adopt(job.payload);
     return payload === undefined
       ? { ...job, reuse: false }
       : { ...job, payload, reuse: true };
