@@ -33,14 +33,28 @@ export interface ReferenceSample {
   readonly count: number;
 }
 
-/** The turns each figure is taken from: five turns ending near the size. */
-export const BUCKETS = [
-  { label: "8k", turns: [6, 10] },
-  { label: "32k", turns: [30, 34] },
-  { label: "128k", turns: [124, 128] },
-] as const;
+/** The turns a figure is taken from: nine turns ending near its size. */
+export interface Bucket {
+  readonly label: string;
+  readonly turns: readonly [number, number];
+}
 
-type Bucket = (typeof BUCKETS)[number];
+/**
+ * The buckets of `sizes` (tokens) for conversations growing by about
+ * `turnTokens` a turn: the nine turns ending at the turn nearest each size.
+ */
+export function bucketsOf(
+  sizes: readonly number[],
+  turnTokens: number,
+): Bucket[] {
+  return sizes.map((size) => {
+    const last = Math.max(9, Math.round(size / turnTokens));
+    const label = size >= 1048576 && size % 1048576 === 0
+      ? `${size / 1048576}M`
+      : `${Math.round(size / 1024)}k`;
+    return { label, turns: [last - 8, last] };
+  });
+}
 
 function inBucket<T extends { readonly turn: number }>(
   samples: readonly T[],
@@ -84,10 +98,13 @@ export function report(
   title: string,
   samples: ReadonlyMap<Path, readonly Sample[]>,
   countTimes: ReadonlyMap<string, number>,
+  buckets: readonly Bucket[],
 ): void {
   console.log(`\n${title}`);
   const rows: string[][] = [];
-  for (const bucket of BUCKETS) {
+  /** The added p50 per path, per bucket: for the growth ratio. */
+  const added = new Map<string, number[]>();
+  for (const bucket of buckets) {
     const direct = inBucket(samples.get("direct") ?? [], bucket).map((s) =>
       s.ms
     );
@@ -101,6 +118,7 @@ export function report(
       const through = turns.map((s) => s.ms);
       const p50 = percentile(through, 50);
       const p99 = percentile(through, 99);
+      added.set(path, [...added.get(path) ?? [], p50 - d50]);
       const counts = turns.flatMap((s) => {
         const ms = countTimes.get(s.id);
         return ms === undefined ? [] : [ms];
@@ -137,6 +155,18 @@ export function report(
   ], rows);
   const all = samples.get("incontext") ?? [];
   console.log(`count = usage over every turn: ${agreement(all)}`);
+  const first = buckets[0]!;
+  const last = buckets.at(-1)!;
+  for (const [path, values] of added) {
+    if (values.length < 2) continue;
+    console.log(
+      `${path}: added p50 near ${last.label} / near ${first.label} = ${
+        signed(values.at(-1)!)
+      } / ${signed(values[0]!)} ms = ${
+        (values.at(-1)! / values[0]!).toFixed(2)
+      }x`,
+    );
+  }
 }
 
 /**
@@ -148,11 +178,12 @@ export function report(
 export function reportReference(
   title: string,
   samples: readonly ReferenceSample[],
+  buckets: readonly Bucket[],
 ): void {
   console.log(`\n${title}`);
   printTable(
     ["near", "mean count", "calls", "/tokenize p50 / p99 ms"],
-    BUCKETS.map((bucket) => {
+    buckets.map((bucket) => {
       const calls = inBucket(samples, bucket);
       const ms = calls.map((s) => s.ms);
       return [

@@ -15,9 +15,15 @@ const CONFIG = new URL("../deno.json", import.meta.url).pathname;
 /** The tests' and benchmarks' configuration: the peer gateway is imported there only. */
 const TEST_CONFIG = new URL("../tests/deno.json", import.meta.url).pathname;
 
-/** The context length and window every benchmark server is given (Hermes at 256k). */
-export const CONTEXT_LENGTH = 262144;
-export const WINDOW = 196608;
+/**
+ * The context length and window every benchmark server is given: Hermes at
+ * 256k, or `BENCH_CONTEXT_LENGTH` tokens (with a window of three quarters of
+ * it), for conversations longer than that.
+ */
+export const CONTEXT_LENGTH = Number(
+  Deno.env.get("BENCH_CONTEXT_LENGTH") ?? 262144,
+);
+export const WINDOW: number = CONTEXT_LENGTH * 3 / 4;
 
 /** The Qwen3 model folder the local backend and the tokenize server load. */
 export const QWEN3_DIR: string = dirname(

@@ -6,7 +6,11 @@
  * to ~128k tokens, so every turn is a new request, as an agent sends it.
  * Each turn goes direct to the upstream, through incontext and (with the
  * local backend) through the Portkey gateway, in an order that alternates;
- * the figures are per turn near 8k, 32k and 128k tokens.
+ * the figures are per turn near 8k, 32k and 128k tokens, or the sizes
+ * `AGENT_TURN_SIZES` names (`32768,131072,524288,1048576`; past 192k, give
+ * the servers a context length whose window, three quarters of it, holds
+ * the largest: `BENCH_CONTEXT_LENGTH=1441792` for 1M), with each path's
+ * added p50 at the largest size over the smallest.
  *
  *     deno run --config tests/deno.json -A bench/agent_turn.ts
  *
@@ -39,6 +43,7 @@
 import { ProseGenerator } from "./_local_bench_text.ts";
 import { printMachine } from "./_proxy_bench_setup.ts";
 import {
+  CONTEXT_LENGTH,
   portkeyHeaders,
   QWEN3_DIR,
   type ServerProcess,
@@ -48,6 +53,7 @@ import {
   startUpstream,
 } from "./_processes.ts";
 import {
+  bucketsOf,
   type Path,
   type ReferenceSample,
   report,
@@ -70,9 +76,16 @@ const VLLM_CONVERSATIONS = Number(
 );
 const BACKENDS = (Deno.env.get("AGENT_TURN_BACKENDS") ?? "local,vllm,vllm-api")
   .split(",");
-const TURNS = 128;
 /** ~1,000 Qwen3 tokens of the generator's prose. */
 const TURN_CHARS = 3400;
+/** The sizes reported (`AGENT_TURN_SIZES`, in tokens), each from the nine turns ending near it. */
+const BUCKETS = bucketsOf(
+  (Deno.env.get("AGENT_TURN_SIZES") ?? "8192,32768,131072").split(",").map(
+    Number,
+  ),
+  1024,
+);
+const TURNS = BUCKETS.at(-1)!.turns[1];
 const PROFILE_DIR = Deno.env.get("AGENT_TURN_PROFILE");
 const BASELINE_DIR = Deno.env.get("AGENT_TURN_BASELINE");
 /** Settings only the baseline's proxy gets. */
@@ -291,17 +304,21 @@ async function withProxy(
     turns: TURNS,
     seedBase: 1,
   });
-  report(`backend ${name}`, paths, countTimes);
+  report(`backend ${name}`, paths, countTimes, BUCKETS);
   const metrics = await (await fetch(`${proxy.url}/incontext/metrics`))
     .text();
   console.log(verifications(metrics));
-  reportReference(`${reference.name} /tokenize, the same turns`, calls);
+  reportReference(
+    `${reference.name} /tokenize, the same turns`,
+    calls,
+    BUCKETS,
+  );
 }
 
 const started = performance.now();
 printMachine();
 console.log(
-  `${CONVERSATIONS} conversations with the local backend, ${VLLM_CONVERSATIONS} with each vllm pass, ${TURNS} turns of ~1,000 tokens each; every server its own process`,
+  `${CONVERSATIONS} conversations with the local backend, ${VLLM_CONVERSATIONS} with each vllm pass, ${TURNS} turns of ~1,000 tokens each; every server its own process, with a context length of ${CONTEXT_LENGTH}`,
 );
 
 const vllmEnv = vllmEnvironment();

@@ -56,6 +56,13 @@ const LEAVES = [
   "missing.x",
   "m['k']",
   "xs[0]",
+  "xs[i]",
+  "xs[j - 1]",
+  "ms[i].k",
+  "ms[i + 1].k",
+  "ms[j]",
+  "ms[b]",
+  "m[i]",
 ];
 const BINARY = [
   "and",
@@ -84,7 +91,8 @@ function randomExpression(random: Rand, depth: number): string {
   if (roll < 0.8) return `(-${inner()})`;
   if (roll < 0.87) return `(${inner()} | length)`;
   if (roll < 0.92) return `(${inner()} is string)`;
-  if (roll < 0.96) return `(${inner()} if ${inner()} else ${inner()})`;
+  if (roll < 0.94) return `(${inner()} if ${inner()} else ${inner()})`;
+  if (roll < 0.96) return `${pick(random, ["xs", "ms", "s"])}[${inner()}]`;
   return `range(${inner()})`;
 }
 
@@ -107,6 +115,10 @@ function randomScope(random: Rand): Scope {
     s: pick(random, ["", "a", "ab"]),
     xs: Array.from({ length: Math.floor(random() * 3) }, int),
     m: { k: int(), b: random() < 0.5 },
+    ms: Array.from(
+      { length: Math.floor(random() * 4) },
+      () => ({ k: int(), b: random() < 0.5 }),
+    ),
   };
   for (const [name, value] of Object.entries(values)) {
     scope.setVariable(name, toValue(value));

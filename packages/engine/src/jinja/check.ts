@@ -56,7 +56,7 @@ function compile(node: Node): Check | null {
       return (scope) => lookup(scope, name);
     }
     case "MemberExpression":
-      return node["computed"] ? null : member(node);
+      return node["computed"] ? item(node) : member(node);
     case "UnaryExpression": {
       const argument = compile(node["argument"] as Node);
       if (
@@ -87,6 +87,8 @@ function member(node: Node): Check | null {
   const object = compile(node["object"] as Node);
   if (object === null) return null;
   const name = (node["property"] as Node)["value"] as string;
+  // A dict's method, not its item (a namespace's entry: the interpreter tells).
+  if (DICT_ATTRIBUTES.has(name)) return null;
   return (scope) => {
     const value = object(scope);
     const held = value?.value;
@@ -96,9 +98,32 @@ function member(node: Node): Check | null {
       !(held instanceof Map) || value!.type === "IteratorValue" ||
       value!.type.startsWith("dict_")
     ) return undefined;
-    // A dict's method, not its item (a namespace's entry: the interpreter tells).
-    if (DICT_ATTRIBUTES.has(name)) return undefined;
     return held.get(name) as Value | undefined;
+  };
+}
+
+/**
+ * `list[i]` with an integer `i` within the list (`messages[loop.index0 - 1]`);
+ * any other key or object (a slice, a negative or past-the-end index, a
+ * mapping) takes the interpreter's path.
+ */
+function item(node: Node): Check | null {
+  const property = node["property"] as Node;
+  if (property.type === "SliceExpression") return null;
+  const object = compile(node["object"] as Node);
+  const key = compile(property);
+  if (object === null || key === null) return null;
+  return (scope) => {
+    const list = object(scope);
+    if (list?.type !== "ArrayValue") return undefined;
+    const index = key(scope);
+    if (index?.type !== "IntegerValue" || typeof index.value !== "number") {
+      return undefined;
+    }
+    const items = list.value as Value[];
+    return index.value >= 0 && index.value < items.length
+      ? items[index.value]
+      : undefined;
   };
 }
 
@@ -106,8 +131,18 @@ function member(node: Node): Check | null {
 function binary(node: Node): Check | null {
   const left = compile(node["left"] as Node);
   const right = compile(node["right"] as Node);
-  if (left === null || right === null) return null;
   const operator = (node["operator"] as { value: string }).value;
+  if (left !== null && (operator === "and" || operator === "or")) {
+    // A right side not compiled still lets the left one decide, as it
+    // does whenever the operator stops there (`ns.flag and x.startswith(y)`).
+    const and = operator === "and";
+    return (scope) => {
+      const a = left(scope);
+      if (a?.type !== "BooleanValue") return undefined;
+      return a.value !== and ? a : right === null ? undefined : right(scope);
+    };
+  }
+  if (left === null || right === null) return null;
   if (operator === "==" || operator === "!=") {
     const equal = operator === "==";
     return (scope) => {
@@ -125,14 +160,6 @@ function binary(node: Node): Check | null {
       const b = right(scope);
       if (b === undefined) return undefined;
       return make("StringValue", pyStr(a) + pyStr(b));
-    };
-  }
-  if (operator === "and" || operator === "or") {
-    const and = operator === "and";
-    return (scope) => {
-      const a = left(scope);
-      if (a?.type !== "BooleanValue") return undefined;
-      return a.value === and ? right(scope) : a;
     };
   }
   const integers = (scope: Scope): [number, number] | undefined => {

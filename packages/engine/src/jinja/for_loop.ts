@@ -2,7 +2,7 @@
 // `else`, one scope per loop whose entries last for one item, and the reuse
 // of item outputs between renders (memo.ts).
 import type { Expr, For, Stmt } from "./ast.ts";
-import { isMutable, LoopFields } from "./loop_fields.ts";
+import { isMutable, isNamespace, LoopFields } from "./loop_fields.ts";
 import {
   type Entry,
   holds,
@@ -14,7 +14,7 @@ import {
 } from "./memo.ts";
 import { raised, truthy, unsupported } from "./objects.ts";
 import { pyIter } from "./operators.ts";
-import { type Node, Scope } from "./scope.ts";
+import { type Node, resolve, Scope } from "./scope.ts";
 import { make, type Value } from "./values.ts";
 
 /** What `{% break %}` throws, caught by its loop. */
@@ -164,11 +164,36 @@ class ItemReuse {
     for (let s: Scope | undefined = scope; s; s = s.parent) this.#chain.push(s);
     this.#names = new Set([name]);
     this.#memo = memoOf(node as Node);
+    // The scopes above the loop's own hold the same names for the whole
+    // loop (a body's `set` writes the loop's scope; a namespace's
+    // attributes change, not what the name holds): what is found there is
+    // found once per loop, not once per item.
+    const outer = this.#chain.slice(1, -1);
+    const shadowed = new Map<string, boolean>();
+    const namespaces = new Map<string, boolean>();
     this.#loop = {
       scope,
-      chain: this.#chain,
       // One closure per loop, not per item.
       evaluate: (check, at) => host.expr(check as Expr, at),
+      shadows: (name) => {
+        if (scope.variables.has(name)) return true;
+        let found = shadowed.get(name);
+        if (found === undefined) {
+          found = outer.some((s) => s.variables.has(name));
+          shadowed.set(name, found);
+        }
+        return found;
+      },
+      isNamespace: (name) => {
+        const own = scope.variables.get(name);
+        if (own !== undefined) return isNamespace(own);
+        let found = namespaces.get(name);
+        if (found === undefined) {
+          found = isNamespace(resolve(scope, name)?.variables.get(name));
+          namespaces.set(name, found);
+        }
+        return found;
+      },
     };
   }
 

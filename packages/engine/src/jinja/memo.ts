@@ -20,7 +20,7 @@
 // value stored outside), is not kept, and runs every time.
 import { make, type Value } from "./values.ts";
 import { type Check, compileCheck } from "./check.ts";
-import { isMutable, isNamespace } from "./loop_fields.ts";
+import { isMutable } from "./loop_fields.ts";
 import { METHODS } from "./methods.ts";
 import { type Node, resolve, Scope } from "./scope.ts";
 
@@ -49,10 +49,12 @@ type Write = { readonly name: string; readonly value: Value } | KeyWrite;
 export interface LoopScopes {
   /** The scope the item runs in. */
   readonly scope: Scope;
-  /** The scopes from it to the root. */
-  readonly chain: readonly Scope[];
   /** Evaluates an expression in a scope, as the interpreter does. */
   readonly evaluate: (node: Node, scope: Scope) => Value;
+  /** Whether a scope between the item's and the root defines `name` now. */
+  readonly shadows: (name: string) => boolean;
+  /** Whether `name`, looked up from the item's scope, is a namespace now. */
+  readonly isNamespace: (name: string) => boolean;
 }
 
 /** One item's recorded body. */
@@ -531,25 +533,28 @@ export function alike(a: Value, b: Value, depth = 0): boolean {
  * read is shadowed, and every read gives an alike value again.
  */
 export function holds(entry: Entry, loop: LoopScopes): boolean {
-  const { scope, chain, evaluate } = loop;
-  for (const name of entry.globals) {
-    for (let i = 0; i < chain.length - 1; i++) {
-      if (chain[i]!.variables.has(name)) return false;
-    }
+  const { globals, namespaces, reads } = entry;
+  for (let i = 0; i < globals.length; i++) {
+    if (loop.shadows(globals[i]!)) return false;
   }
-  for (const name of entry.namespaces) {
-    if (!isNamespace(resolve(scope, name)?.variables.get(name))) return false;
+  for (let i = 0; i < namespaces.length; i++) {
+    if (!loop.isNamespace(namespaces[i]!)) return false;
   }
-  for (const read of entry.reads) {
-    let value: Value;
-    try {
-      value = read.check?.(scope) ?? evaluate(read.node, scope);
-    } catch {
-      return false;
-    }
-    if (!alike(value, read.value)) return false;
+  for (let i = 0; i < reads.length; i++) {
+    if (!readAgain(reads[i]!, loop)) return false;
   }
   return true;
+}
+
+/** Whether a kept read gives an alike value again (a read that throws does not). */
+function readAgain(read: KeptRead, loop: LoopScopes): boolean {
+  let value: Value | undefined;
+  try {
+    value = read.check?.(loop.scope) ?? loop.evaluate(read.node, loop.scope);
+  } catch {
+    return false;
+  }
+  return value === read.value || alike(value, read.value);
 }
 
 /** Makes `entry`'s writes again, in order, from `scope`. */

@@ -23,6 +23,7 @@ import {
 import { type PieceStore, PrefixCounter } from "./prefix.ts";
 import type { HarmonyCounter } from "./harmony_count.ts";
 import { type DecodeForm, decodeIds, payloadIds } from "./tokenize.ts";
+import type { OwnedPayloads } from "./owned_payload.ts";
 
 const logger = getLogger(["incontext", "local"]);
 
@@ -102,6 +103,8 @@ export class LocalModels {
   readonly #store: HostStore;
   readonly #models = new Map<string, Promise<Model>>();
   readonly #ownsPayloads: boolean;
+  /** Copies of the caller's messages and tools, when the payloads are the caller's. */
+  #owned: Promise<OwnedPayloads> | undefined;
   #loads = 0;
 
   /**
@@ -111,7 +114,9 @@ export class LocalModels {
    * @param options `ownsPayloads`: the payloads are this host's own copies
    * (the count core's structured clones), never changed after a count, so
    * their message objects keep their converted template values from render
-   * to render.
+   * to render. Otherwise the host keeps copies of the messages and tools it
+   * counted, and renders an unchanged message from its copy, to the same
+   * effect.
    */
   constructor(store: HostStore, options: { ownsPayloads?: boolean } = {}) {
     this.#store = store;
@@ -165,7 +170,7 @@ export class LocalModels {
         (model.pieces !== null || model.harmony !== null) &&
           job.kind !== "completion"
       ) {
-        return countPayload(model, job, this.#ownsPayloads);
+        return countPayload(model, await this.#own(job));
       }
       // A Responses request counts as the chat payload it becomes.
       const form = job.kind === "completion" ? "text" : "chat";
@@ -176,7 +181,7 @@ export class LocalModels {
       const cached = lookup(key);
       if (cached !== undefined) return cached;
       const epoch = this.#store.epoch();
-      const count = countPayload(model, job, this.#ownsPayloads);
+      const count = countPayload(model, await this.#own(job));
       this.#store.store(key, count, epoch);
       return count;
     } catch (error) {
@@ -194,10 +199,8 @@ export class LocalModels {
   async render(job: LocalCountJob): Promise<string> {
     try {
       const { loaded } = await this.#model(job.spec);
-      return renderPayload(loaded, job.payload, {
-        reuse: this.#ownsPayloads,
-        split: false,
-      }).parts[0]!;
+      const { payload, reuse } = await this.#own(job);
+      return renderPayload(loaded, payload, { reuse, split: false }).parts[0]!;
     } catch (error) {
       throw asEngineError(error, "The local render failed");
     }
@@ -232,6 +235,23 @@ export class LocalModels {
     } catch (error) {
       throw asEngineError(error, "The local detokenization failed");
     }
+  }
+
+  /**
+   * A chat job's payload as the host may render it with reuse: its own
+   * copy, or the caller's when it cannot be copied (rendered without reuse).
+   */
+  async #own(job: LocalCountJob): Promise<OwnedJob> {
+    if (this.#ownsPayloads) return { ...job, reuse: true };
+    if (job.kind === "completion") return { ...job, reuse: false };
+    // Loaded with the first chat count, as the render modules are.
+    this.#owned ??= import("./owned_payload.ts").then((module) =>
+      new module.OwnedPayloads()
+    );
+    const payload = (await this.#owned).adopt(job.payload);
+    return payload === undefined
+      ? { ...job, reuse: false }
+      : { ...job, payload, reuse: true };
   }
 
   #model(spec: ModelSpec): Promise<Model> {
@@ -272,10 +292,14 @@ export class LocalModels {
   }
 }
 
+/** A job, and whether its payload's objects are the host's own (rendered with reuse). */
+interface OwnedJob extends LocalCountJob {
+  readonly reuse: boolean;
+}
+
 function countPayload(
   model: Model,
-  { payload, kind }: LocalCountJob,
-  reuse: boolean,
+  { payload, kind, reuse }: OwnedJob,
 ): number {
   const { loaded } = model;
   if (kind === "completion") {

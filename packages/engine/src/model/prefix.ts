@@ -2,7 +2,8 @@
  * Incremental counting that skips the unchanged start of a render: a
  * conversation that grows by one message renders to the previous text plus
  * a tail, so the pieces (between added tokens) of the shared prefix keep the
- * counts already found, and only the rest is split, hashed and looked up.
+ * counts already found, and only the rest is split, hashed and looked up;
+ * the kept pieces are not copied either, so a turn costs what it added.
  * New pieces are counted once and kept in a {@linkcode PieceStore} (the count
  * cache's LRU) under a hash of the tokenizer's SHA-256 and the piece's text.
  *
@@ -24,19 +25,35 @@ export interface PieceStore {
   set(key: string, count: number): void;
 }
 
-/** A render and its pieces: where each ends, whether it is an added token, the running total. */
-interface Render {
-  /** The render's text, in the parts it came in. */
-  readonly parts: readonly string[];
-  readonly length: number;
+/**
+ * Pieces of renders that extend one another: where each piece ends,
+ * whether it is an added token, the running total. A render keeps the first
+ * `n` rows of a table; a render that grows from it appends to the same
+ * table, so a turn costs its new pieces, not a copy of every earlier one.
+ */
+interface PieceTable {
   readonly starts: number[];
   readonly ends: number[];
   readonly added: boolean[];
   readonly totals: number[];
 }
 
+/** A render: its text in the parts it came in, and the first `n` rows of its table. */
+interface Render {
+  readonly parts: readonly string[];
+  readonly length: number;
+  readonly table: PieceTable;
+  readonly n: number;
+}
+
 /** Renders remembered per tokenizer: a few conversations interleaved still reuse their prefixes. */
 const RECENT_RENDERS = 4;
+/**
+ * The most pieces a render may drop from the one it grew from and still
+ * take over its table: a turn drops the generation prompt and what the
+ * template renders differently in the last message (a few pieces each).
+ */
+const GROWN_DROPS = 64;
 /** The first chunk compared; then halves until the first difference is found. */
 const CHUNK = 65536;
 
@@ -83,6 +100,11 @@ function textFrom(parts: readonly string[], position: number): string {
   if (i === parts.length) return "";
   const head = parts[i]!.slice(position - start);
   return i + 1 === parts.length ? head : head + parts.slice(i + 1).join("");
+}
+
+/** A render's count: the running total of its last piece. */
+function total(render: Render): number {
+  return render.n === 0 ? 0 : render.table.totals[render.n - 1]!;
 }
 
 /** Counts renders of one tokenizer piece by piece, reusing the previous renders' prefixes. */
@@ -132,41 +154,29 @@ export class PrefixCounter {
     const parts = typeof render === "string" ? [render] : render;
     let length = 0;
     for (const part of parts) length += part.length;
-    const counted: Render = {
-      parts,
-      length,
-      starts: [],
-      ends: [],
-      added: [],
-      totals: [],
-    };
-    let position = 0;
-    let total = 0;
     const base = this.#closest(parts);
     if (base !== undefined) {
       if (base.common === length && base.render.length === length) {
         this.#remember(base.render);
-        return base.render.totals.at(-1) ?? 0;
-      }
-      const kept = this.#keptPieces(base.render, base.common);
-      if (kept > 0) {
-        counted.starts.push(...base.render.starts.slice(0, kept));
-        counted.ends.push(...base.render.ends.slice(0, kept));
-        counted.added.push(...base.render.added.slice(0, kept));
-        counted.totals.push(...base.render.totals.slice(0, kept));
-        position = counted.ends[kept - 1]!;
-        total = counted.totals[kept - 1]!;
+        return total(base.render);
       }
     }
+    const kept = base === undefined
+      ? 0
+      : this.#keptPieces(base.render, base.common);
+    const table = kept === 0
+      ? { starts: [], ends: [], added: [], totals: [] }
+      : this.#tableFor(base!.render, kept);
+    let sum = kept === 0 ? 0 : table.totals[kept - 1]!;
     // Only the text after the kept pieces is split (and joined, if parts).
-    const offset = position;
+    const offset = kept === 0 ? 0 : table.ends[kept - 1]!;
     const text = textFrom(parts, offset);
     const push = (start: number, end: number, added: boolean): void => {
-      total += added ? 1 : this.#pieceCount(text.slice(start, end));
-      counted.starts.push(offset + start);
-      counted.ends.push(offset + end);
-      counted.added.push(added);
-      counted.totals.push(total);
+      sum += added ? 1 : this.#pieceCount(text.slice(start, end));
+      table.starts.push(offset + start);
+      table.ends.push(offset + end);
+      table.added.push(added);
+      table.totals.push(sum);
     };
     let at = 0;
     const splitter = this.#splitter;
@@ -179,8 +189,36 @@ export class PrefixCounter {
       }
     }
     if (at < text.length) push(at, text.length, false);
-    this.#remember(counted);
-    return total;
+    this.#remember({ parts, length, table, n: table.totals.length });
+    return sum;
+  }
+
+  /**
+   * A table whose first `kept` rows are `base`'s, for a new render to
+   * append to. A render that grew from `base` (it drops no more than a turn
+   * drops: the generation prompt, the last message's tail) takes `base`'s
+   * own table, cut back to `kept` rows, and `base` is forgotten: the new
+   * render holds all of it that can still be kept. Otherwise (a branch, an
+   * edit far back) the rows are copied and `base` stays, so that two
+   * conversations sharing a prefix each keep their own. Each table belongs
+   * to one remembered render, so no remembered render's rows ever change.
+   */
+  #tableFor(base: Render, kept: number): PieceTable {
+    const table = base.table;
+    if (base.n - kept <= GROWN_DROPS) {
+      this.#recent = this.#recent.filter((other) => other !== base);
+      table.starts.length = kept;
+      table.ends.length = kept;
+      table.added.length = kept;
+      table.totals.length = kept;
+      return table;
+    }
+    return {
+      starts: table.starts.slice(0, kept),
+      ends: table.ends.slice(0, kept),
+      added: table.added.slice(0, kept),
+      totals: table.totals.slice(0, kept),
+    };
   }
 
   /** The remembered render sharing the longest prefix with `parts`. */
@@ -205,8 +243,9 @@ export class PrefixCounter {
    * length of the change).
    */
   #keptPieces(render: Render, common: number): number {
-    for (let i = render.added.length - 1; i >= 0; i--) {
-      if (render.added[i] && render.starts[i]! + this.#longestAdded <= common) {
+    const { added, starts } = render.table;
+    for (let i = render.n - 1; i >= 0; i--) {
+      if (added[i] && starts[i]! + this.#longestAdded <= common) {
         return i + 1;
       }
     }
