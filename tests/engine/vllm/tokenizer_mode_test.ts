@@ -56,6 +56,12 @@ async function folder(files: Record<string, string>): Promise<string> {
 const architecture = (name: string) =>
   JSON.stringify({ architectures: [name] });
 
+/** DeepSeek V3's `config.json`, in the fields vLLM and transformers read. */
+const DEEPSEEK_V3_CONFIG = JSON.stringify({
+  architectures: ["DeepseekV3ForCausalLM"],
+  model_type: "deepseek_v3",
+});
+
 Deno.test("renderDeepseek() writes the fixtures' prompts, in parts that join to them", () => {
   const rules = vllmRules();
   for (const { name, mode, request, render } of CASES) {
@@ -174,9 +180,12 @@ Deno.test("LocalBackend() resolves tokenizerMode auto from the folder as vLLM do
     await t.step(
       "a folder without a DeepSeek architecture renders its chat template",
       async () => {
-        const hf = await count(DEEPSEEK, tools.request);
+        // DeepSeek V3's own config: transformers keeps its tokenizer.json.
+        const v3Dir = await folder({ "config.json": DEEPSEEK_V3_CONFIG });
+        dirs.push(v3Dir);
+        const hf = await count(v3Dir, tools.request);
         await using explicit = new LocalBackend({
-          dir: DEEPSEEK,
+          dir: v3Dir,
           cache: null,
           tokenizerMode: "HF",
         });
@@ -194,11 +203,15 @@ Deno.test("LocalBackend() resolves tokenizerMode auto from the folder as vLLM do
       strictEqual(await count(dir, tools.request), tools.count);
     });
     await t.step("Mistral's weights alone are no Mistral folder", async () => {
-      const dir = await folder({ "consolidated.safetensors": "" });
-      dirs.push(dir);
+      const dir = await folder({
+        "config.json": DEEPSEEK_V3_CONFIG,
+        "consolidated.safetensors": "",
+      });
+      const v3Dir = await folder({ "config.json": DEEPSEEK_V3_CONFIG });
+      dirs.push(dir, v3Dir);
       strictEqual(
         await count(dir, tools.request),
-        await count(DEEPSEEK, tools.request),
+        await count(v3Dir, tools.request),
       );
     });
   } finally {
