@@ -8,7 +8,7 @@
  * what the backend's own work and protocol add to the round trip any count
  * over HTTP pays.
  *
- *     npx --yes deno@2.9.6 run --allow-net=127.0.0.1 --allow-read --allow-env bench/backend_latency.ts
+ *     npx --yes deno@2.9.6 run --allow-net=127.0.0.1 --allow-read --allow-env --allow-write=/tmp bench/backend_latency.ts
  */
 import { dirname } from "node:path";
 import type { Backend, JsonObject } from "../mod.ts";

@@ -21,7 +21,7 @@
  * background GC and compiler threads busy, which on 2 cores would land in
  * the timed counts of whatever runs beside it.
  *
- *     npx --yes deno@2.9.6 run --v8-flags=--expose-gc --allow-read --allow-env --allow-run=node bench/local_counting.ts
+ *     npx --yes deno@2.9.6 run --v8-flags=--expose-gc --allow-read --allow-env --allow-run=node --allow-write=/tmp bench/local_counting.ts
  *
  * `--load-only` prints only the first-load table; `--throughput-only` only the
  * tokens-per-second table; `--turns-only` skips the first-load and

@@ -10,7 +10,7 @@
  * and of the process's CPU time (`process.cpuUsage()`, every thread of the
  * process: the worker's too), which other work on the machine disturbs less.
  *
- *     npx --yes deno@2.9.6 run --config tests/deno.json --allow-read --allow-env bench/turn_cost.ts
+ *     npx --yes deno@2.9.6 run --config tests/deno.json --allow-read --allow-env --allow-write=/tmp bench/turn_cost.ts
  *
  * `TURN_COST_SIZES=32768,131072` picks the sizes; `TURN_COST_TURNS` (9) the
  * timed turns per size; `TURN_COST_PATHS=thread` one path (for a profile);

@@ -33,13 +33,14 @@ const BUDGETS: Readonly<Record<string, Budget>> = {
     package: 1_600_000,
   },
   // The engine: a chat-template interpreter over the library's parser, a
-  // tokenizer.json pipeline, vLLM's rules, DeepSeek's encoders and Harmony.
-  // Its root entry loads the model host; templates, tokenizers and the
-  // renderers load on the first count.
+  // tokenizer.json pipeline, tiktoken vocabularies (Kimi K2, Grok 2),
+  // transformers' tokenizer-class table, vLLM's rules, DeepSeek's encoders
+  // and Harmony. Its root entry loads the model host; templates, tokenizers
+  // and the renderers load on the first count.
   "@incontext/engine": {
-    rootGraph: 70_000,
-    rootReachable: 380_000,
-    package: 425_000,
+    rootGraph: 75_000,
+    rootReachable: 460_000,
+    package: 510_000,
   },
 };
 
