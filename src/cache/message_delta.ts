@@ -7,81 +7,21 @@
  *
  * Both sides remember the messages of the last {@linkcode RECENT} count
  * requests, in the order the port delivers them, under the request's id.
- * The client compares against a snapshot (the structure copied, the
- * immutable strings shared), so that a caller editing its message objects
- * after a count cannot make a stale prefix look equal. A core that lacks the
+ * The client compares against a copy (the engine's `plainCopy()`: the
+ * structure copied, the immutable strings shared), so that a caller editing
+ * its message objects after a count cannot make a stale prefix look equal. A core that lacks the
  * base (a new worker, or the sides drifted) asks for the whole payload.
  *
  * @module
  */
+import { equalsPlainCopy, plainCopy } from "@incontext/engine";
 
 /** How many message lists each side remembers. */
 export const RECENT = 4;
-/** Deeper values are not compared: the message is sent whole. */
-const MAX_DEPTH = 32;
-
 /** What a delta names: the base request's id and how many of its messages to keep. */
 export interface DeltaBase {
   readonly id: number;
   readonly keep: number;
-}
-
-/** A value the snapshot does not hold (a class instance, a function, too deep): never equal. */
-const OPAQUE: unique symbol = Symbol("opaque");
-
-/** A JSON-like value's structure, copied; strings, being immutable, shared. */
-function snapshot(value: unknown, depth: number): unknown {
-  if (typeof value !== "object" || value === null) {
-    return typeof value === "function" || typeof value === "symbol"
-      ? OPAQUE
-      : value;
-  }
-  if (depth >= MAX_DEPTH) return OPAQUE;
-  if (Array.isArray(value)) {
-    const copy = new Array<unknown>(value.length);
-    for (let i = 0; i < value.length; i++) {
-      copy[i] = snapshot(value[i], depth + 1);
-    }
-    return copy;
-  }
-  const prototype = Object.getPrototypeOf(value);
-  if (prototype !== Object.prototype && prototype !== null) return OPAQUE;
-  const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) {
-    copy[key] = snapshot((value as Record<string, unknown>)[key], depth + 1);
-  }
-  return copy;
-}
-
-/** Whether `value` equals a snapshot, keys in the same order (a template may iterate them). */
-function equalsSnapshot(value: unknown, kept: unknown): boolean {
-  if (kept === OPAQUE) return false;
-  if (typeof kept !== "object" || kept === null) return Object.is(value, kept);
-  if (typeof value !== "object" || value === null) return false;
-  if (Array.isArray(kept)) {
-    if (!Array.isArray(value) || value.length !== kept.length) return false;
-    for (let i = 0; i < kept.length; i++) {
-      if (!equalsSnapshot(value[i], kept[i])) return false;
-    }
-    return true;
-  }
-  if (Array.isArray(value)) return false;
-  const prototype = Object.getPrototypeOf(value);
-  if (prototype !== Object.prototype && prototype !== null) return false;
-  const keys = Object.keys(value);
-  const keptKeys = Object.keys(kept);
-  if (keys.length !== keptKeys.length) return false;
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
-    if (
-      key !== keptKeys[i] ||
-      !equalsSnapshot(
-        (value as Record<string, unknown>)[key],
-        (kept as Record<string, unknown>)[key],
-      )
-    ) return false;
-  }
-  return true;
 }
 
 interface Sent {
@@ -112,7 +52,7 @@ export class SentMessages {
       const limit = Math.min(sent.messages.length, messages.length);
       let keep = 0;
       while (
-        keep < limit && equalsSnapshot(messages[keep], sent.messages[keep])
+        keep < limit && equalsPlainCopy(messages[keep], sent.messages[keep])
       ) keep++;
       if (keep > (best?.keep ?? 0)) {
         best = { id: sent.id, keep };
@@ -120,12 +60,12 @@ export class SentMessages {
       }
       if (keep === messages.length) break;
     }
-    // The shared messages equal their snapshots, which nothing changes:
+    // The shared messages equal their copies, which nothing changes:
     // only the rest is copied.
     const shared = best?.keep ?? 0;
     const kept = bestSent?.messages.slice(0, shared) ?? [];
     for (let i = shared; i < messages.length; i++) {
-      kept.push(snapshot(messages[i], 1));
+      kept.push(plainCopy(messages[i]));
     }
     this.#recent.unshift({ id, messages: kept });
     if (this.#recent.length > RECENT) this.#recent.pop();

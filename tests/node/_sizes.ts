@@ -35,10 +35,11 @@ const BUDGETS: Readonly<Record<string, Budget>> = {
   // The engine: a chat-template interpreter over the library's parser, a
   // tokenizer.json pipeline, tiktoken vocabularies (Kimi K2, Grok 2),
   // transformers' tokenizer-class table, vLLM's rules, DeepSeek's encoders
-  // and Harmony. Its root entry loads the model host; templates, tokenizers
-  // and the renderers load on the first count.
+  // and Harmony. Its root entry loads the model host and the copy-and-compare
+  // the root package's worker client shares; templates, tokenizers and the
+  // renderers load on the first count.
   "@incontext/engine": {
-    rootGraph: 75_000,
+    rootGraph: 80_000,
     rootReachable: 460_000,
     package: 510_000,
   },

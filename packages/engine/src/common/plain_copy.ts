@@ -1,11 +1,8 @@
 /**
  * Copies of JSON-like values a host keeps as its own, and whether a value
- * still equals its copy: a host counting on the caller's thread renders from
- * its own copies of the messages that did not change (so that their template
- * values and loop outputs are reused), never from objects the caller may
- * change later. (The count worker's client compares its own snapshots the
- * same way, `src/cache/message_delta.ts` of the root package: the engine's
- * `.` entry stays within its size budget without this module.)
+ * still equals its copy, so that a message the caller edits after a count
+ * never passes for unchanged: the calling thread renders unchanged messages
+ * from these copies, and the count worker's client compares what it sent.
  *
  * @module
  */
