@@ -3,13 +3,14 @@
  * For gpt-oss it does not: vLLM renders chat completions and Responses
  * requests through Harmony (`_make_request_with_harmony`, chosen by
  * `hf_config.model_type == "gpt_oss"`), while `/tokenize` renders the
- * folder's Jinja template, so a backend that counts what `/tokenize`
- * renders (`vllm`, and `local`, which mirrors it) counts another prompt.
+ * folder's Jinja template, so the `vllm` backend, which counts what
+ * `/tokenize` renders, counts another prompt. (The `local` backend renders
+ * gpt-oss chats through the engine's Harmony path.)
  *
- * The engine renders no Harmony and publishes no way to ask whether a
- * folder's chat prompt can be counted locally; until it does, the model
- * type is read here, in {@linkcode servedRendering} alone, so that the
- * engine can take the question over.
+ * The engine publishes no way to ask which path a folder's chats take;
+ * until it does, the model type is read here, in
+ * {@linkcode servedRendering} alone, so that the engine can take the
+ * question over.
  *
  * @module
  */
