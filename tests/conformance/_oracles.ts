@@ -168,17 +168,35 @@ export async function transformersCount(
 export async function transformersCountAll(
   jobs: readonly TransformersJob[],
 ): Promise<TransformersCounts[]> {
+  return await runTransformersPython(
+    [TRANSFORMERS_ORACLE.pathname],
+    jobs,
+  ) as TransformersCounts[];
+}
+
+/**
+ * Runs a script in the Python of tools/.oracle/py with `input` as JSON on
+ * stdin, offline, and parses its stdout as JSON; fails naming the set-up
+ * command when that Python or transformers is missing.
+ *
+ * @param args The Python's arguments: a script's path, or `-c` and code.
+ * @param input What the script reads from stdin.
+ */
+export async function runTransformersPython(
+  args: readonly string[],
+  input: unknown,
+): Promise<unknown> {
   let output: Deno.CommandOutput;
   try {
     const child = new Deno.Command(TRANSFORMERS_PYTHON.pathname, {
-      args: [TRANSFORMERS_ORACLE.pathname],
+      args: [...args],
       env: { HF_HUB_OFFLINE: "1", TRANSFORMERS_VERBOSITY: "error" },
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
     }).spawn();
     const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(JSON.stringify(jobs)));
+    await writer.write(new TextEncoder().encode(JSON.stringify(input)));
     await writer.close();
     output = await child.output();
   } catch (error) {

@@ -14,10 +14,7 @@ import {
 } from "../../packages/engine/src/tokenizer/rebuilt.ts";
 import { loadTokenizer } from "../../packages/engine/src/tokenizer/tokenizer.ts";
 import { MODEL_FILES } from "../_kit/model_files.ts";
-
-const PYTHON = new URL("../../tools/.oracle/py/bin/python", import.meta.url);
-const SETUP =
-  "python3 -m venv tools/.oracle/py && tools/.oracle/py/bin/pip install transformers";
+import { runTransformersPython } from "./_oracles.ts";
 
 /** Loads each folder as vLLM does and encodes the texts without special tokens. */
 const ORACLE = `
@@ -111,33 +108,7 @@ interface OracleResult {
 }
 
 async function oracle(jobs: unknown[]): Promise<OracleResult[]> {
-  let output: Deno.CommandOutput;
-  try {
-    const child = new Deno.Command(PYTHON, {
-      args: ["-c", ORACLE],
-      env: { HF_HUB_OFFLINE: "1", TRANSFORMERS_VERBOSITY: "error" },
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(JSON.stringify(jobs)));
-    await writer.close();
-    output = await child.output();
-  } catch (error) {
-    throw new Error(
-      `This test needs a Python with transformers in tools/.oracle/py: run \`${SETUP}\``,
-      { cause: error },
-    );
-  }
-  if (!output.success) {
-    throw new Error(
-      `transformers is missing or failed in tools/.oracle/py (run \`${SETUP}\`): ${
-        new TextDecoder().decode(output.stderr).slice(-300)
-      }`,
-    );
-  }
-  return JSON.parse(new TextDecoder().decode(output.stdout));
+  return await runTransformersPython(["-c", ORACLE], jobs) as OracleResult[];
 }
 
 Deno.test("checkTransformersRebuild() counts a relabelled folder as transformers 5.18 does, or refuses it", async () => {
