@@ -269,15 +269,22 @@ export class SharedStore implements AsyncDisposable {
     this.#pending++;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const running = (async () => await run())().finally(() => this.#pending--);
+    const started = performance.now();
     const late = new Promise<typeof TIMEOUT>((resolve) => {
       timer = setTimeout(() => {
         // A timer runs before the loop reads what its sockets received, so
         // a replica whose thread was held past the deadline (code compiled
         // on a first request, a long conversation hashed, a busy machine)
         // would find the timer due and the answer unread though the store
-        // answered in time. One more turn of the loop reads it: only a store
-        // that has not answered by then is late.
-        timer = setTimeout(() => resolve(TIMEOUT), 0);
+        // answered in time. The loop gets one more turn to read it, and a
+        // thread held for more than a second deadline gets one more
+        // deadline: reading a socket's answer can take a few turns. Only a
+        // store that has not answered by then is late.
+        const held = performance.now() - started > 2 * this.#timeoutMs;
+        timer = setTimeout(
+          () => resolve(TIMEOUT),
+          held ? this.#timeoutMs : 0,
+        );
       }, this.#timeoutMs);
     });
     try {
