@@ -41,12 +41,17 @@ function outcome(render: () => string): string {
   }
 }
 
-/** Hits and misses counted while `run` runs. */
-function counted(run: () => void): { hits: number; misses: number } {
-  const hits = memoStats.hits;
-  const misses = memoStats.misses;
+/** Hits, misses and hits without checks counted while `run` runs. */
+function counted(
+  run: () => void,
+): { hits: number; misses: number; skips: number } {
+  const { hits, misses, skips } = memoStats;
   run();
-  return { hits: memoStats.hits - hits, misses: memoStats.misses - misses };
+  return {
+    hits: memoStats.hits - hits,
+    misses: memoStats.misses - misses,
+    skips: memoStats.skips - skips,
+  };
 }
 
 Deno.test("real templates render alike with reused item outputs, over growing, edited and interleaved conversations", async (t) => {
@@ -123,9 +128,13 @@ Deno.test("real templates render alike with reused item outputs, over growing, e
         }
       });
       console.log(
-        `template memo: ${model.family}: ${renders} renders alike; ${stats.hits} item outputs reused, ${stats.misses} rendered`,
+        `template memo: ${model.family}: ${renders} renders alike; ${stats.hits} item outputs reused (${stats.skips} without a check of their own), ${stats.misses} rendered`,
       );
       ok(stats.hits > stats.misses, `${model.family}: outputs were reused`);
+      ok(
+        stats.skips > stats.hits / 2,
+        `${model.family}: most reused without checks`,
+      );
     });
   }
 });
@@ -135,7 +144,7 @@ function agree(
   source: string,
   contexts: readonly Record<string, unknown>[],
   clock: { now: Date } = { now: new Date(2026, 10, 30, 12, 0, 0) },
-): { hits: number; misses: number } {
+): { hits: number; misses: number; skips: number } {
   const template = compileChatTemplate(source, { now: () => clock.now });
   return counted(() => {
     contexts.forEach((context, i) => {
@@ -409,10 +418,115 @@ Deno.test("reused item outputs follow every value the body reads", async (t) => 
   });
 });
 
+/** Contexts of one list growing item by item, then edited and cut. */
+function growing(n: number, extra: Record<string, unknown> = {}) {
+  const pool = Array.from({ length: n }, (_, i) => toValue({ c: `m${i}` }));
+  const contexts = pool.map((_, i) => ({
+    messages: pool.slice(0, i + 1),
+    ...extra,
+  }));
+  const edited = [...pool];
+  edited[Math.floor(n / 2)] = toValue({ c: "edited" });
+  return [...contexts, { messages: edited, ...extra }, {
+    messages: pool.slice(0, n - 2),
+    ...extra,
+  }];
+}
+
+Deno.test("a grown list reuses the items it shares with the previous render without checking them one by one", async (t) => {
+  await t.step("a loop over the list, and over it reversed", () => {
+    for (const list of ["messages", "messages[::-1]"]) {
+      const stats = agree(
+        `{% for m in ${list} %}{{ m.c }}{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %}{{ loop.revindex }}{{ loop.index0 }};{% endfor %}`,
+        growing(12),
+      );
+      ok(stats.skips > 40, `${list}: ${stats.skips} without checks`);
+    }
+  });
+  await t.step("the list read at the items around the current one", () => {
+    const stats = agree(
+      // At the first item, `messages[-1]` is the last; two items before an
+      // edit, `messages[loop.index0 + 2]` is the edited one.
+      "{% for m in messages %}{% if loop.first or messages[loop.index0 - 1].c != 'm3' %}<{% endif %}{{ messages[loop.index0 - 1].c }}{{ m.c }}{% if loop.last or messages[loop.index0 + 1].c == 'edited' %}>{% endif %}{{ messages[loop.index0 + 2].c if messages[loop.index0 + 2] is defined }}{{ messages[loop.index0 + 6].c if messages[loop.index0 + 6] is defined }}|{% endfor %}",
+      growing(12),
+    );
+    ok(stats.skips > 20);
+  });
+  await t.step(
+    "an index compared with a value that moves between renders",
+    () => {
+      // The last user line moves as the list grows: only the items between
+      // its old and new index read another answer.
+      const pool = Array.from(
+        { length: 14 },
+        (_, i) => toValue({ c: `m${i}`, user: i % 3 === 0 }),
+      );
+      const stats = agree(
+        "{% set ns = namespace(last=-1) %}{% for m in messages[::-1] %}{% set at = messages|length - 1 - loop.index0 %}{% if ns.last < 0 and m.user %}{% set ns.last = at %}{% endif %}{% endfor %}{% for m in messages %}{% if loop.index0 > ns.last %}+{% elif loop.index0 == ns.last %}={% else %}-{% endif %}{{ m.c }}{% if limit >= loop.index %}!{% endif %}{% endfor %}",
+        pool.map((_, i) => ({ messages: pool.slice(0, i + 1), limit: i % 4 })),
+      );
+      ok(stats.skips > 40, `${stats.skips} without checks`);
+    },
+  );
+  await t.step(
+    "a value set and never read is not checked, unless reading it could raise",
+    () => {
+      const unread = agree(
+        "{% for m in messages[::-1] %}{% set at = messages|length - loop.index0 %}{% if m.c == 'm2' %}{{ at }}{% endif %}{{ m.c }}{% endfor %}",
+        growing(10),
+      );
+      ok(unread.skips > 20);
+      // A value whose making wrote a namespace: what it read is kept.
+      agree(
+        "{% set ns = namespace(n=0) %}{% for m in messages %}{% set unused %}{% set ns.n = ns.n + k %}{% endset %}{{ m.c }}{% endfor %}{{ ns.n }}",
+        growing(5).map((context, i) => ({ ...context, k: i % 3 })),
+      );
+      // Integer division by zero at the third item from the end: an item
+      // reused from a render where it was not that item must not hide it.
+      for (const use of ["", "{% if m.c == 'm0' %}{{ r }}{% endif %}"]) {
+        agree(
+          `{% for m in messages %}{% set r = 10 // (loop.revindex0 - 2) %}${use}{{ m.c }}{% endfor %}`,
+          growing(6),
+        );
+      }
+    },
+  );
+  await t.step("a namespace written where the previous render did not", () => {
+    // The item that counts follows `pick`: after it, `ns.n` differs from
+    // the previous render's, so every later item reads it again.
+    const pool = Array.from({ length: 8 }, (_, i) => toValue({ c: `m${i}` }));
+    const stats = agree(
+      "{% set ns = namespace(n=0) %}{% for m in messages %}{% if m.c == pick %}{% set ns.n = ns.n + 1 %}{% endif %}{{ ns.n }}{{ m.c }}{% endfor %}",
+      pool.map((_, i) => ({
+        messages: pool.slice(0, i + 1),
+        pick: i % 2 === 0 ? "m1" : "none",
+      })),
+    );
+    ok(stats.skips > 5);
+  });
+  await t.step("a namespace written through another name", () => {
+    agree(
+      "{% set ns = namespace(n=0) %}{% set alias = ns %}{% for m in messages %}{% if m.c == 'm1' or m.c == 'edited' %}{% set alias.n = alias.n + 1 %}{% endif %}{{ ns.n }}{{ m.c }}{% endfor %}",
+      growing(8),
+    );
+  });
+  await t.step("conversations interleaved, each growing", () => {
+    const a = growing(8);
+    const b = growing(8).map((context) => ({
+      messages: [toValue({ c: "other" }), ...context.messages as unknown[]],
+    }));
+    const stats = agree(
+      "{% for m in messages %}{{ loop.index }}{{ m.c }}{% endfor %}",
+      a.flatMap((context, i) => [context, b[i]!]),
+    );
+    ok(stats.skips > 40);
+  });
+});
+
 // Random loop bodies made of fragments that read, write and call what the
 // memo must follow, rendered over random sequences of contexts.
 const PRELUDE =
-  "{% set ns = namespace(n=0, flag=false, s='') %}{% if shadow %}{% set sep = 'S' %}{% set range = none %}{% endif %}" +
+  "{% set ns = namespace(n=0, flag=false, s='') %}{% set alias = ns %}{% if shadow %}{% set sep = 'S' %}{% set range = none %}{% endif %}" +
   "{% macro show(m) %}{{ sep }}{{ m.c }}{% endmacro %}" +
   "{% macro bump(k) %}{% set ns.n = ns.n + k %}{{ ns.n }}{% endmacro %}" +
   "{% macro pick() %}{% if x == 'a' %}A{% else %}{{ last }}{% endif %}{% endmacro %}" +
@@ -452,6 +566,12 @@ const FRAGMENTS = [
   "{{ pick() }}",
   "{{ wrap(m.c, loop.index) }}",
   "{% for k in m.tags %}{% if x == 'a' or k == 't' %}K{% endif %}{% endfor %}",
+  "{% set at = messages|length - loop.index0 %}{% if m.flag %}{{ at }}{% endif %}",
+  "{% if loop.index0 > ns.n %}G{% endif %}",
+  "{% if lim >= loop.index %}!{% endif %}",
+  "{{ messages[loop.index0 + 1].c if messages[loop.index0 + 1] is defined }}",
+  "{% set q = 10 // (loop.revindex0 - 2) %}",
+  "{% set alias.n = alias.n + 1 %}",
 ];
 
 function randomItem(random: Rand, n: number) {
@@ -471,13 +591,16 @@ Deno.test("random loop bodies render alike with reused item outputs over random 
   const random = mulberry32(SEED);
   let renders = 0;
   let hits = 0;
+  let skips = 0;
   for (let t = 0; t < 250; t++) {
     const body = Array.from(
       { length: 1 + Math.floor(random() * 5) },
       () => FRAGMENTS[Math.floor(random() * FRAGMENTS.length)]!,
     ).join("");
+    // A third of the loops run over the list reversed.
+    const list = t % 3 === 2 ? "messages[::-1]" : "messages";
     const source =
-      `${PRELUDE}{% for m in messages %}${body}|{% endfor %}#{{ ns.n }}{{ ns.flag }}{{ ns.s }}`;
+      `${PRELUDE}{% for m in ${list} %}${body}|{% endfor %}#{{ ns.n }}{{ ns.flag }}{{ ns.s }}`;
     const pool = Array.from({ length: 8 }, (_, n) => randomItem(random, n));
     let messages = pool.slice(0, 1 + Math.floor(random() * 3));
     const contexts: Record<string, unknown>[] = [];
@@ -503,11 +626,11 @@ Deno.test("random loop bodies render alike with reused item outputs over random 
       } else if (roll < 0.9) {
         messages = [randomItem(random, 30 + step), ...messages];
       }
-      contexts.push({ messages, x, sep, shadow });
+      contexts.push({ messages, x, sep, shadow, lim: step % 4 });
     }
     const clock = { now: new Date(2026, 10, 30, 12, 0, 0) };
     const template = compileChatTemplate(source, { now: () => clock.now });
-    hits += counted(() => {
+    const stats = counted(() => {
       contexts.forEach((context, i) => {
         if (random() < 0.2) {
           clock.now = new Date(clock.now.getTime() + 1000);
@@ -521,10 +644,13 @@ Deno.test("random loop bodies render alike with reused item outputs over random 
         strictEqual(memo, plain, `template ${t}, render ${i}: ${source}`);
         renders++;
       });
-    }).hits;
+    });
+    hits += stats.hits;
+    skips += stats.skips;
   }
   console.log(
-    `template memo: ${renders} random renders alike; ${hits} item outputs reused`,
+    `template memo: ${renders} random renders alike; ${hits} item outputs reused, ${skips} without a check of their own`,
   );
   ok(hits > renders);
+  ok(skips > renders / 2);
 });

@@ -13,6 +13,11 @@ import {
   renderPayload,
 } from "../../../packages/engine/src/model/chat_render.ts";
 import { OwnedPayloads } from "../../../packages/engine/src/model/owned_payload.ts";
+import {
+  equalsPlainCopy,
+  NOT_PLAIN,
+  plainCopy,
+} from "../../../packages/engine/src/common/plain_copy.ts";
 import { memoStats } from "../../../packages/engine/src/jinja/memo.ts";
 import { buildTokenizePayload } from "../../../packages/engine/src/vllm/payload.ts";
 import { MODEL_FILES } from "../../_kit/model_files.ts";
@@ -138,4 +143,26 @@ Deno.test("OwnedPayloads.adopt() keeps its copies of unchanged messages and copi
   // What is not plain data is not copied: the payload renders as given.
   strictEqual(owned.adopt({ messages: [{ role: "user", f() {} }] }), undefined);
   strictEqual(owned.adopt({ messages: [a], tools: {} }), undefined);
+});
+
+Deno.test("equalsPlainCopy() tells a value from its copy by keys, their order and values", () => {
+  const message = { role: "tool", content: "x", meta: { a: 1, b: [1, 2] } };
+  const copy = plainCopy(message);
+  ok(equalsPlainCopy(message, copy));
+  ok(equalsPlainCopy(structuredClone(message), copy));
+  const { role, content, meta } = message;
+  ok(!equalsPlainCopy({ content, role, meta }, copy), "keys reordered");
+  ok(!equalsPlainCopy({ role, content }, copy), "a key less");
+  ok(!equalsPlainCopy({ ...message, extra: 1 }, copy), "a key more");
+  ok(!equalsPlainCopy({ ...message, meta: { b: [1, 2], a: 1 } }, copy));
+  ok(!equalsPlainCopy({ ...message, meta: { a: 1, b: [1, 2, 3] } }, copy));
+  ok(!equalsPlainCopy({ ...message, meta: { a: "1", b: [1, 2] } }, copy));
+  // Keys of another prototype are no plain object's.
+  const inherited = Object.assign(Object.create({ role: "tool" }), {
+    content,
+    meta,
+  });
+  ok(!equalsPlainCopy(inherited, copy));
+  ok(!equalsPlainCopy(new Map(Object.entries(message)), copy));
+  ok(!equalsPlainCopy(message, NOT_PLAIN));
 });

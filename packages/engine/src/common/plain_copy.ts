@@ -78,11 +78,11 @@ export function equalsPlainCopy(value: unknown, kept: unknown): boolean {
   if (Array.isArray(value)) return false;
   const prototype = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) return false;
-  const keys = Object.keys(value);
   const keptKeys = Object.keys(kept);
-  if (keys.length !== keptKeys.length) return false;
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
+  // `for in` walks the keys in order without a list of them; the prototype
+  // holds none (any it held would differ from the copy's own keys).
+  let i = 0;
+  for (const key in value) {
     if (
       key !== keptKeys[i] ||
       !equalsPlainCopy(
@@ -90,6 +90,7 @@ export function equalsPlainCopy(value: unknown, kept: unknown): boolean {
         (kept as Record<string, unknown>)[key],
       )
     ) return false;
+    i++;
   }
-  return true;
+  return i === keptKeys.length;
 }

@@ -8,7 +8,7 @@ import { type FilterCall, filterName } from "./ast.ts";
 import { filterNamed } from "./filter_table.ts";
 import { DICT_ATTRIBUTES } from "./names.ts";
 import { pyEq } from "./objects.ts";
-import { type Node, resolve, type Scope } from "./scope.ts";
+import type { Node, Scope } from "./scope.ts";
 import { testNamed } from "./tests.ts";
 import { type Callable, make, pyStr, type Value } from "./values.ts";
 
@@ -37,8 +37,7 @@ const FALSE = make("BooleanValue", false);
 
 /** The variable lookup: the nearest scope holding the name. */
 function lookup(scope: Scope, name: string): Value {
-  return resolve(scope, name)?.variables.get(name) ??
-    make("UndefinedValue", undefined);
+  return scope.lookup(name);
 }
 
 function compile(node: Node): Check | null {

@@ -14,6 +14,8 @@ import {
 } from "./memo.ts";
 import { raised, truthy, unsupported } from "./objects.ts";
 import { pyIter } from "./operators.ts";
+import { LoopRun } from "./loop_runs.ts";
+import { neverRaises } from "./never_raises.ts";
 import { type Node, resolve, Scope } from "./scope.ts";
 import { make, type Value } from "./values.ts";
 
@@ -112,13 +114,22 @@ export function runFor(host: LoopHost, node: For, outer: Scope): string {
   // Item outputs are reused only by a loop not itself inside a recorded body.
   const reuse = host.memo && host.rec === null &&
       node.loopvar.type === "Identifier"
-    ? new ItemReuse(host, node, scope, node.loopvar.value)
+    ? new ItemReuse(host, node, scope, node.loopvar.value, loopValue)
     : null;
+  // The previous run's items this run shares, reused without checks.
+  let run = reuse === null ? null : reuse.start(node as Node, items);
   let result = "";
   // As in jinja2, `else` runs unless an item's body ran to its end.
   let completed = false;
   for (let i = 0; i < length; ++i) {
     loop.at = i;
+    const reused = run?.reuse(i);
+    if (reused !== undefined) {
+      if (sink === null) result += reused;
+      else if (reused !== "") sink.push(reused);
+      completed = true;
+      continue;
+    }
     // jinja2 runs each item's body in a fresh scope: a `set` there is gone
     // at the next item, and never rebinds an outer name (only namespace
     // attributes carry over).
@@ -128,15 +139,23 @@ export function runFor(host: LoopHost, node: For, outer: Scope): string {
     bind(scope, item);
     try {
       const output = reuse?.run(item) ?? host.block(body, scope);
+      run?.done(i, reuse!.used, output);
       if (sink === null) result += output;
       else if (output !== "") sink.push(output);
     } catch (error) {
-      if (error === CONTINUE) continue;
-      if (error === BREAK) break;
+      if (error === CONTINUE) {
+        run?.done(i, undefined, "");
+        continue;
+      }
+      if (error === BREAK) {
+        run = null;
+        break;
+      }
       throw error;
     }
     completed = true;
   }
+  run?.finish();
   if (!completed) result += host.block(node.defaultBlock, scope);
   if (sink !== null && result !== "") sink.push(result);
   return sink === null ? result : "";
@@ -156,9 +175,20 @@ class ItemReuse {
   readonly #memo: WeakMap<object, Entry>;
   /** What a kept entry is checked against before reuse. */
   readonly #loop: LoopScopes;
+  readonly #name: string;
+  readonly #probe: Scope;
+  /** The entry the last item run reused or recorded, if any. */
+  used: Entry | undefined;
 
-  constructor(host: LoopHost, node: For, scope: Scope, name: string) {
+  constructor(
+    host: LoopHost,
+    node: For,
+    scope: Scope,
+    name: string,
+    loopValue: Value,
+  ) {
     this.#host = host;
+    this.#name = name;
     this.#body = node.body;
     this.#scope = scope;
     for (let s: Scope | undefined = scope; s; s = s.parent) this.#chain.push(s);
@@ -171,6 +201,14 @@ class ItemReuse {
     const outer = this.#chain.slice(1, -1);
     const shadowed = new Map<string, boolean>();
     const namespaces = new Map<string, boolean>();
+    // An item's scope as it starts, the loop and a mapping item only:
+    // where a reuse without the item's own scope checks a read, and where
+    // whether an expression may raise is judged.
+    const probe = new Scope(scope.parent);
+    probe.setVariable("loop", loopValue);
+    probe.setVariable(name, make("ObjectValue", new Map()));
+    this.#probe = probe;
+    const total = new Map<Node, boolean>();
     this.#loop = {
       scope,
       // One closure per loop, not per item.
@@ -194,16 +232,33 @@ class ItemReuse {
         }
         return found;
       },
+      neverRaises: (node) => {
+        let found = total.get(node);
+        if (found === undefined) {
+          total.set(node, found = neverRaises(node, probe));
+        }
+        return found;
+      },
     };
+  }
+
+  /** This run of the loop over `items`, aligned with its previous runs. */
+  start(node: Node, items: readonly Value[]): LoopRun {
+    return new LoopRun(node, items, this.#scope.parent!, this.#name, {
+      ...this.#loop,
+      scope: this.#probe,
+    });
   }
 
   /** The item's output, reused or recorded; `undefined` for an item that just runs. */
   run(item: Value): string | undefined {
+    this.used = undefined;
     if (item.type !== "ObjectValue" || isMutable(item)) return undefined;
     const entry = this.#memo.get(item);
     if (entry !== undefined && holds(entry, this.#loop)) {
       memoStats.hits++;
       replay(entry, this.#scope);
+      this.used = entry;
       return entry.output;
     }
     memoStats.misses++;
@@ -224,6 +279,7 @@ class ItemReuse {
       memoStats.unkept++;
       this.#memo.delete(item);
     } else this.#memo.set(item, recorded);
+    this.used = recorded;
     return output;
   }
 }

@@ -296,6 +296,7 @@ class Evaluator {
   set(node: Extract<Stmt, { type: "Set" }>, scope: Scope): void {
     const rec = this.rec;
     const assignee = node.assignee;
+    const mark = rec?.mark();
     const value = () =>
       node.value !== null
         ? this.expr(node.value, scope)
@@ -332,7 +333,13 @@ class Evaluator {
     } else throw unsupported("assigning to this target");
     if (rec !== null) {
       for (const name of names) {
-        rec.wroteName(scope, name, scope.variables.get(name)!);
+        // Unpacked names share their reads: each is kept at once.
+        rec.wroteName(
+          scope,
+          name,
+          scope.variables.get(name)!,
+          names.length === 1 ? mark : undefined,
+        );
       }
     }
   }

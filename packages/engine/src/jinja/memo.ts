@@ -14,7 +14,9 @@
 // - globals: constant across renders, as long as no enclosing scope defines
 //   the same name, which is checked;
 // - what it writes outside itself (variables of the loop's scope, namespace
-//   attributes): replayed on reuse.
+//   attributes): replayed on reuse;
+// - a variable of the loop's scope the body sets and never reads again: what
+//   its value read is not kept (the value reaches nothing the item shows).
 // A body that throws, or that does something these rules cannot follow
 // (a namespace used whole, a macro defined in the loop's scope, a mutable
 // value stored outside), is not kept, and runs every time.
@@ -25,13 +27,13 @@ import { METHODS } from "./methods.ts";
 import { type Node, resolve, Scope } from "./scope.ts";
 
 /** An expression read from outside the body, with the value it gave. */
-interface Read {
+export interface Read {
   readonly node: Node;
   readonly value: Value;
 }
 
 /** A kept read, with its compiled check when it has one. */
-interface KeptRead extends Read {
+export interface KeptRead extends Read {
   readonly check: Check | null;
 }
 
@@ -55,17 +57,28 @@ export interface LoopScopes {
   readonly shadows: (name: string) => boolean;
   /** Whether `name`, looked up from the item's scope, is a namespace now. */
   readonly isNamespace: (name: string) => boolean;
+  /** Whether an expression cannot raise in the item's scope (never_raises.ts). */
+  readonly neverRaises: (node: Node) => boolean;
 }
 
 /** One item's recorded body. */
 export interface Entry {
   readonly output: string;
   readonly reads: readonly KeptRead[];
+  /**
+   * Reads whose values reached only a variable never read again: a reuse
+   * needs only that evaluating them would not raise.
+   */
+  readonly dead: readonly KeptRead[];
   /** Globals read: no scope between the loop and the root may define them. */
   readonly globals: readonly string[];
   /** Names whose namespace the body wrote: they must name a namespace again. */
   readonly namespaces: readonly string[];
   readonly writes: readonly Write[];
+  /** The namespace writes among `writes`: all of a reuse that outlives the item. */
+  readonly keyWrites: readonly KeyWrite[];
+  /** What loop_runs.ts derives from the entry, kept with it once derived. */
+  derived?: unknown;
 }
 
 /** Reads within one expression under evaluation. */
@@ -83,7 +96,7 @@ interface Frame {
 }
 
 /** Globals whose value is not constant: the clock. */
-const IMPURE_GLOBALS = new Set(["strftime_now"]);
+export const IMPURE_GLOBALS: ReadonlySet<string> = new Set(["strftime_now"]);
 
 /**
  * Macro functions by the node that defined them: two macros of one node
@@ -107,8 +120,17 @@ export function memoOf(node: Node): WeakMap<object, Entry> {
   return memo;
 }
 
-/** Hits and misses since the process started (tests read them). */
-export const memoStats = { hits: 0, misses: 0, unkept: 0 };
+/**
+ * Hits and misses since the process started (tests read them); `skips`
+ * counts the hits taken without checking the item's reads (loop_runs.ts).
+ */
+export const memoStats = { hits: 0, misses: 0, unkept: 0, skips: 0 };
+
+/** Where the reads and writes of a `{% set %}` start: see {@linkcode Recorder.mark}. */
+export interface SetMark {
+  readonly reads: number;
+  readonly writes: number;
+}
 
 /** What one item's body is doing while it is recorded. */
 export class Recorder {
@@ -122,6 +144,10 @@ export class Recorder {
   readonly #globals = new Set<string>();
   readonly #writes: Write[] = [];
   readonly #namespaces = new Set<string>();
+  /** Reads of values set to a loop-scope variable not read since, by name. */
+  readonly #pending = new Map<string, Read[]>();
+  /** Reads of such values once the variable was read. */
+  readonly #committed: Read[] = [];
   /** Scopes with this serial or a higher one were made by the body. */
   readonly #firstMade = Scope.nextSerial();
   #kept = true;
@@ -246,6 +272,12 @@ export class Recorder {
       this.unkeep();
     } else if (found === this.#scope && this.#ownNames.has(name)) {
       frame.internal = true;
+      // What the value read now reaches what the item shows.
+      const pending = this.#pending.get(name);
+      if (pending !== undefined) {
+        this.#committed.push(...pending);
+        this.#pending.delete(name);
+      }
     } else if (found === this.#scope && this.#itemNames.has(name)) {
       // The item itself: the memo key.
     } else {
@@ -286,10 +318,35 @@ export class Recorder {
     if (this.#chain.has(scope)) this.unkeep();
   }
 
-  /** A `{% set name = value %}` in `scope`. */
-  wroteName(scope: Scope, name: string, value: Value): void {
+  /** Marks the start of a `{% set %}`'s value, for {@linkcode wroteName}. */
+  mark(): SetMark {
+    return {
+      reads: this.#frames[0]!.reads?.length ?? 0,
+      writes: this.#writes.length,
+    };
+  }
+
+  /**
+   * A `{% set name = value %}` in `scope`. With the `mark` taken before the
+   * value was evaluated: a statement of the body setting a variable of the
+   * loop's scope, with no write on the way, keeps what the value read
+   * pending until the variable is read. A variable never read again reaches
+   * nothing the item shows (the loop's scope is cleared before the next
+   * item, and dropped after the loop), so a reuse need not read it again.
+   */
+  wroteName(scope: Scope, name: string, value: Value, mark?: SetMark): void {
     if (scope.serial >= this.#firstMade) return;
     if (scope !== this.#scope || !storable(value)) this.unkeep();
+    const root = this.#frames[0]!;
+    if (
+      mark !== undefined && this.#frames.length === 1 &&
+      this.#writes.length === mark.writes && root.reads !== null &&
+      root.reads.length > mark.reads
+    ) {
+      const pending = this.#pending.get(name) ?? [];
+      pending.push(...root.reads.splice(mark.reads));
+      this.#pending.set(name, pending);
+    }
     this.#ownNames.add(name);
     this.#writes.push({ name, value });
   }
@@ -321,25 +378,40 @@ export class Recorder {
     }
     return {
       output,
-      reads: (root.reads ?? []).map((read) => ({
-        ...read,
-        check: compileCheck(read.node),
-      })),
+      reads: [...root.reads ?? [], ...this.#committed].map(kept),
+      dead: [...this.#pending.values()].flat().map(kept),
       globals: [...this.#globals],
       namespaces: [...this.#namespaces],
       writes: this.#writes,
+      keyWrites: this.#writes.filter((write) => "key" in write),
+      derived: undefined,
     };
   }
 }
 
+function kept(read: Read): KeptRead {
+  return { ...read, check: compileCheck(read.node) };
+}
+
 /** What an expression may read, whatever path it takes. */
-interface StaticInfo {
+export interface StaticInfo {
   /** Every variable name in it. */
   readonly names: ReadonlySet<string>;
+  /** Names used other than as `name.key`. */
+  readonly bare: ReadonlySet<string>;
   /** Names it calls. */
   readonly callees: ReadonlySet<string>;
   /** `name.key` attribute reads. */
   readonly keys: readonly (readonly [string, string])[];
+  /** Those of `keys` other than in `compared`. */
+  readonly keyUses: readonly (readonly [string, string])[];
+  /** `name[loop.index0 + offset]` item reads (or `loop.index`, one more). */
+  readonly indexed: readonly (readonly [string, number])[];
+  /**
+   * `loop.index0 + offset` compared with `name` or `name.key` (`<`, `==`,
+   * ...): `=name` or `.name.key`, and the offset.
+   */
+  readonly compared: readonly (readonly [string, number])[];
 }
 
 const staticInfos = new WeakMap<Node, StaticInfo | null>();
@@ -347,19 +419,87 @@ const staticInfos = new WeakMap<Node, StaticInfo | null>();
 /** A {@linkcode StaticInfo} being filled in by {@linkcode collect}. */
 interface Collected {
   readonly names: Set<string>;
+  readonly bare: Set<string>;
   readonly callees: Set<string>;
   readonly keys: [string, string][];
+  readonly keyUses: [string, string][];
+  readonly indexed: [string, number][];
+  readonly compared: [string, number][];
 }
 
 /** An expression's {@linkcode StaticInfo}, or null for a shape not followed. */
-function staticInfo(node: Node): StaticInfo | null {
+export function staticInfo(node: Node): StaticInfo | null {
   let info = staticInfos.get(node);
   if (info === undefined) {
-    const found: Collected = { names: new Set(), callees: new Set(), keys: [] };
+    const found: Collected = {
+      names: new Set(),
+      bare: new Set(),
+      callees: new Set(),
+      keys: [],
+      keyUses: [],
+      indexed: [],
+      compared: [],
+    };
     info = collect(node, found) ? found : null;
     staticInfos.set(node, info);
   }
   return info;
+}
+
+const COMPARISONS: ReadonlySet<string> = new Set([
+  "<",
+  ">",
+  "<=",
+  ">=",
+  "==",
+  "!=",
+]);
+
+/**
+ * The root of `name` or `name.key` compared with a loop index (`=name`,
+ * `.name.key`), noted as read; null for anything else.
+ */
+function comparedRoot(node: Node, found: Collected): string | null {
+  if (node.type === "Identifier") {
+    if (node["value"] === "loop") return null;
+    found.names.add(node["value"] as string);
+    return `=${node["value"]}`;
+  }
+  const object = node["object"] as Node;
+  if (
+    node.type !== "MemberExpression" || node["computed"] ||
+    object.type !== "Identifier"
+  ) return null;
+  const name = object["value"] as string;
+  const key = (node["property"] as Node)["value"] as string;
+  // Two loop fields compared: the fields are read as they are.
+  if (name === "loop") return null;
+  found.names.add(name);
+  found.keys.push([name, key]);
+  return `.${name}.${key}`;
+}
+
+/** `loop.index0 + k` (or `- k`, or `loop.index`, one more): `k`; else null. */
+function loopOffset(node: Node): number | null {
+  const field = (member: Node): number | null => {
+    if (
+      member.type !== "MemberExpression" || member["computed"] ||
+      (member["object"] as Node).type !== "Identifier" ||
+      (member["object"] as Node)["value"] !== "loop"
+    ) return null;
+    const name = (member["property"] as Node)["value"];
+    return name === "index0" ? 0 : name === "index" ? 1 : null;
+  };
+  if (node.type !== "BinaryExpression") return field(node);
+  const operator = (node["operator"] as { value: string }).value;
+  const base = field(node["left"] as Node);
+  const right = node["right"] as Node;
+  if (
+    base === null || right.type !== "IntegerLiteral" ||
+    (operator !== "+" && operator !== "-")
+  ) return null;
+  const k = right["value"] as number;
+  return operator === "+" ? base + k : base - k;
 }
 
 /** The name a call calls: `f(...)`. */
@@ -395,18 +535,33 @@ function isMethodCall(callee: Node): boolean {
  */
 function collect(node: Node | undefined | null, found: Collected): boolean {
   if (node === undefined || node === null) return true;
-  const { names, callees, keys } = found;
+  const { names, bare, callees, keys } = found;
   const walk = (child: unknown) => collect(child as Node | undefined, found);
   if (LITERALS.has(node.type)) return true;
   switch (node.type) {
     case "Identifier":
       names.add(node["value"] as string);
+      bare.add(node["value"] as string);
       return true;
     case "MemberExpression": {
       const object = node["object"] as Node;
       const property = node["property"] as Node;
       if (!node["computed"] && object.type === "Identifier") {
         keys.push([object["value"] as string, property["value"] as string]);
+        found.keyUses.push([
+          object["value"] as string,
+          property["value"] as string,
+        ]);
+        names.add(object["value"] as string);
+        return true;
+      }
+      const offset = node["computed"] && object.type === "Identifier"
+        ? loopOffset(property)
+        : null;
+      if (offset !== null) {
+        names.add(object["value"] as string);
+        found.indexed.push([object["value"] as string, offset]);
+        return walk(property);
       }
       return walk(object) && (!node["computed"] || walk(property));
     }
@@ -416,6 +571,7 @@ function collect(node: Node | undefined | null, found: Collected): boolean {
       if (named !== undefined) {
         callees.add(named);
         names.add(named);
+        bare.add(named);
       } else if (isMethodCall(callee)) {
         // Python's method of a string, dict or list: pure.
         if (!walk(callee["object"])) return false;
@@ -443,8 +599,21 @@ function collect(node: Node | undefined | null, found: Collected): boolean {
       return walk(node["start"]) && walk(node["stop"]) && walk(node["step"]);
     case "UnaryExpression":
       return walk(node["argument"]);
-    case "BinaryExpression":
-      return walk(node["left"]) && walk(node["right"]);
+    case "BinaryExpression": {
+      const left = node["left"] as Node;
+      const right = node["right"] as Node;
+      if (COMPARISONS.has((node["operator"] as { value: string }).value)) {
+        const offset = loopOffset(left);
+        const other = offset === null ? left : right;
+        const at = offset ?? loopOffset(right);
+        const root = at === null ? null : comparedRoot(other, found);
+        if (root !== null) {
+          found.compared.push([root, at!]);
+          return walk(other === left ? right : left);
+        }
+      }
+      return walk(left) && walk(right);
+    }
     case "Ternary":
       return walk(node["condition"]) && walk(node["trueExpr"]) &&
         walk(node["falseExpr"]);
@@ -543,11 +712,29 @@ export function holds(entry: Entry, loop: LoopScopes): boolean {
   for (let i = 0; i < reads.length; i++) {
     if (!readAgain(reads[i]!, loop)) return false;
   }
+  const dead = entry.dead;
+  for (let i = 0; i < dead.length; i++) {
+    if (!loop.neverRaises(dead[i]!.node) && raises(dead[i]!, loop)) {
+      return false;
+    }
+  }
   return true;
 }
 
+/** Whether evaluating a read raises now. */
+export function raises(read: KeptRead, loop: LoopScopes): boolean {
+  try {
+    if (read.check?.(loop.scope) === undefined) {
+      loop.evaluate(read.node, loop.scope);
+    }
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 /** Whether a kept read gives an alike value again (a read that throws does not). */
-function readAgain(read: KeptRead, loop: LoopScopes): boolean {
+export function readAgain(read: KeptRead, loop: LoopScopes): boolean {
   let value: Value | undefined;
   try {
     value = read.check?.(loop.scope) ?? loop.evaluate(read.node, loop.scope);
@@ -555,6 +742,20 @@ function readAgain(read: KeptRead, loop: LoopScopes): boolean {
     return false;
   }
   return value === read.value || alike(value, read.value);
+}
+
+/**
+ * Makes `entry`'s namespace writes again, in order, from the scope around
+ * the loop: all of a reuse that outlives the item.
+ */
+export function replayKeys(entry: Entry, outer: Scope): void {
+  for (const write of entry.keyWrites) {
+    const found = resolve(outer, write.name)!;
+    (found.variables.get(write.name)!.value as Map<string, Value>).set(
+      write.key,
+      write.value,
+    );
+  }
 }
 
 /** Makes `entry`'s writes again, in order, from `scope`. */

@@ -1,0 +1,597 @@
+// Reuse of a loop's items from its previous run without checking them one
+// by one: the template's state at the items a render shares with the
+// previous render.
+//
+// A conversation that grew renders its loops over the previous render's
+// items again: the same item objects, in the same order, after the new
+// ones (a loop over `messages[::-1]`) or before them (over `messages`).
+// memo.ts reuses an item's output once every value its body read gives the
+// same value again, which costs every item a check. Here each value an
+// entry read is traced to its roots, the names it reads other than the
+// item itself:
+// - `=name`: a name of the enclosing scopes, used whole. It holds one value
+//   for the whole loop (a body cannot rebind it); clean when alike to the
+//   previous run's;
+// - `.name.key`: a namespace's (or a mapping's) key. Namespace keys change
+//   only after an item that writes; they are compared again with what the
+//   previous run held after the same item;
+// - `?name`: that a name holds a namespace;
+// - `[name`: a list read only at `loop.index0 + k`: clean at the items
+//   whose reads stay within what both runs' lists share;
+// - `>root`: `=name` or `.name.key` read only to be compared with
+//   `loop.index0 + k`: clean at the items outside the range its two values
+//   span;
+// - `:name`: the type of a name, where it alone makes an unchecked read
+//   (memo.ts `dead`) unable to raise;
+// - `loop.field`, `loop`: clean as the runs align (`loop.index0` is the
+//   same when the shared items start both runs; `loop.revindex` when they
+//   end both).
+// An item whose previous entry reads only roots clean at that item reads
+// the same values again: its output and namespace writes are reused as
+// they are. Where a root is dirty, the entry's reads of it are checked
+// (still without the item's own scope); where that fails, memo.ts checks
+// or runs the item.
+import { isNamespace } from "./loop_fields.ts";
+import {
+  alike,
+  type Entry,
+  IMPURE_GLOBALS,
+  type KeptRead,
+  type LoopScopes,
+  memoStats,
+  raises,
+  readAgain,
+  replayKeys,
+  staticInfo,
+} from "./memo.ts";
+import { DICT_ATTRIBUTES } from "./names.ts";
+import { typesRelied } from "./never_raises.ts";
+import { type Node, resolve, type Scope } from "./scope.ts";
+import type { Value } from "./values.ts";
+
+/** One run of a loop: its items, the entry each used, the roots it saw. */
+interface Run {
+  readonly items: readonly Value[];
+  /** The entry each item reused or recorded; undefined where none. */
+  readonly entries: readonly (Entry | undefined)[];
+  /**
+   * By item, in arrays read in order (all a reuse without checks reads of
+   * an item, never reaching its entry): the entry's output, ...
+   */
+  readonly outputs: readonly string[];
+  /** ... the bits of every root it read (`-1`: no entry, or a root without a bit), ... */
+  readonly roots: Int32Array;
+  /** ... and 1 where it wrote a namespace (or may have). */
+  readonly writes: Uint8Array;
+  /** The value roots at the loop's start. */
+  readonly start: ReadonlyMap<string, unknown>;
+  /** After each item that wrote or may have written: the key roots. */
+  readonly after: readonly (ReadonlyMap<string, unknown> | undefined)[];
+}
+
+/** A read and its roots, as bits of its loop's roots; `-1` when some root has no bit. */
+interface RootedRead {
+  readonly read: KeptRead;
+  readonly roots: number;
+}
+
+/** An entry's roots. */
+interface Mask {
+  /** Roots of the globals and namespaces it needs as they were. */
+  readonly fixed: number;
+  /** Its reads, checked where a root is dirty. */
+  readonly reads: readonly RootedRead[];
+  /** Its unchecked reads (memo.ts `dead`), evaluated where a root is dirty and they might raise. */
+  readonly dead: readonly RootedRead[];
+  /** All of them. */
+  readonly union: number;
+}
+
+/** Roots a loop follows, one bit each: past it, an entry is never skipped. */
+const MAX_ROOTS = 30;
+/** Runs kept per loop: a few conversations interleaved still align. */
+const RECENT_RUNS = 4;
+/** The largest `k` of a `list[loop.index0 + k]` root: a larger one is a read of the whole list. */
+const LIST_REACH = 4;
+/** A root's value that compares equal to nothing: the read is checked. */
+const UNKNOWN: unique symbol = Symbol("unknown");
+/** Loop fields that differ when the shared items start both runs but the lengths differ. */
+const LENGTH_FIELDS = ["length", "revindex", "revindex0"];
+/** Loop fields that differ when the shared items end both runs, after new ones. */
+const INDEX_FIELDS = ["index", "index0", "length", "cycle"];
+
+/** What a loop's roots are, and its recent runs. */
+class LoopHistory {
+  readonly bits = new Map<string, number>();
+  /** By bit: the largest `|k| + 1` of the `loop.index0 + k` a `>` root is compared with. */
+  readonly reach: number[] = [];
+  runs: Run[] = [];
+
+  /** The bit of a root, or -1 once the loop follows as many as it can. */
+  bit(root: string): number {
+    let bit = this.bits.get(root);
+    if (bit === undefined) {
+      if (this.bits.size >= MAX_ROOTS) return -1;
+      this.bits.set(root, bit = this.bits.size);
+    }
+    return bit;
+  }
+
+  /** The bits of roots; -1 if one has none. */
+  bitsOf(roots: Iterable<string>): number {
+    let bits = 0;
+    for (const root of roots) {
+      const bit = this.bit(root);
+      if (bit < 0) return -1;
+      bits |= 1 << bit;
+    }
+    return bits;
+  }
+
+  /**
+   * An entry's roots, as bits; computed once per entry (entries are per
+   * loop). `probe` judges whether its unchecked reads may raise.
+   */
+  maskOf(entry: Entry, itemName: string, probe: Scope): Mask {
+    let mask = entry.derived as Mask | undefined;
+    if (mask !== undefined) return mask;
+    const globals = this.bitsOf(entry.globals.map((name) => `=${name}`));
+    const namespaces = this.bitsOf(entry.namespaces.map((name) => `?${name}`));
+    const fixed = globals === -1 || namespaces === -1
+      ? -1
+      : globals | namespaces;
+    const reads = entry.reads.map((read) => ({
+      read,
+      roots: this.bitsOf(this.#rootsOf(read.node, itemName)),
+    }));
+    const dead = entry.dead.map((read) => {
+      // A read that cannot raise whatever the values: only the types count.
+      const types = typesRelied(read.node, probe);
+      return {
+        read,
+        roots: this.bitsOf(
+          types?.map((name) => `:${name}`) ??
+            this.#rootsOf(read.node, itemName),
+        ),
+      };
+    });
+    let union = fixed;
+    for (const rooted of [...reads, ...dead]) {
+      union = union === -1 || rooted.roots === -1 ? -1 : union | rooted.roots;
+    }
+    mask = { fixed, reads, dead, union };
+    entry.derived = mask;
+    return mask;
+  }
+
+  /** The roots an expression reads, other than the loop's item (see above). */
+  #rootsOf(node: Node, itemName: string): string[] {
+    const info = staticInfo(node)!;
+    const roots: string[] = [];
+    for (const name of info.bare) {
+      if (name !== itemName) roots.push(name === "loop" ? "loop" : `=${name}`);
+    }
+    for (const [name, key] of info.keyUses) {
+      if (name === itemName || info.bare.has(name)) continue;
+      roots.push(name === "loop" ? `loop.${key}` : `.${name}.${key}`);
+    }
+    for (const [name, offset] of info.indexed) {
+      if (name === itemName || info.bare.has(name)) continue;
+      roots.push(Math.abs(offset) <= LIST_REACH ? `[${name}` : `=${name}`);
+    }
+    for (const [root, offset] of info.compared) {
+      const name = root.startsWith("=") ? root.slice(1) : root.split(".")[1]!;
+      if (name === itemName) continue;
+      const bit = this.bit(`>${root}`);
+      if (bit >= 0) {
+        this.reach[bit] = Math.max(this.reach[bit] ?? 0, Math.abs(offset) + 1);
+      }
+      roots.push(`>${root}`);
+    }
+    return roots;
+  }
+}
+
+const histories = new WeakMap<Node, LoopHistory>();
+
+/** What a value root holds now, seen from the loop's enclosing scope. */
+function valueOf(root: string, outer: Scope): unknown {
+  const kind = root[0];
+  if (kind === ">") return valueOf(root.slice(1), outer);
+  if (kind === "=" || kind === "[" || kind === "?" || kind === ":") {
+    const name = root.slice(1);
+    // The clock gives another value whenever it is read.
+    if (kind === "=" && IMPURE_GLOBALS.has(name)) return UNKNOWN;
+    const value = resolve(outer, name)?.variables.get(name);
+    return kind === "?"
+      ? isNamespace(value)
+      : kind === ":"
+      ? value?.type
+      : value;
+  }
+  const dot = root.indexOf(".", 1);
+  const name = root.slice(1, dot);
+  const key = root.slice(dot + 1);
+  const object = resolve(outer, name)?.variables.get(name);
+  const held = object?.value;
+  // A namespace's, a mapping's or an enclosing loop's entry; a dict's
+  // method or anything else is checked.
+  if (
+    !(held instanceof Map) || DICT_ATTRIBUTES.has(key) ||
+    object!.type === "IteratorValue" || object!.type.startsWith("dict_")
+  ) return UNKNOWN;
+  return held.get(key);
+}
+
+/** Whether two root values are alike (memo.ts `alike`), UNKNOWN never. */
+function same(a: unknown, b: unknown): boolean {
+  if (a === UNKNOWN || b === UNKNOWN) return false;
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || !a || !b) return false;
+  return alike(a as Value, b as Value);
+}
+
+/** How many first items two lists share (the same item values), or 0. */
+function sharedItems(a: unknown, b: unknown): number {
+  const x = (a as Value | undefined)?.value;
+  const y = (b as Value | undefined)?.value;
+  if (
+    (a as Value | undefined)?.type !== "ArrayValue" ||
+    (b as Value | undefined)?.type !== "ArrayValue" ||
+    !Array.isArray(x) || !Array.isArray(y)
+  ) return 0;
+  const n = Math.min(x.length, y.length);
+  let k = 0;
+  while (k < n && x[k] === y[k]) k++;
+  return k;
+}
+
+/** An integer value's number, or undefined. */
+function integerOf(value: unknown): number | undefined {
+  const v = value as Value | undefined;
+  return v?.type === "IntegerValue" && typeof v.value === "number"
+    ? v.value
+    : undefined;
+}
+
+/** How the shared items sit in the two runs. */
+interface Alignment {
+  readonly run: Run;
+  /** Where the shared items start in this run (the previous run's start at 0). */
+  readonly offset: number;
+  /** How many items are shared. */
+  readonly count: number;
+  /** The shared item checked one by one (where `previtem`, `nextitem`, `first` or `last` may differ). */
+  readonly boundary: number;
+  /** Loop fields that differ at every shared item. */
+  readonly fields: readonly string[];
+}
+
+/** The recent run sharing the most items with `items`, and how. */
+function align(
+  runs: readonly Run[],
+  items: readonly Value[],
+): Alignment | null {
+  let best: Alignment | null = null;
+  const n = items.length;
+  for (const run of runs) {
+    const old = run.items;
+    const m = old.length;
+    if (m === 0 || m <= (best?.count ?? 0)) continue;
+    // The previous items after the new ones (`messages[::-1]`).
+    const offset = n - m;
+    if (offset > 0 && items[n - 1] === old[m - 1] && items[offset] === old[0]) {
+      let j = 0;
+      while (j < m && items[offset + j] === old[j]) j++;
+      if (j === m) {
+        best = { run, offset, count: m, boundary: 0, fields: INDEX_FIELDS };
+        continue;
+      }
+    }
+    // The previous items first (`messages`).
+    let k = 0;
+    const limit = Math.min(n, m);
+    while (k < limit && items[k] === old[k]) k++;
+    if (k > (best?.count ?? 0)) {
+      best = {
+        run,
+        offset: 0,
+        count: k,
+        boundary: k - 1,
+        fields: n === m ? [] : LENGTH_FIELDS,
+      };
+    }
+  }
+  return best;
+}
+
+/** A dirty root clean at some items only: within `[from, to)`, or outside it. */
+interface Window {
+  readonly bit: number;
+  readonly from: number;
+  readonly to: number;
+  /** Whether the root is dirty inside the range (else, outside it). */
+  readonly inside: boolean;
+}
+
+/**
+ * One run of a loop as it happens: which items may be reused without a
+ * check of their own, and what this run records for the next.
+ */
+export class LoopRun {
+  readonly #history: LoopHistory;
+  readonly #items: readonly Value[];
+  readonly #outer: Scope;
+  readonly #itemName: string;
+  /** A scope holding only the loop and the item, where dirty reads are checked. */
+  readonly #probe: LoopScopes;
+  readonly #entries: (Entry | undefined)[] = [];
+  readonly #outputs: string[] = [];
+  readonly #roots: Int32Array;
+  readonly #writes: Uint8Array;
+  readonly #start = new Map<string, unknown>();
+  readonly #after: (ReadonlyMap<string, unknown> | undefined)[] = [];
+  readonly #alignment: Alignment | null;
+  /** Roots with a bit when the run started; later ones count as dirty. */
+  readonly #known: number;
+  /** Roots that may differ from the previous run's at the current item. */
+  #dirty = 0;
+  /** `#dirty` and the roots the loop took up after this run started, not followed. */
+  #unclean = -1;
+  /** Dirty roots clean outside a range of items. */
+  #windows: Window[] = [];
+  /** Whether `#dirty` was computed (at the first shared item). */
+  #started = false;
+  /** The previous run's key roots before the current shared item. */
+  #previous: ReadonlyMap<string, unknown> = new Map();
+
+  /**
+   * @param node The `for` node.
+   * @param items The items of this run.
+   * @param outer The scope enclosing the loop's own.
+   * @param itemName The loop variable.
+   * @param probe Where a read is checked: a scope of its own under
+   * `outer`, holding the loop (at the item's index) and, once bound, the item.
+   */
+  constructor(
+    node: Node,
+    items: readonly Value[],
+    outer: Scope,
+    itemName: string,
+    probe: LoopScopes,
+  ) {
+    let history = histories.get(node);
+    if (history === undefined) histories.set(node, history = new LoopHistory());
+    this.#history = history;
+    this.#items = items;
+    this.#outer = outer;
+    this.#itemName = itemName;
+    this.#probe = probe;
+    this.#roots = new Int32Array(items.length);
+    this.#writes = new Uint8Array(items.length);
+    for (const root of history.bits.keys()) {
+      if (!root.startsWith("loop")) this.#start.set(root, valueOf(root, outer));
+    }
+    this.#known = history.bits.size;
+    this.#alignment = align(history.runs, items);
+  }
+
+  /**
+   * Item `i`'s output when the previous run's entry for it holds without a
+   * check of its own: every root it read is clean at `i`, or its reads of
+   * dirty roots give alike values again (checked in the probe scope, the
+   * loop at `i`). Its namespace writes are made again and it counts as
+   * done. Otherwise undefined: the item is checked or run, then
+   * {@linkcode done}.
+   */
+  reuse(i: number): string | undefined {
+    const alignment = this.#alignment;
+    if (alignment === null) return undefined;
+    const j = i - alignment.offset;
+    if (j < 0 || j >= alignment.count) return undefined;
+    if (!this.#started) this.#begin(alignment);
+    if (j === alignment.boundary) return undefined;
+    const run = alignment.run;
+    const roots = run.roots[j]!;
+    const dirty = this.#windows.length === 0 ? this.#unclean : this.#dirtyAt(i);
+    // Most items: nothing they read differs, known from the arrays alone.
+    if (roots === -1 || (roots & dirty) !== 0) {
+      const entry = run.entries[j];
+      if (entry === undefined || !this.#holds(entry, i, dirty)) {
+        return undefined;
+      }
+    }
+    memoStats.hits++;
+    memoStats.skips++;
+    const wrote = run.writes[j]!;
+    if (wrote === 1) replayKeys(run.entries[j]!, this.#outer);
+    this.#record(i, run.entries[j], run.outputs[j]!, roots, wrote);
+    this.#follow(j, wrote === 1);
+    return run.outputs[j]!;
+  }
+
+  /**
+   * Records what item `i` used, after it was checked or run: the entry
+   * reused or recorded, or undefined (an item run without one, whose
+   * writes are not known); and its output.
+   */
+  done(i: number, entry: Entry | undefined, output: string): void {
+    const wrote = entry === undefined || entry.keyWrites.length > 0;
+    const roots = entry === undefined ? -1 : this.#maskOf(entry).union;
+    this.#record(i, entry, output, roots, wrote ? 1 : 0);
+    const alignment = this.#alignment;
+    if (alignment === null || !this.#started) return;
+    const j = i - alignment.offset;
+    if (j >= 0 && j < alignment.count) this.#follow(j, wrote);
+  }
+
+  /** Keeps this run for the next: only a run that went through every item. */
+  finish(): void {
+    const history = this.#history;
+    const replaced = this.#alignment?.run;
+    history.runs = [
+      {
+        items: this.#items,
+        entries: this.#entries,
+        outputs: this.#outputs,
+        roots: this.#roots,
+        writes: this.#writes,
+        start: this.#start,
+        after: this.#after,
+      },
+      ...history.runs.filter((run) => run !== replaced),
+    ].slice(0, RECENT_RUNS);
+  }
+
+  #maskOf(entry: Entry): Mask {
+    return this.#history.maskOf(entry, this.#itemName, this.#probe.scope);
+  }
+
+  /** Whether an entry's reads of roots dirty at item `i` give alike values again. */
+  #holds(entry: Entry, i: number, dirty: number): boolean {
+    const mask = this.#maskOf(entry);
+    if (mask.fixed === -1 || (mask.fixed & dirty) !== 0) return false;
+    const probe = this.#probe;
+    let bound = false;
+    for (const { read, roots } of mask.reads) {
+      if (roots !== -1 && (roots & dirty) === 0) continue;
+      if (!bound) {
+        probe.scope.setVariable(this.#itemName, this.#items[i]!);
+        bound = true;
+      }
+      if (!readAgain(read, probe)) return false;
+    }
+    for (const { read, roots } of mask.dead) {
+      if (roots !== -1 && (roots & dirty) === 0) continue;
+      if (probe.neverRaises(read.node)) continue;
+      probe.scope.setVariable(this.#itemName, this.#items[i]!);
+      if (raises(read, probe)) return false;
+    }
+    return true;
+  }
+
+  /** The roots dirty at item `i`: windowed ones only within their windows. */
+  #dirtyAt(i: number): number {
+    let dirty = this.#unclean;
+    for (const window of this.#windows) {
+      const within = i >= window.from && i < window.to;
+      if (within !== window.inside) dirty &= ~(1 << window.bit);
+    }
+    return dirty;
+  }
+
+  /** Keeps what item `i` used for the next run. */
+  #record(
+    i: number,
+    entry: Entry | undefined,
+    output: string,
+    roots: number,
+    wrote: number,
+  ): void {
+    this.#entries[i] = entry;
+    this.#outputs[i] = output;
+    this.#roots[i] = roots;
+    this.#writes[i] = wrote;
+    if (wrote === 1) this.#after[i] = this.#keys();
+  }
+
+  /** After the shared item `j`: compares the key roots again where either run wrote. */
+  #follow(j: number, wrote: boolean): void {
+    const run = this.#alignment!.run;
+    if (run.writes[j] === 1) this.#previous = run.after[j]!;
+    if (wrote || run.writes[j] === 1) this.#compare(true);
+  }
+
+  /** At the first shared item: which roots differ from the previous run's start. */
+  #begin(alignment: Alignment): void {
+    this.#started = true;
+    this.#previous = alignment.run.start;
+    let dirty = 0;
+    for (const [root, bit] of this.#history.bits) {
+      if (bit >= this.#known || !root.startsWith("loop")) continue;
+      const field = root.slice(5);
+      if (
+        root === "loop"
+          ? alignment.fields.length > 0
+          : alignment.fields.includes(field)
+      ) dirty |= 1 << bit;
+    }
+    this.#setDirty(dirty);
+    this.#compare(false);
+  }
+
+  /**
+   * Compares the value roots (only the key roots, after a write) with the
+   * previous run's at the same item, and sets which are dirty, and where.
+   */
+  #compare(keysOnly: boolean): void {
+    const alignment = this.#alignment!;
+    const previous = this.#previous;
+    let dirty = this.#dirty;
+    const windows = this.#windows.filter((window) =>
+      !keysOnly || !this.#isKey(window.bit)
+    );
+    for (const [root, bit] of this.#history.bits) {
+      if (bit >= this.#known || root.startsWith("loop")) continue;
+      if (keysOnly && !this.#isKey(bit)) continue;
+      const flag = 1 << bit;
+      const now = valueOf(root, this.#outer);
+      const before = previous.get(root);
+      if (previous.has(root) && same(now, before)) {
+        dirty &= ~flag;
+        continue;
+      }
+      dirty |= flag;
+      // The windows hold only for items at the same index in both runs.
+      if (alignment.offset !== 0) continue;
+      if (root.startsWith("[")) {
+        // `loop.index0 + k`, |k| <= LIST_REACH, within the first items both
+        // lists share: the same item.
+        windows.push({
+          bit,
+          from: LIST_REACH,
+          to: sharedItems(now, before) - LIST_REACH,
+          inside: false,
+        });
+      } else if (root.startsWith(">")) {
+        const a = integerOf(now);
+        const b = integerOf(before);
+        if (a === undefined || b === undefined) continue;
+        const reach = this.#history.reach[bit] ?? 1;
+        // `loop.index0 + k` compared with either value gives the same
+        // answer, but between them.
+        windows.push({
+          bit,
+          from: Math.min(a, b) - reach,
+          to: Math.max(a, b) + reach + 1,
+          inside: true,
+        });
+      }
+    }
+    this.#windows = windows;
+    this.#setDirty(dirty);
+  }
+
+  #isKey(bit: number): boolean {
+    for (const [root, b] of this.#history.bits) {
+      if (b === bit) return root.startsWith(".") || root.startsWith(">.");
+    }
+    return false;
+  }
+
+  /** The key roots' values now. */
+  #keys(): Map<string, unknown> {
+    const keys = new Map<string, unknown>();
+    for (const root of this.#history.bits.keys()) {
+      if (root.startsWith(".") || root.startsWith(">.")) {
+        keys.set(root, valueOf(root, this.#outer));
+      }
+    }
+    return keys;
+  }
+
+  #setDirty(dirty: number): void {
+    this.#dirty = dirty;
+    this.#unclean = dirty | ~((1 << this.#known) - 1);
+  }
+}
