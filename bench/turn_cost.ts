@@ -1,25 +1,27 @@
 /**
  * What one agent turn's count costs as the conversation grows, with the
- * local backend over the Qwen3 files: each turn adds a user line, an
+ * local backend over the Qwen3 files: one conversation per size (32k, 128k,
+ * 512k and 1M tokens by default), each turn adding a user line, an
  * assistant tool call and a ~1,000-token tool result of fresh prose; the
- * request is built before the clock starts; 9 turns are timed near each
- * size (32k, 128k, 512k and 1M tokens by default), on the calling thread
- * (`cache: null`) and through the count worker (as `incontext serve` counts),
- * alternating, in one run. The last line of each path states the growth
- * ratio, the largest size's p50 over the smallest's, of the wall-clock time
- * and of the process's CPU time (`process.cpuUsage()`, every thread of the
- * process: the worker's too), which other work on the machine disturbs less.
+ * request is built before the clock starts. 9 turns are timed near each
+ * size, the sizes taking turns (one turn of each, then again), on the
+ * calling thread (`cache: null`) and through the count worker (as
+ * `incontext serve` counts), alternating: whatever slows the machine for a
+ * while slows every size alike. The last line of each path states the
+ * growth ratio, the largest size's p50 over the smallest's, of the
+ * wall-clock time and of the process's CPU time (`process.cpuUsage()`,
+ * every thread of the process: the worker's too).
  *
  *     npx --yes deno@2.9.6 run --config tests/deno.json --allow-read --allow-env --allow-write=/tmp bench/turn_cost.ts
  *
  * `TURN_COST_SIZES=32768,131072` picks the sizes; `TURN_COST_TURNS` (9) the
  * timed turns per size; `TURN_COST_PATHS=thread` one path (for a profile);
  * `TURN_COST_TRACE=1` prints each timed count; `TURN_COST_CHECK=0` skips
- * the cold backend's count (for a profile of the turns alone). Between
- * sizes the conversation grows turn by turn, each turn counted on every path
- * untimed, as an agent's earlier turns are. Every count is checked against
- * the other path's, and the last turn of each size against a cold
- * backend's count of the whole conversation.
+ * the cold backend's count (for a profile of the turns alone). Each
+ * conversation grows to near its size turn by turn, each turn counted on
+ * every path untimed, as an agent's earlier turns are. Every count is
+ * checked against the other path's, and each conversation's last turn
+ * against a cold backend's count of the whole conversation.
  *
  * @module
  */
@@ -57,16 +59,20 @@ const TOOLS = [{
 
 type Message = Record<string, unknown>;
 
-const prose = new ProseGenerator(7);
-const messages: Message[] = [{
-  role: "system",
-  content: "You are a coding agent working in a repository.",
-}];
-let turnNo = 0;
+/** One agent's conversation, grown to near its size. */
+interface Conversation {
+  readonly size: number;
+  readonly messages: Message[];
+  /** Fresh prose of its own: no two conversations share a piece. */
+  readonly prose: ProseGenerator;
+  turnNo: number;
+  tokens: number;
+}
 
 /** Adds one turn: a user line, a tool call and its result. */
-function addTurn(): void {
-  turnNo++;
+function addTurn(conversation: Conversation): void {
+  const { messages, prose } = conversation;
+  const turnNo = ++conversation.turnNo;
   const id = `call_${turnNo}`;
   messages.push(
     { role: "user", content: `Step ${turnNo}: ${prose.text(60)}` },
@@ -86,8 +92,12 @@ function addTurn(): void {
   );
 }
 
-function request(): Record<string, unknown> {
-  return { messages: [...messages], tools: TOOLS, max_tokens: 8192 };
+function request(conversation: Conversation): Record<string, unknown> {
+  return {
+    messages: [...conversation.messages],
+    tools: TOOLS,
+    max_tokens: 8192,
+  };
 }
 
 function percentile(values: readonly number[], p: number): number {
@@ -126,8 +136,12 @@ const rows: {
 }[] = [];
 
 /** Counts one turn on every path, in an order that alternates; checks they agree. */
-async function countTurn(timed: Timed[] | null, turn: number) {
-  const body = request();
+async function countTurn(
+  conversation: Conversation,
+  timed: Timed[] | null,
+  turn: number,
+) {
+  const body = request(conversation);
   let agreed: number | undefined;
   for (let i = 0; i < names.length; i++) {
     const name = names[(i + turn) % names.length]!;
@@ -153,37 +167,59 @@ async function countTurn(timed: Timed[] | null, turn: number) {
 }
 
 console.log(
-  `Qwen3, local backend; each turn adds a user line, a tool call and a ~1,000-token tool result; ${TIMED} timed turns per size`,
+  `Qwen3, local backend; each turn adds a user line, a tool call and a ~1,000-token tool result; ${TIMED} timed turns per size, the sizes taking turns`,
 );
-let tokens = 0;
-for (const size of SIZES) {
-  // Grow to near the size, every turn counted untimed, as the agent's
-  // earlier turns were.
-  for (let i = 0; tokens + TIMED * 1100 < size; i++) {
-    addTurn();
-    tokens = await countTurn(null, i);
+const conversations: Conversation[] = SIZES.map((size, k) => ({
+  size,
+  messages: [{
+    role: "system",
+    content: "You are a coding agent working in a repository.",
+  }],
+  prose: new ProseGenerator(7 + k),
+  turnNo: 0,
+  tokens: 0,
+}));
+// Each grows to near its size, every turn counted untimed, as the agent's
+// earlier turns were.
+for (const conversation of conversations) {
+  for (
+    let i = 0;
+    conversation.tokens + TIMED * 1100 < conversation.size;
+    i++
+  ) {
+    addTurn(conversation);
+    conversation.tokens = await countTurn(conversation, null, i);
   }
-  const timed: Timed[] = names.map(() => ({ wall: [], cpu: [] }));
-  for (let i = 0; i < TIMED; i++) {
-    addTurn();
-    tokens = await countTurn(timed, i);
+}
+const timed: Timed[][] = conversations.map(() =>
+  names.map(() => ({ wall: [], cpu: [] }))
+);
+for (let i = 0; i < TIMED; i++) {
+  for (const [k, conversation] of conversations.entries()) {
+    addTurn(conversation);
+    conversation.tokens = await countTurn(conversation, timed[k]!, i);
   }
+}
+for (const [k, conversation] of conversations.entries()) {
   if (CHECK) {
     await using cold = new LocalBackend({ dir: DIR, cache: null });
-    const full = await cold.count(request(), options);
-    if (full !== tokens) {
-      throw new Error(`the last turn near ${size}: ${tokens} != cold ${full}`);
+    const full = await cold.count(request(conversation), options);
+    if (full !== conversation.tokens) {
+      throw new Error(
+        `the last turn near ${conversation.size}: ${conversation.tokens} != cold ${full}`,
+      );
     }
   }
+  const times = timed[k]!;
   rows.push({
-    size,
-    tokens,
-    p50: timed.map((t) => percentile(t.wall, 50)),
-    p99: timed.map((t) => percentile(t.wall, 99)),
-    cpu50: timed.map((t) => percentile(t.cpu, 50)),
+    size: conversation.size,
+    tokens: conversation.tokens,
+    p50: times.map((t) => percentile(t.wall, 50)),
+    p99: times.map((t) => percentile(t.wall, 99)),
+    cpu50: times.map((t) => percentile(t.cpu, 50)),
   });
   console.log(
-    `near ${size}: ${tokens} tokens, ${messages.length} messages; ${
+    `near ${conversation.size}: ${conversation.tokens} tokens, ${conversation.messages.length} messages; ${
       names.map((name, i) =>
         `${name} p50 ${rows.at(-1)!.p50[i]!.toFixed(2)} ms, p99 ${
           rows.at(-1)!.p99[i]!.toFixed(2)

@@ -389,8 +389,3 @@ export function runProgramParts(
   new Evaluator(memo).program(program, scope, parts);
   return parts;
 }
-
-/** Evaluates one expression in a scope, as a render would (tests compare the compiled checks with it). */
-export function evaluateExpression(node: Expr, scope: Scope): Value {
-  return new Evaluator(false).expr(node, scope);
-}

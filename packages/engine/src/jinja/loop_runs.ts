@@ -36,10 +36,10 @@ import {
   alike,
   type Entry,
   IMPURE_GLOBALS,
-  type KeptRead,
   type LoopScopes,
   memoStats,
   raises,
+  type Read,
   readAgain,
   replayKeys,
   staticInfo,
@@ -71,8 +71,12 @@ interface Run {
 
 /** A read and its roots, as bits of its loop's roots; `-1` when some root has no bit. */
 interface RootedRead {
-  readonly read: KeptRead;
+  readonly read: Read;
   readonly roots: number;
+  /** Its `list[loop.index0 + k]` reads: the list root's bit, then `k`, for each. */
+  readonly lists: readonly number[];
+  /** The bits of those lists' roots. */
+  readonly listBits: number;
 }
 
 /** An entry's roots. */
@@ -140,10 +144,22 @@ class LoopHistory {
     const fixed = globals === -1 || namespaces === -1
       ? -1
       : globals | namespaces;
-    const reads = entry.reads.map((read) => ({
-      read,
-      roots: this.bitsOf(this.#rootsOf(read.node, itemName)),
-    }));
+    const reads = entry.reads.map((read) => {
+      const lists: number[] = [];
+      let listBits = 0;
+      for (const [name, offset] of staticInfo(read.node)!.indexed) {
+        const bit = this.bits.get(`[${name}`);
+        if (bit === undefined || Math.abs(offset) > LIST_REACH) continue;
+        lists.push(bit, offset);
+        listBits |= 1 << bit;
+      }
+      return {
+        read,
+        roots: this.bitsOf(this.#rootsOf(read.node, itemName)),
+        lists,
+        listBits,
+      };
+    });
     const dead = entry.dead.map((read) => {
       // A read that cannot raise whatever the values: only the types count.
       const types = typesRelied(read.node, probe);
@@ -153,6 +169,8 @@ class LoopHistory {
           types?.map((name) => `:${name}`) ??
             this.#rootsOf(read.node, itemName),
         ),
+        lists: [],
+        listBits: 0,
       };
     });
     let union = fixed;
@@ -254,52 +272,52 @@ function integerOf(value: unknown): number | undefined {
     : undefined;
 }
 
-/** How the shared items sit in the two runs. */
+/**
+ * How the two runs line up: item `i` of this run against item `i - offset`
+ * of the previous one. Where they hold the same item, with the same items
+ * (or none) before and after it, it may be reused.
+ */
 interface Alignment {
   readonly run: Run;
-  /** Where the shared items start in this run (the previous run's start at 0). */
+  /** This run's index of the previous run's first item. */
   readonly offset: number;
-  /** How many items are shared. */
-  readonly count: number;
-  /** The shared item checked one by one (where `previtem`, `nextitem`, `first` or `last` may differ). */
-  readonly boundary: number;
-  /** Loop fields that differ at every shared item. */
+  /** How many items line up. */
+  readonly same: number;
+  /** Loop fields that differ at every item. */
   readonly fields: readonly string[];
 }
 
-/** The recent run sharing the most items with `items`, and how. */
+/**
+ * The recent run and offset under which the most items line up: the
+ * previous items first (a loop over `messages`, offset 0) or last (over
+ * `messages[::-1]`, the offset the number of new items); items edited in
+ * between just do not line up.
+ */
 function align(
   runs: readonly Run[],
   items: readonly Value[],
 ): Alignment | null {
   let best: Alignment | null = null;
+  let most = 0;
   const n = items.length;
   for (const run of runs) {
     const old = run.items;
     const m = old.length;
-    if (m === 0 || m <= (best?.count ?? 0)) continue;
-    // The previous items after the new ones (`messages[::-1]`).
-    const offset = n - m;
-    if (offset > 0 && items[n - 1] === old[m - 1] && items[offset] === old[0]) {
-      let j = 0;
-      while (j < m && items[offset + j] === old[j]) j++;
-      if (j === m) {
-        best = { run, offset, count: m, boundary: 0, fields: INDEX_FIELDS };
-        continue;
+    for (const offset of n === m ? [0] : [0, n - m]) {
+      let same = 0;
+      const end = Math.min(n, m + offset);
+      for (let i = Math.max(0, offset); i < end; i++) {
+        if (items[i] === old[i - offset]) same++;
       }
-    }
-    // The previous items first (`messages`).
-    let k = 0;
-    const limit = Math.min(n, m);
-    while (k < limit && items[k] === old[k]) k++;
-    if (k > (best?.count ?? 0)) {
-      best = {
-        run,
-        offset: 0,
-        count: k,
-        boundary: k - 1,
-        fields: n === m ? [] : LENGTH_FIELDS,
-      };
+      if (same > most) {
+        most = same;
+        best = {
+          run,
+          offset,
+          same,
+          fields: offset !== 0 ? INDEX_FIELDS : n === m ? [] : LENGTH_FIELDS,
+        };
+      }
     }
   }
   return best;
@@ -342,8 +360,13 @@ export class LoopRun {
   #windows: Window[] = [];
   /** Whether `#dirty` was computed (at the first shared item). */
   #started = false;
-  /** The previous run's key roots before the current shared item. */
+  /** The previous run's key roots before the current item. */
   #previous: ReadonlyMap<string, unknown> = new Map();
+  /** By the bit of a dirty `[list` root, at the same index in both runs: the lists' items now and before. */
+  readonly #lists = new Map<
+    number,
+    readonly [readonly Value[], readonly Value[]]
+  >();
 
   /**
    * @param node The `for` node.
@@ -387,11 +410,11 @@ export class LoopRun {
   reuse(i: number): string | undefined {
     const alignment = this.#alignment;
     if (alignment === null) return undefined;
-    const j = i - alignment.offset;
-    if (j < 0 || j >= alignment.count) return undefined;
-    if (!this.#started) this.#begin(alignment);
-    if (j === alignment.boundary) return undefined;
     const run = alignment.run;
+    const j = i - alignment.offset;
+    if (j < 0 || j >= run.items.length) return undefined;
+    if (!this.#started) this.#begin(alignment, j);
+    if (!this.#linedUp(run.items, i, j)) return undefined;
     const roots = run.roots[j]!;
     const dirty = this.#windows.length === 0 ? this.#unclean : this.#dirtyAt(i);
     // Most items: nothing they read differs, known from the arrays alone.
@@ -422,13 +445,34 @@ export class LoopRun {
     const alignment = this.#alignment;
     if (alignment === null || !this.#started) return;
     const j = i - alignment.offset;
-    if (j >= 0 && j < alignment.count) this.#follow(j, wrote);
+    if (j >= 0 && j < alignment.run.items.length) this.#follow(j, wrote);
+  }
+
+  /**
+   * Whether item `i` is the previous run's item `j`, with the same items
+   * around it (or none, at both ends): else `loop.previtem`, `nextitem`,
+   * `first` or `last` may differ.
+   */
+  #linedUp(old: readonly Value[], i: number, j: number): boolean {
+    const items = this.#items;
+    if (items[i] !== old[j]) return false;
+    const before = j === 0 ? i === 0 : i > 0 && items[i - 1] === old[j - 1];
+    if (!before) return false;
+    const lastOld = j === old.length - 1;
+    const last = i === items.length - 1;
+    return lastOld ? last : !last && items[i + 1] === old[j + 1];
   }
 
   /** Keeps this run for the next: only a run that went through every item. */
   finish(): void {
     const history = this.#history;
-    const replaced = this.#alignment?.run;
+    // A run this one holds most of is kept no more; another conversation's,
+    // sharing a few items, stays.
+    const alignment = this.#alignment;
+    const replaced = alignment !== null &&
+        alignment.same * 2 > alignment.run.items.length
+      ? alignment.run
+      : undefined;
     history.runs = [
       {
         items: this.#items,
@@ -453,8 +497,13 @@ export class LoopRun {
     if (mask.fixed === -1 || (mask.fixed & dirty) !== 0) return false;
     const probe = this.#probe;
     let bound = false;
-    for (const { read, roots } of mask.reads) {
+    for (const { read, roots, lists, listBits } of mask.reads) {
       if (roots !== -1 && (roots & dirty) === 0) continue;
+      // Dirty through lists only, that hold the same items where it reads.
+      if (
+        roots !== -1 && (roots & dirty & ~listBits) === 0 &&
+        this.#sameItems(lists, i)
+      ) continue;
       if (!bound) {
         probe.scope.setVariable(this.#itemName, this.#items[i]!);
         bound = true;
@@ -466,6 +515,19 @@ export class LoopRun {
       if (probe.neverRaises(read.node)) continue;
       probe.scope.setVariable(this.#itemName, this.#items[i]!);
       if (raises(read, probe)) return false;
+    }
+    return true;
+  }
+
+  /** Whether each `list[loop.index0 + k]` read at item `i` reads the same item in both runs' lists. */
+  #sameItems(lists: readonly number[], i: number): boolean {
+    for (let l = 0; l < lists.length; l += 2) {
+      const pair = this.#lists.get(lists[l]!);
+      const at = i + lists[l + 1]!;
+      if (
+        pair === undefined || at < 0 || at >= pair[0].length ||
+        at >= pair[1].length || pair[0][at] !== pair[1][at]
+      ) return false;
     }
     return true;
   }
@@ -502,10 +564,16 @@ export class LoopRun {
     if (wrote || run.writes[j] === 1) this.#compare(true);
   }
 
-  /** At the first shared item: which roots differ from the previous run's start. */
-  #begin(alignment: Alignment): void {
+  /**
+   * At the first item lined up, the previous run's item `j`: which roots
+   * differ from what the previous run held before its item `j`.
+   */
+  #begin(alignment: Alignment, j: number): void {
     this.#started = true;
-    this.#previous = alignment.run.start;
+    const run = alignment.run;
+    let k = j - 1;
+    while (k >= 0 && run.writes[k] !== 1) k--;
+    this.#previous = k < 0 ? run.start : run.after[k]!;
     let dirty = 0;
     for (const [root, bit] of this.#history.bits) {
       if (bit >= this.#known || !root.startsWith("loop")) continue;
@@ -526,7 +594,6 @@ export class LoopRun {
    */
   #compare(keysOnly: boolean): void {
     const alignment = this.#alignment!;
-    const previous = this.#previous;
     let dirty = this.#dirty;
     const windows = this.#windows.filter((window) =>
       !keysOnly || !this.#isKey(window.bit)
@@ -535,6 +602,8 @@ export class LoopRun {
       if (bit >= this.#known || root.startsWith("loop")) continue;
       if (keysOnly && !this.#isKey(bit)) continue;
       const flag = 1 << bit;
+      // Names hold one value for the whole loop; keys change after writes.
+      const previous = this.#isKey(bit) ? this.#previous : alignment.run.start;
       const now = valueOf(root, this.#outer);
       const before = previous.get(root);
       if (previous.has(root) && same(now, before)) {
@@ -545,6 +614,13 @@ export class LoopRun {
       // The windows hold only for items at the same index in both runs.
       if (alignment.offset !== 0) continue;
       if (root.startsWith("[")) {
+        const a = now as Value | undefined;
+        const b = before as Value | undefined;
+        if (
+          a?.type !== "ArrayValue" || b?.type !== "ArrayValue" ||
+          !Array.isArray(a.value) || !Array.isArray(b.value)
+        ) continue;
+        this.#lists.set(bit, [a.value, b.value]);
         // `loop.index0 + k`, |k| <= LIST_REACH, within the first items both
         // lists share: the same item.
         windows.push({

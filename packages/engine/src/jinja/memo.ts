@@ -21,7 +21,6 @@
 // (a namespace used whole, a macro defined in the loop's scope, a mutable
 // value stored outside), is not kept, and runs every time.
 import { make, type Value } from "./values.ts";
-import { type Check, compileCheck } from "./check.ts";
 import { isMutable } from "./loop_fields.ts";
 import { METHODS } from "./methods.ts";
 import { type Node, resolve, Scope } from "./scope.ts";
@@ -30,11 +29,6 @@ import { type Node, resolve, Scope } from "./scope.ts";
 export interface Read {
   readonly node: Node;
   readonly value: Value;
-}
-
-/** A kept read, with its compiled check when it has one. */
-export interface KeptRead extends Read {
-  readonly check: Check | null;
 }
 
 /** A `{% set name.key = value %}` the body made on a namespace outside itself. */
@@ -64,12 +58,12 @@ export interface LoopScopes {
 /** One item's recorded body. */
 export interface Entry {
   readonly output: string;
-  readonly reads: readonly KeptRead[];
+  readonly reads: readonly Read[];
   /**
    * Reads whose values reached only a variable never read again: a reuse
    * needs only that evaluating them would not raise.
    */
-  readonly dead: readonly KeptRead[];
+  readonly dead: readonly Read[];
   /** Globals read: no scope between the loop and the root may define them. */
   readonly globals: readonly string[];
   /** Names whose namespace the body wrote: they must name a namespace again. */
@@ -378,8 +372,8 @@ export class Recorder {
     }
     return {
       output,
-      reads: [...root.reads ?? [], ...this.#committed].map(kept),
-      dead: [...this.#pending.values()].flat().map(kept),
+      reads: [...root.reads ?? [], ...this.#committed],
+      dead: [...this.#pending.values()].flat(),
       globals: [...this.#globals],
       namespaces: [...this.#namespaces],
       writes: this.#writes,
@@ -387,10 +381,6 @@ export class Recorder {
       derived: undefined,
     };
   }
-}
-
-function kept(read: Read): KeptRead {
-  return { ...read, check: compileCheck(read.node) };
 }
 
 /** What an expression may read, whatever path it takes. */
@@ -722,11 +712,9 @@ export function holds(entry: Entry, loop: LoopScopes): boolean {
 }
 
 /** Whether evaluating a read raises now. */
-export function raises(read: KeptRead, loop: LoopScopes): boolean {
+export function raises(read: Read, loop: LoopScopes): boolean {
   try {
-    if (read.check?.(loop.scope) === undefined) {
-      loop.evaluate(read.node, loop.scope);
-    }
+    loop.evaluate(read.node, loop.scope);
     return false;
   } catch {
     return true;
@@ -734,10 +722,10 @@ export function raises(read: KeptRead, loop: LoopScopes): boolean {
 }
 
 /** Whether a kept read gives an alike value again (a read that throws does not). */
-export function readAgain(read: KeptRead, loop: LoopScopes): boolean {
+export function readAgain(read: Read, loop: LoopScopes): boolean {
   let value: Value | undefined;
   try {
-    value = read.check?.(loop.scope) ?? loop.evaluate(read.node, loop.scope);
+    value = loop.evaluate(read.node, loop.scope);
   } catch {
     return false;
   }
