@@ -47,11 +47,7 @@ export {
   type FilesSha256,
   folderSpec,
 } from "./src/model/chat_render.ts";
-export {
-  equalsPlainCopy,
-  NOT_PLAIN,
-  plainCopy,
-} from "./src/common/plain_copy.ts";
+export { PlainShapes } from "./src/common/plain_copy.ts";
 export type { ContentFormat } from "./src/jinja/content_format.ts";
 export type { PieceStore } from "./src/model/prefix.ts";
 export {

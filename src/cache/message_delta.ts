@@ -7,14 +7,15 @@
  *
  * Both sides remember the messages of the last {@linkcode RECENT} count
  * requests, in the order the port delivers them, under the request's id.
- * The client compares against a copy (the engine's `plainCopy()`: the
- * structure copied, the immutable strings shared), so that a caller editing
- * its message objects after a count cannot make a stale prefix look equal. A core that lacks the
+ * The client compares against each message's shape (the engine's
+ * `plainShape()`: the structure as a flat list, the immutable strings
+ * shared), so that a caller editing its message objects after a count
+ * cannot make a stale prefix look equal. A core that lacks the
  * base (a new worker, or the sides drifted) asks for the whole payload.
  *
  * @module
  */
-import { equalsPlainCopy, plainCopy } from "@incontext/engine";
+import { PlainShapes } from "@incontext/engine";
 
 /** How many message lists each side remembers. */
 export const RECENT = 4;
@@ -24,7 +25,19 @@ export interface DeltaBase {
   readonly keep: number;
 }
 
+/**
+ * A list the client sent: the shapes of its first `count` messages (as
+ * many as are plain data). A later list that extends it whole appends to
+ * the same shapes, which this one never reads past `count`.
+ */
 interface Sent {
+  readonly id: number;
+  readonly shapes: PlainShapes;
+  readonly count: number;
+}
+
+/** A list the core received: its messages. */
+interface Received {
   readonly id: number;
   readonly messages: readonly unknown[];
 }
@@ -48,26 +61,30 @@ export class SentMessages {
     for (const sent of this.#recent) {
       // Newest first: a growing conversation matches the newest list whole,
       // and no shorter list can share more.
-      if (sent.messages.length <= (best?.keep ?? 0)) continue;
-      const limit = Math.min(sent.messages.length, messages.length);
+      if (sent.count <= (best?.keep ?? 0)) continue;
+      const limit = Math.min(sent.count, messages.length);
       let keep = 0;
-      while (
-        keep < limit && equalsPlainCopy(messages[keep], sent.messages[keep])
-      ) keep++;
+      while (keep < limit && sent.shapes.equalsAt(keep, messages[keep])) {
+        keep++;
+      }
       if (keep > (best?.keep ?? 0)) {
         best = { id: sent.id, keep };
         bestSent = sent;
       }
       if (keep === messages.length) break;
     }
-    // The shared messages equal their copies, which nothing changes:
-    // only the rest is copied.
+    // The shared messages equal their shapes: only the rest is taken, onto
+    // the base's own shapes when nothing was added to them since.
     const shared = best?.keep ?? 0;
-    const kept = bestSent?.messages.slice(0, shared) ?? [];
+    const shapes = bestSent !== undefined && shared === bestSent.count &&
+        shared === bestSent.shapes.length
+      ? bestSent.shapes
+      : bestSent?.shapes.slice(shared) ?? new PlainShapes();
     for (let i = shared; i < messages.length; i++) {
-      kept.push(plainCopy(messages[i]));
+      // One that is not plain data ends the shapes: none equals it.
+      if (!shapes.push(messages[i])) break;
     }
-    this.#recent.unshift({ id, messages: kept });
+    this.#recent.unshift({ id, shapes, count: shapes.length });
     if (this.#recent.length > RECENT) this.#recent.pop();
     return best;
   }
@@ -80,7 +97,7 @@ export class SentMessages {
 
 /** The core's side: the message lists it received, to rebuild deltas from. */
 export class ReceivedMessages {
-  #recent: Sent[] = [];
+  #recent: Received[] = [];
 
   /**
    * Rebuilds a request's messages and remembers them under `id`.

@@ -13,11 +13,7 @@ import {
   renderPayload,
 } from "../../../packages/engine/src/model/chat_render.ts";
 import { OwnedPayloads } from "../../../packages/engine/src/model/owned_payload.ts";
-import {
-  equalsPlainCopy,
-  NOT_PLAIN,
-  plainCopy,
-} from "../../../packages/engine/src/common/plain_copy.ts";
+import { PlainShapes } from "../../../packages/engine/src/common/plain_copy.ts";
 import { memoStats } from "../../../packages/engine/src/jinja/memo.ts";
 import { buildTokenizePayload } from "../../../packages/engine/src/vllm/payload.ts";
 import { MODEL_FILES } from "../../_kit/model_files.ts";
@@ -145,24 +141,56 @@ Deno.test("OwnedPayloads.adopt() keeps its copies of unchanged messages and copi
   strictEqual(owned.adopt({ messages: [a], tools: {} }), undefined);
 });
 
-Deno.test("equalsPlainCopy() tells a value from its copy by keys, their order and values", () => {
-  const message = { role: "tool", content: "x", meta: { a: 1, b: [1, 2] } };
-  const copy = plainCopy(message);
-  ok(equalsPlainCopy(message, copy));
-  ok(equalsPlainCopy(structuredClone(message), copy));
+Deno.test("PlainShapes tells a value from the one its shape was taken of by keys, their order and values", () => {
+  const message = {
+    role: "tool",
+    content: "x",
+    meta: { a: 1, b: [1, { c: null }], z: -0 },
+  };
+  const shapes = new PlainShapes();
+  ok(shapes.push({ role: "system", content: "first" }));
+  ok(shapes.push(message));
+  ok(shapes.push({ role: "user", content: "last" }));
+  ok(shapes.equalsAt(1, message));
+  ok(shapes.equalsAt(1, structuredClone(message)));
   const { role, content, meta } = message;
-  ok(!equalsPlainCopy({ content, role, meta }, copy), "keys reordered");
-  ok(!equalsPlainCopy({ role, content }, copy), "a key less");
-  ok(!equalsPlainCopy({ ...message, extra: 1 }, copy), "a key more");
-  ok(!equalsPlainCopy({ ...message, meta: { b: [1, 2], a: 1 } }, copy));
-  ok(!equalsPlainCopy({ ...message, meta: { a: 1, b: [1, 2, 3] } }, copy));
-  ok(!equalsPlainCopy({ ...message, meta: { a: "1", b: [1, 2] } }, copy));
-  // Keys of another prototype are no plain object's.
-  const inherited = Object.assign(Object.create({ role: "tool" }), {
-    content,
-    meta,
-  });
-  ok(!equalsPlainCopy(inherited, copy));
-  ok(!equalsPlainCopy(new Map(Object.entries(message)), copy));
-  ok(!equalsPlainCopy(message, NOT_PLAIN));
+  const changed: [string, unknown][] = [
+    ["keys reordered", { content, role, meta }],
+    ["a key less", { role, content }],
+    ["a key more", { ...message, extra: 1 }],
+    ["nested keys reordered", { ...message, meta: { b: meta.b, a: 1, z: -0 } }],
+    ["an item more", { ...message, meta: { ...meta, b: [1, { c: null }, 2] } }],
+    ["an item less", { ...message, meta: { ...meta, b: [1] } }],
+    ["another type", { ...message, meta: { ...meta, a: "1" } }],
+    ["null for an object", { ...message, meta: { ...meta, b: [1, null] } }],
+    ["an array for an object", { ...message, meta: [] }],
+    ["0 for -0", { ...message, meta: { ...meta, z: 0 } }],
+    [
+      "a key of another prototype",
+      Object.assign(Object.create({ role }), {
+        content,
+        meta,
+      }),
+    ],
+    ["a Map", new Map(Object.entries(message))],
+    ["the next value", { role: "user", content: "last" }],
+  ];
+  for (const [what, value] of changed) {
+    ok(!shapes.equalsAt(1, value), what);
+  }
+  // A message edited in place after its shape was taken.
+  message.meta.b.push(3);
+  ok(!shapes.equalsAt(1, message));
+  // What is not plain data adds nothing.
+  ok(!shapes.push({ f() {} }));
+  ok(!shapes.push([Symbol("s")]));
+  strictEqual(shapes.length, 3);
+  ok(shapes.equalsAt(2, { role: "user", content: "last" }));
+  const first = shapes.slice(1);
+  shapes.truncate(2);
+  strictEqual(shapes.length, 2);
+  strictEqual(first.length, 1);
+  ok(first.equalsAt(0, { role: "system", content: "first" }));
+  ok(first.push({ role: "user", content: "other" }));
+  ok(!shapes.equalsAt(1, { role: "user", content: "other" }));
 });

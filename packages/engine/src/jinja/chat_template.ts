@@ -15,10 +15,18 @@ import {
   UnsupportedError,
 } from "./objects.ts";
 import { compileRefusal } from "./compile_check.ts";
-import { toValue } from "./values.ts";
+import { make, toValue } from "./values.ts";
 
 /** Converts a JavaScript value to a template value (a converted one stays as it is). */
 export { toValue };
+
+/**
+ * A list of values already converted, as the template's list: no item is
+ * looked at again.
+ */
+export function listValue(values: unknown[]): unknown {
+  return make("ArrayValue", values);
+}
 
 export { PyFloat } from "./values.ts";
 export { parseJsonLossless } from "./json.ts";

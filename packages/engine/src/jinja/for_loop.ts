@@ -117,19 +117,24 @@ export function runFor(host: LoopHost, node: For, outer: Scope): string {
     ? new ItemReuse(host, node, scope, node.loopvar.value, loopValue)
     : null;
   // The previous run's items this run shares, reused without checks.
-  let run = reuse === null ? null : reuse.start(node as Node, items);
+  let run = reuse === null ? null : reuse.start(node as Node, items, loop);
   let result = "";
   // As in jinja2, `else` runs unless an item's body ran to its end.
   let completed = false;
+  // Reused outputs go to the sink, or are joined into the result.
+  const reusedOutputs = sink ?? [];
   for (let i = 0; i < length; ++i) {
-    loop.at = i;
-    const reused = run?.reuse(i);
-    if (reused !== undefined) {
-      if (sink === null) result += reused;
-      else if (reused !== "") sink.push(reused);
+    const reused = run?.reuseFrom(i, reusedOutputs) ?? 0;
+    if (reused > 0) {
+      if (sink === null) {
+        result += reusedOutputs.join("");
+        reusedOutputs.length = 0;
+      }
       completed = true;
+      i += reused - 1;
       continue;
     }
+    loop.at = i;
     // jinja2 runs each item's body in a fresh scope: a `set` there is gone
     // at the next item, and never rebinds an outer name (only namespace
     // attributes carry over).
@@ -243,11 +248,11 @@ class ItemReuse {
   }
 
   /** This run of the loop over `items`, aligned with its previous runs. */
-  start(node: Node, items: readonly Value[]): LoopRun {
+  start(node: Node, items: readonly Value[], loop: LoopFields): LoopRun {
     return new LoopRun(node, items, this.#scope.parent!, this.#name, {
       ...this.#loop,
       scope: this.#probe,
-    });
+    }, loop);
   }
 
   /** The item's output, reused or recorded; `undefined` for an item that just runs. */

@@ -31,7 +31,7 @@
 // they are. Where a root is dirty, the entry's reads of it are checked
 // (still without the item's own scope); where that fails, memo.ts checks
 // or runs the item.
-import { isNamespace } from "./loop_fields.ts";
+import { isNamespace, type LoopFields } from "./loop_fields.ts";
 import {
   alike,
   type Entry,
@@ -343,6 +343,8 @@ export class LoopRun {
   readonly #itemName: string;
   /** A scope holding only the loop and the item, where dirty reads are checked. */
   readonly #probe: LoopScopes;
+  /** The loop's fields, set to an item's index while its reads are checked. */
+  readonly #loop: LoopFields;
   readonly #entries: (Entry | undefined)[] = [];
   readonly #outputs: string[] = [];
   readonly #roots: Int32Array;
@@ -375,6 +377,7 @@ export class LoopRun {
    * @param itemName The loop variable.
    * @param probe Where a read is checked: a scope of its own under
    * `outer`, holding the loop (at the item's index) and, once bound, the item.
+   * @param loop The loop's fields, which the probe scope's `loop` holds.
    */
   constructor(
     node: Node,
@@ -382,6 +385,7 @@ export class LoopRun {
     outer: Scope,
     itemName: string,
     probe: LoopScopes,
+    loop: LoopFields,
   ) {
     let history = histories.get(node);
     if (history === undefined) histories.set(node, history = new LoopHistory());
@@ -390,6 +394,7 @@ export class LoopRun {
     this.#outer = outer;
     this.#itemName = itemName;
     this.#probe = probe;
+    this.#loop = loop;
     this.#roots = new Int32Array(items.length);
     this.#writes = new Uint8Array(items.length);
     for (const root of history.bits.keys()) {
@@ -400,37 +405,56 @@ export class LoopRun {
   }
 
   /**
-   * Item `i`'s output when the previous run's entry for it holds without a
-   * check of its own: every root it read is clean at `i`, or its reads of
-   * dirty roots give alike values again (checked in the probe scope, the
-   * loop at `i`). Its namespace writes are made again and it counts as
-   * done. Otherwise undefined: the item is checked or run, then
-   * {@linkcode done}.
+   * Reuses the items from `i` on, while each is the previous run's item
+   * with the same neighbours and its previous entry holds without a check
+   * of its own: every root it read is clean there, or its reads of dirty
+   * roots give alike values again (checked in the probe scope, the loop at
+   * the item). Their namespace writes are made again, their outputs (but
+   * empty ones) pushed to `out`, and they count as done; the item after
+   * them is checked or run, then {@linkcode done}.
+   *
+   * @returns How many items were reused.
    */
-  reuse(i: number): string | undefined {
+  reuseFrom(i: number, out: string[]): number {
     const alignment = this.#alignment;
-    if (alignment === null) return undefined;
+    if (alignment === null) return 0;
     const run = alignment.run;
-    const j = i - alignment.offset;
-    if (j < 0 || j >= run.items.length) return undefined;
+    const old = run.items;
+    const items = this.#items;
+    const m = old.length;
+    const n = items.length;
+    let j = i - alignment.offset;
+    if (j < 0 || j >= m) return 0;
     if (!this.#started) this.#begin(alignment, j);
-    if (!this.#linedUp(run.items, i, j)) return undefined;
-    const roots = run.roots[j]!;
-    const dirty = this.#windows.length === 0 ? this.#unclean : this.#dirtyAt(i);
-    // Most items: nothing they read differs, known from the arrays alone.
-    if (roots === -1 || (roots & dirty) !== 0) {
-      const entry = run.entries[j];
-      if (entry === undefined || !this.#holds(entry, i, dirty)) {
-        return undefined;
+    // The item before: the same, or none in both runs.
+    if (!(j === 0 ? i === 0 : i > 0 && items[i - 1] === old[j - 1])) return 0;
+    const start = i;
+    const windows = this.#windows.length > 0;
+    for (; j < m && i < n && items[i] === old[j]; i++, j++) {
+      // The item after: the same, or none in both runs.
+      if (
+        j === m - 1 ? i !== n - 1 : i === n - 1 || items[i + 1] !== old[j + 1]
+      ) {
+        break;
       }
+      const roots = run.roots[j]!;
+      const dirty = windows ? this.#dirtyAt(i) : this.#unclean;
+      if (roots === -1 || (roots & dirty) !== 0) {
+        const entry = run.entries[j];
+        this.#loop.at = i;
+        if (entry === undefined || !this.#holds(entry, i, dirty)) break;
+      }
+      const output = run.outputs[j]!;
+      if (output !== "") out.push(output);
+      const wrote = run.writes[j]!;
+      if (wrote === 1) replayKeys(run.entries[j]!, this.#outer);
+      this.#record(i, run.entries[j], output, roots, wrote);
+      // Both runs wrote the same: the key roots compare again.
+      if (wrote === 1) this.#follow(j, true);
     }
-    memoStats.hits++;
-    memoStats.skips++;
-    const wrote = run.writes[j]!;
-    if (wrote === 1) replayKeys(run.entries[j]!, this.#outer);
-    this.#record(i, run.entries[j], run.outputs[j]!, roots, wrote);
-    this.#follow(j, wrote === 1);
-    return run.outputs[j]!;
+    memoStats.hits += i - start;
+    memoStats.skips += i - start;
+    return i - start;
   }
 
   /**
@@ -446,21 +470,6 @@ export class LoopRun {
     if (alignment === null || !this.#started) return;
     const j = i - alignment.offset;
     if (j >= 0 && j < alignment.run.items.length) this.#follow(j, wrote);
-  }
-
-  /**
-   * Whether item `i` is the previous run's item `j`, with the same items
-   * around it (or none, at both ends): else `loop.previtem`, `nextitem`,
-   * `first` or `last` may differ.
-   */
-  #linedUp(old: readonly Value[], i: number, j: number): boolean {
-    const items = this.#items;
-    if (items[i] !== old[j]) return false;
-    const before = j === 0 ? i === 0 : i > 0 && items[i - 1] === old[j - 1];
-    if (!before) return false;
-    const lastOld = j === old.length - 1;
-    const last = i === items.length - 1;
-    return lastOld ? last : !last && items[i + 1] === old[j + 1];
   }
 
   /** Keeps this run for the next: only a run that went through every item. */

@@ -15,7 +15,11 @@ import { isJsonObject } from "../common/request.ts";
 import { errorType, safeCause } from "../common/errors.ts";
 import type { ChatTemplate } from "../jinja/chat_template.ts";
 import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
-import type { ContentFormat, Reuse } from "../vllm/preprocess.ts";
+import type {
+  ContentFormat,
+  ContextOptions,
+  Reuse,
+} from "../vllm/preprocess.ts";
 import { type VllmRules, vllmRules } from "../vllm/release.ts";
 import type { RenderedChat } from "../deepseek/render.ts";
 import {
@@ -212,7 +216,18 @@ async function importRenderModules(): Promise<RenderModules> {
 interface Converted {
   readonly message: WeakMap<object, unknown>;
   readonly tool: WeakMap<object, unknown>;
+  /** The last few renders' messages and their values, in order, newest first. */
+  recent: RenderedMessages[];
 }
+
+/** A render's messages (the payload's objects) and their template values. */
+interface RenderedMessages {
+  readonly messages: readonly unknown[];
+  readonly values: readonly unknown[];
+}
+
+/** Renders whose messages are remembered in order: a few conversations interleaved. */
+const RECENT_RENDERS = 4;
 
 const convertedByTemplate = new WeakMap<object, Converted>();
 
@@ -220,17 +235,24 @@ const convertedByTemplate = new WeakMap<object, Converted>();
  * Remembers each message and tool object's template value, per template
  * (the content format differs): a grown conversation converts only its new
  * messages. Template values are never changed by a render (only namespace
- * attributes can be assigned), so they are shared across renders.
+ * attributes can be assigned), so they are shared across renders. The
+ * messages a recent render held first, in the same order, are taken with
+ * their values at once, without looking each up (a lookup reads the
+ * message object, at a million tokens most often out of the processor's
+ * caches).
  */
-function reuseFor(loaded: Loaded, entry: [ChatTemplate, ContentFormat]): Reuse {
+function reuseFor(
+  loaded: Loaded,
+  entry: [ChatTemplate, ContentFormat],
+): Pick<ContextOptions, "reuse" | "reuseMessages"> {
   let converted = convertedByTemplate.get(entry);
   if (converted === undefined) {
-    converted = { message: new WeakMap(), tool: new WeakMap() };
+    converted = { message: new WeakMap(), tool: new WeakMap(), recent: [] };
     convertedByTemplate.set(entry, converted);
   }
   const memo = converted;
   const convert = preTemplate(loaded);
-  return (kind, raw, make) => {
+  const reuse: Reuse = (kind, raw, make) => {
     if (typeof raw !== "object" || raw === null) {
       return convert(kind, raw, make);
     }
@@ -241,6 +263,33 @@ function reuseFor(loaded: Loaded, entry: [ChatTemplate, ContentFormat]): Reuse {
     }
     return value;
   };
+  const reuseMessages = (
+    raw: readonly unknown[],
+    each: (message: unknown) => unknown,
+  ): unknown => {
+    let before: RenderedMessages | undefined;
+    let shared = 0;
+    for (const render of memo.recent) {
+      const n = Math.min(render.messages.length, raw.length);
+      let i = 0;
+      while (i < n && render.messages[i] === raw[i]) i++;
+      if (i > shared) {
+        shared = i;
+        before = render;
+      }
+    }
+    const values = before?.values.slice(0, shared) ?? [];
+    for (let i = shared; i < raw.length; i++) values.push(each(raw[i]));
+    // A render this one holds whole is remembered no more.
+    const held = shared === before?.messages.length ? before : undefined;
+    memo.recent = [
+      { messages: raw, values },
+      ...memo.recent.filter((render) => render !== held),
+    ].slice(0, RECENT_RENDERS);
+    // The template's own list: what it does to it stays in this render.
+    return loaded.engine.listValue(values.slice());
+  };
+  return { reuse, reuseMessages };
 }
 
 /**
@@ -304,7 +353,7 @@ export function renderChatParts(
     contentFormat,
     rules: loaded.rules,
     ...(reuse
-      ? { reuse: reuseFor(loaded, entry) }
+      ? reuseFor(loaded, entry)
       : loaded.sortsTools
       ? { reuse: preTemplate(loaded) }
       : {}),

@@ -9,14 +9,20 @@
  *
  * @module
  */
-import { equalsPlainCopy, NOT_PLAIN, plainCopy } from "../common/plain_copy.ts";
+import { plainCopy, PlainShapes } from "../common/plain_copy.ts";
 
 /** How many lists of each kind are kept: a few conversations interleaved still find theirs. */
 const RECENT = 4;
 
+/** A list adopted: the copies, and the shapes the caller's items are compared with. */
+interface Owned {
+  readonly copies: unknown[];
+  readonly shapes: PlainShapes;
+}
+
 /** The copies of the last few lists adopted. */
 class OwnedLists {
-  #recent: unknown[][] = [];
+  #recent: Owned[] = [];
 
   /**
    * The host's copy of `list`: the copies of the longest prefix it shares
@@ -24,14 +30,14 @@ class OwnedLists {
    * not plain JSON-like data.
    */
   adopt(list: readonly unknown[]): unknown[] | undefined {
-    let best: unknown[] | undefined;
+    let best: Owned | undefined;
     let keep = 0;
     for (const owned of this.#recent) {
       // No shorter list can share more.
-      if (owned.length <= keep) continue;
-      const limit = Math.min(owned.length, list.length);
+      if (owned.shapes.length <= keep) continue;
+      const limit = Math.min(owned.shapes.length, list.length);
       let shared = 0;
-      while (shared < limit && equalsPlainCopy(list[shared], owned[shared])) {
+      while (shared < limit && owned.shapes.equalsAt(shared, list[shared])) {
         shared++;
       }
       if (shared > keep) {
@@ -40,21 +46,26 @@ class OwnedLists {
       }
       if (shared === list.length) break;
     }
-    const copy = best === undefined ? [] : best.slice(0, keep);
-    for (let i = keep; i < list.length; i++) {
-      const item = plainCopy(list[i]);
-      if (item === NOT_PLAIN) return undefined;
-      copy.push(item);
-    }
-    // A list the new one holds whole is not kept twice.
-    const superseded = best !== undefined && keep === best.length
+    // A list the new one holds whole is not kept twice: the new one takes
+    // its shapes over; another, branched off, keeps its own.
+    const superseded = best !== undefined && keep === best.copies.length
       ? best
       : undefined;
+    const copies = best === undefined ? [] : best.copies.slice(0, keep);
+    const shapes = superseded?.shapes ?? best?.shapes.slice(keep) ??
+      new PlainShapes();
+    for (let i = keep; i < list.length; i++) {
+      if (!shapes.push(list[i])) {
+        shapes.truncate(keep);
+        return undefined;
+      }
+      copies.push(plainCopy(list[i]));
+    }
     this.#recent = [
-      copy,
+      { copies, shapes },
       ...this.#recent.filter((owned) => owned !== superseded),
     ].slice(0, RECENT);
-    return copy;
+    return copies;
   }
 }
 

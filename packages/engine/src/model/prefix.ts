@@ -41,6 +41,8 @@ interface PieceTable {
 /** A render: its text in the parts it came in, and the first `n` rows of its table. */
 interface Render {
   readonly parts: readonly string[];
+  /** Where each part ends in the text. */
+  readonly partEnds: readonly number[];
   readonly length: number;
   readonly table: PieceTable;
   readonly n: number;
@@ -74,32 +76,46 @@ export function commonPrefixLength(a: string, b: string): number {
 }
 
 /**
- * The length of the common prefix of two texts given in parts: parts equal
- * at the same place (most often the very same string, compared at once),
- * then the common prefix of the first two that differ. Never more than the
- * texts' true common prefix; less only where parts split differently.
+ * The length of the common prefix of a remembered render's text and a
+ * text given in parts, and how many first parts they share: parts equal
+ * at the same place (most often the very same string, compared without
+ * reading it), then the common prefix of the first two that differ. Never
+ * more than the texts' true common prefix; less only where parts split
+ * differently.
  */
 function commonPrefixOfParts(
-  a: readonly string[],
-  b: readonly string[],
-): number {
-  const n = Math.min(a.length, b.length);
-  let length = 0;
+  render: Render,
+  parts: readonly string[],
+): { readonly length: number; readonly parts: number } {
+  const a = render.parts;
+  const n = Math.min(a.length, parts.length);
   let i = 0;
-  while (i < n && a[i] === b[i]) length += a[i++]!.length;
-  return i < n ? length + commonPrefixLength(a[i]!, b[i]!) : length;
+  while (i < n && a[i] === parts[i]) i++;
+  const length = i === 0 ? 0 : render.partEnds[i - 1]!;
+  return {
+    length: i < n ? length + commonPrefixLength(a[i]!, parts[i]!) : length,
+    parts: i,
+  };
 }
 
-/** The text of `parts` from `position` on. */
-function textFrom(parts: readonly string[], position: number): string {
-  let start = 0;
-  let i = 0;
-  while (i < parts.length && start + parts[i]!.length <= position) {
-    start += parts[i++]!.length;
+/** The text of `parts` (ending at `ends`) from `position` on. */
+function textFrom(
+  parts: readonly string[],
+  ends: readonly number[],
+  position: number,
+): string {
+  // The first part ending after the position.
+  let low = 0;
+  let high = parts.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (ends[middle]! <= position) low = middle + 1;
+    else high = middle;
   }
-  if (i === parts.length) return "";
-  const head = parts[i]!.slice(position - start);
-  return i + 1 === parts.length ? head : head + parts.slice(i + 1).join("");
+  if (low === parts.length) return "";
+  const start = low === 0 ? 0 : ends[low - 1]!;
+  const head = parts[low]!.slice(position - start);
+  return low + 1 === parts.length ? head : head + parts.slice(low + 1).join("");
 }
 
 /** A render's count: the running total of its last piece. */
@@ -152,9 +168,17 @@ export class PrefixCounter {
    */
   count(render: string | readonly string[]): number {
     const parts = typeof render === "string" ? [render] : render;
-    let length = 0;
-    for (const part of parts) length += part.length;
     const base = this.#closest(parts);
+    // The ends of the parts shared with the closest render are its own:
+    // only the other parts are read.
+    const partEnds = base === undefined
+      ? []
+      : base.render.partEnds.slice(0, base.parts);
+    let length = partEnds.length === 0 ? 0 : partEnds[partEnds.length - 1]!;
+    for (let i = partEnds.length; i < parts.length; i++) {
+      length += parts[i]!.length;
+      partEnds.push(length);
+    }
     if (base !== undefined) {
       if (base.common === length && base.render.length === length) {
         this.#remember(base.render);
@@ -170,7 +194,7 @@ export class PrefixCounter {
     let sum = kept === 0 ? 0 : table.totals[kept - 1]!;
     // Only the text after the kept pieces is split (and joined, if parts).
     const offset = kept === 0 ? 0 : table.ends[kept - 1]!;
-    const text = textFrom(parts, offset);
+    const text = textFrom(parts, partEnds, offset);
     const push = (start: number, end: number, added: boolean): void => {
       sum += added ? 1 : this.#pieceCount(text.slice(start, end));
       table.starts.push(offset + start);
@@ -189,7 +213,7 @@ export class PrefixCounter {
       }
     }
     if (at < text.length) push(at, text.length, false);
-    this.#remember({ parts, length, table, n: table.totals.length });
+    this.#remember({ parts, partEnds, length, table, n: table.totals.length });
     return sum;
   }
 
@@ -224,13 +248,15 @@ export class PrefixCounter {
   /** The remembered render sharing the longest prefix with `parts`. */
   #closest(
     parts: readonly string[],
-  ): { render: Render; common: number } | undefined {
-    let best: { render: Render; common: number } | undefined;
+  ): { render: Render; common: number; parts: number } | undefined {
+    let best: { render: Render; common: number; parts: number } | undefined;
     for (const render of this.#recent) {
       // A render no longer than the best prefix found cannot share more.
       if (render.length <= (best?.common ?? 0)) continue;
-      const common = commonPrefixOfParts(render.parts, parts);
-      if (common > (best?.common ?? 0)) best = { render, common };
+      const common = commonPrefixOfParts(render, parts);
+      if (common.length > (best?.common ?? 0)) {
+        best = { render, common: common.length, parts: common.parts };
+      }
     }
     return best;
   }

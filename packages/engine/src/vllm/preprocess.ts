@@ -54,6 +54,15 @@ export interface ContextOptions {
    * objects nobody changes between renders (the count core's own copies).
    */
   readonly reuse?: Reuse;
+  /**
+   * Converts the messages as a whole, given how to convert one: what the
+   * template gets as `messages` (a render sharing its first messages with
+   * an earlier one takes their converted forms at once).
+   */
+  readonly reuseMessages?: (
+    raw: readonly unknown[],
+    each: (message: unknown) => unknown,
+  ) => unknown;
 }
 
 /** Gives the converted form of a message or tool: remembered, or from `make`. */
@@ -103,11 +112,11 @@ export function templateContext(
   const raw = payload.messages as unknown[];
   // transformers: "Cannot apply chat template to an empty conversation".
   if (raw.length === 0) throw rejected("the conversation is empty");
-  const messages = raw.map((message) =>
+  const each = (message: unknown) =>
     reuse === undefined
       ? preprocessMessage(message, how)
-      : reuse("message", message, () => preprocessMessage(message, how))
-  );
+      : reuse("message", message, () => preprocessMessage(message, how));
+  const messages = options.reuseMessages?.(raw, each) ?? raw.map(each);
   const addGenerationPrompt = payload.add_generation_prompt;
   const context: Record<string, unknown> = {
     ...options.specialTokens,
