@@ -430,6 +430,11 @@ export class LoopRun {
     if (!(j === 0 ? i === 0 : i > 0 && items[i - 1] === old[j - 1])) return 0;
     const start = i;
     const windows = this.#windows.length > 0;
+    // Read once: an item reused costs a few reads of arrays in order.
+    const { roots: oldRoots, writes: oldWrites, outputs, entries } = run;
+    const newEntries = this.#entries;
+    const newOutputs = this.#outputs;
+    const newRoots = this.#roots;
     for (; j < m && i < n && items[i] === old[j]; i++, j++) {
       // The item after: the same, or none in both runs.
       if (
@@ -437,20 +442,25 @@ export class LoopRun {
       ) {
         break;
       }
-      const roots = run.roots[j]!;
+      const roots = oldRoots[j]!;
       const dirty = windows ? this.#dirtyAt(i) : this.#unclean;
       if (roots === -1 || (roots & dirty) !== 0) {
-        const entry = run.entries[j];
+        const entry = entries[j];
         this.#loop.at = i;
         if (entry === undefined || !this.#holds(entry, i, dirty)) break;
       }
-      const output = run.outputs[j]!;
+      const output = outputs[j]!;
       if (output !== "") out.push(output);
-      const wrote = run.writes[j]!;
-      if (wrote === 1) replayKeys(run.entries[j]!, this.#outer);
-      this.#record(i, run.entries[j], output, roots, wrote);
-      // Both runs wrote the same: the key roots compare again.
-      if (wrote === 1) this.#follow(j, true);
+      if (oldWrites[j] === 1) {
+        replayKeys(entries[j]!, this.#outer);
+        this.#record(i, entries[j], output, roots, 1);
+        // Both runs wrote the same: the key roots compare again.
+        this.#follow(j, true);
+        continue;
+      }
+      newEntries[i] = entries[j];
+      newOutputs[i] = output;
+      newRoots[i] = roots;
     }
     memoStats.hits += i - start;
     memoStats.skips += i - start;
@@ -544,7 +554,9 @@ export class LoopRun {
   /** The roots dirty at item `i`: windowed ones only within their windows. */
   #dirtyAt(i: number): number {
     let dirty = this.#unclean;
-    for (const window of this.#windows) {
+    const windows = this.#windows;
+    for (let w = 0; w < windows.length; w++) {
+      const window = windows[w]!;
       const within = i >= window.from && i < window.to;
       if (within !== window.inside) dirty &= ~(1 << window.bit);
     }
