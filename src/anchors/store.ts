@@ -9,7 +9,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { canonicalMessage } from "./canonical.ts";
+import { HashChains } from "./chains.ts";
 import { RecentMap } from "../_internal/recent_map.ts";
 import type { Usage } from "./usage.ts";
 
@@ -85,8 +85,10 @@ export class AnchorStore {
   readonly #maxEntries: number;
   /** Anchors by key, least recently used first. */
   readonly #anchors = new RecentMap<string, Stored>();
-  /** How many anchors cover each conversation length: only these are hashed for a lookup. */
+  /** How many anchors cover each conversation length: only these are looked up. */
   readonly #lengths = new Map<number, number>();
+  /** The last conversations hashed: a grown one hashes only its new messages. */
+  readonly #chains = new HashChains();
 
   /**
    * Creates an empty store.
@@ -128,9 +130,10 @@ export class AnchorStore {
 
   /**
    * Hashes a conversation once: one SHA-256 stream over the model and the
-   * canonical messages, with a digest taken only where the store holds an
-   * anchor of that length (and at the end). A caller that looks up and later
-   * records the same conversation computes this once and passes it on.
+   * canonical messages, a digest after each message (`HashChains`: a
+   * conversation that grew from one hashed lately hashes only its new
+   * messages). A caller that looks up and later records the same
+   * conversation computes this once and passes it on.
    *
    * @param model The model (and whatever else must match) of the request.
    * @param messages The messages of the request.
@@ -139,25 +142,52 @@ export class AnchorStore {
    */
   keys(model: string, messages: readonly unknown[]): ConversationKeys {
     checkRequest("hash", model, messages);
-    const hash = createHash("sha256");
-    // The text not hashed yet: one update per digest taken, not per message.
-    let pending = `${model}\u0000`;
+    if (messages.length === 0) {
+      return { full: sha256Of(model), length: 0, prefixes: [] };
+    }
+    const digests = this.#chains.digests(model, messages);
+    const n = messages.length;
     const prefixes: [number, string][] = [];
-    for (let i = 0; i < messages.length; i++) {
-      // Canonical JSON escapes NUL, so the separator keeps messages apart.
-      pending += `${canonicalMessage(messages[i])}\u0000`;
-      const length = i + 1;
-      if (length < messages.length && this.#lengths.has(length)) {
-        hash.update(pending);
-        pending = "";
-        prefixes.push([length, hash.copy().digest("hex")]);
+    // The lengths the store holds, from the shorter list of the two.
+    if (this.#lengths.size < n) {
+      for (const length of this.#lengths.keys()) {
+        if (length <= n) prefixes.push([length, digests[length - 1]!]);
+      }
+      prefixes.sort((a, b) => a[0] - b[0]);
+    } else {
+      for (let length = 1; length <= n; length++) {
+        if (this.#lengths.has(length)) {
+          prefixes.push([length, digests[length - 1]!]);
+        }
       }
     }
-    const full = hash.update(pending).digest("hex");
-    if (this.#lengths.has(messages.length)) {
-      prefixes.push([messages.length, full]);
+    return { full: digests[n - 1]!, length: n, prefixes };
+  }
+
+  /**
+   * The keys of a conversation's prefixes of `from` messages or more,
+   * shortest first; the last is the whole conversation's (`keys().full`).
+   * For a store that cannot know which lengths are anchored elsewhere (a
+   * replica reading the shared store).
+   *
+   * @param model The model (and whatever else must match) of the request.
+   * @param messages The messages of the request.
+   * @param from The shortest prefix wanted (at least 1).
+   * @returns [length, key] of each prefix.
+   * @throws {TypeError} When `model` is not a string or `messages` not an array.
+   */
+  prefixKeys(
+    model: string,
+    messages: readonly unknown[],
+    from: number,
+  ): [number, string][] {
+    checkRequest("hash", model, messages);
+    const digests = this.#chains.digests(model, messages);
+    const keys: [number, string][] = [];
+    for (let length = Math.max(1, from); length <= digests.length; length++) {
+      keys.push([length, digests[length - 1]!]);
     }
-    return { full, length: messages.length, prefixes };
+    return keys;
   }
 
   /**
@@ -228,6 +258,7 @@ export class AnchorStore {
   clear(): void {
     this.#anchors.clear();
     this.#lengths.clear();
+    this.#chains.clear();
   }
 
   #forget(key: string): void {
@@ -242,6 +273,11 @@ export class AnchorStore {
     if (left > 0) this.#lengths.set(length, left);
     else this.#lengths.delete(length);
   }
+}
+
+/** The key of a conversation without messages. */
+function sha256Of(model: string): string {
+  return createHash("sha256").update(`${model}\u0000`).digest("hex");
 }
 
 function checkRequest(

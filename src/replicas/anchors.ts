@@ -14,7 +14,6 @@ import {
 } from "../anchors/store.ts";
 import { conversationKey } from "../anchors/keys.ts";
 import type { Usage } from "../anchors/usage.ts";
-import { prefixDigests } from "./prefix_digests.ts";
 import { anchorRecordKey, decodeAnchor, encodeAnchor } from "./records.ts";
 import type { SharedStore } from "./store.ts";
 
@@ -87,10 +86,10 @@ export class SharedAnchorStore extends AnchorStore {
     const { model, messages } = key;
     let digests: [number, string][];
     try {
-      digests = prefixDigests(
+      digests = this.prefixKeys(
         model,
         messages,
-        Math.max(1, messages.length - this.#lookback + 1),
+        messages.length - this.#lookback + 1,
       );
     } catch {
       // Content nested too deeply to hash has no anchor anywhere.

@@ -1,10 +1,11 @@
-// Covers: src/anchors/store.ts, src/anchors/canonical.ts
+// Covers: src/anchors/store.ts, src/anchors/canonical.ts, src/anchors/chains.ts
 import {
   deepStrictEqual,
   notStrictEqual,
   strictEqual,
   throws,
 } from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { AnchorStore, canonicalMessage } from "../../src/anchors/store.ts";
 import { canonicalMessageGeneral } from "../../src/anchors/canonical.ts";
 
@@ -176,7 +177,7 @@ Deno.test("AnchorStore.clear() forgets every anchor", () => {
   strictEqual(store.lookup(MODEL, [user("a")]), undefined);
 });
 
-Deno.test("AnchorStore.lookup() reads each message of a long conversation once", () => {
+Deno.test("AnchorStore.lookup() writes out only the messages a grown conversation added", () => {
   const store = new AnchorStore();
   let reads = 0;
   const messages = Array.from({ length: 1000 }, (_, i) => {
@@ -197,8 +198,67 @@ Deno.test("AnchorStore.lookup() reads each message of a long conversation once",
     ...usage,
     prefixLength: 999,
   });
-  // One canonical form per message: the prefixes are chained, not rehashed.
-  strictEqual(reads, 1000);
+  // The 999 messages hashed before are compared (one read each); only the
+  // new one is written out canonically and taken a shape of.
+  strictEqual(reads, 999 + 2);
+});
+
+/** The key of each prefix, as the anchor records' format defines it. */
+function chainKeys(model: string, messages: readonly unknown[]): string[] {
+  const hash = createHash("sha256").update(`${model}\u0000`);
+  return messages.map((message) =>
+    hash.update(`${canonicalMessage(message)}\u0000`).copy().digest("hex")
+  );
+}
+
+Deno.test("AnchorStore keys are SHA-256 chains over the model and the canonical messages, however the conversation was hashed before", () => {
+  const turns = Array.from(
+    { length: 12 },
+    (_, i) => i % 2 === 0 ? user(`q${i}`) : assistant(`a${i}`),
+  );
+  const expected = chainKeys(MODEL, turns);
+  const keysOf = (store: AnchorStore, messages: readonly unknown[]) =>
+    store.prefixKeys(MODEL, messages, 1).map(([, key]) => key);
+  // Fresh, and grown turn by turn (each extending the chain before).
+  deepStrictEqual(keysOf(new AnchorStore(), turns), expected);
+  const grown = new AnchorStore();
+  for (let n = 1; n <= turns.length; n++) {
+    deepStrictEqual(keysOf(grown, turns.slice(0, n)), expected.slice(0, n));
+    strictEqual(grown.keys(MODEL, turns.slice(0, n)).full, expected[n - 1]);
+  }
+  // Parsed again (other objects, equal), then cut back and grown again.
+  deepStrictEqual(keysOf(grown, structuredClone(turns)), expected);
+  deepStrictEqual(keysOf(grown, turns.slice(0, 5)), expected.slice(0, 5));
+  deepStrictEqual(keysOf(grown, turns), expected);
+  // An earlier message edited: every key from it on differs.
+  const edited = [...turns];
+  edited[3] = assistant("edited");
+  deepStrictEqual(keysOf(grown, edited), chainKeys(MODEL, edited));
+  // A message changed in place after it was hashed.
+  const mutable = structuredClone(turns);
+  keysOf(grown, mutable);
+  mutable[7]!.content = "changed in place";
+  deepStrictEqual(keysOf(grown, mutable), chainKeys(MODEL, mutable));
+  // More conversations interleaved than the store remembers chains of.
+  const others = Array.from(
+    { length: 6 },
+    (_, c) =>
+      turns.map((message) => ({
+        ...message,
+        content: `${c} ${message.content}`,
+      })),
+  );
+  for (let n = 1; n <= turns.length; n++) {
+    for (const other of others) {
+      const prefix = other.slice(0, n);
+      deepStrictEqual(keysOf(grown, prefix), chainKeys(MODEL, prefix));
+    }
+  }
+  // Another model is another chain.
+  deepStrictEqual(
+    grown.prefixKeys("other", turns, 11).map(([, key]) => key),
+    chainKeys("other", turns).slice(10),
+  );
 });
 
 Deno.test("AnchorStore.record() ignores an empty conversation", () => {

@@ -14,7 +14,7 @@ import {
   decodeCount,
   encodeCount,
 } from "../../src/replicas/records.ts";
-import { prefixDigests } from "../../src/replicas/prefix_digests.ts";
+import { AnchorStore } from "../../src/anchors/store.ts";
 import { startRedisServer } from "./_redis_server.ts";
 import { until } from "../_kit/hang.ts";
 import { metric, type Replicas, startReplicas } from "./_replicas.ts";
@@ -163,7 +163,7 @@ Deno.test("replicas sharing a Redis store keep a rotating conversation anchored"
           content: "a conversation begun elsewhere",
         };
         // The anchor key of a one-message conversation of model "m", no tools.
-        const digest = prefixDigests("m\nnull", [first], 1)[0]![1];
+        const digest = new AnchorStore().keys("m\nnull", [first]).full;
         await client.set(
           anchorRecordKey(digest),
           JSON.stringify({ v: 2, p: 999_999, c: 0, n: 1 }),

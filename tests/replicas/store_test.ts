@@ -1,4 +1,4 @@
-// Covers: src/replicas/store.ts, src/replicas/records.ts, src/replicas/record_mac.ts, src/replicas/anchors.ts, src/replicas/count_tier.ts, src/replicas/prefix_digests.ts
+// Covers: src/replicas/store.ts, src/replicas/records.ts, src/replicas/record_mac.ts, src/replicas/anchors.ts, src/replicas/count_tier.ts
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { AnchorStore } from "../../src/anchors/store.ts";
 import { createCountCache } from "../../src/cache/mod.ts";
@@ -6,7 +6,6 @@ import { attachCountTier } from "../../src/cache/capability.ts";
 import { loadConfig } from "../../src/config/mod.ts";
 import { ConfigError } from "../../src/core/config_error.ts";
 import { sharedCountTier } from "../../src/replicas/count_tier.ts";
-import { prefixDigests } from "../../src/replicas/prefix_digests.ts";
 import {
   anchorRecordKey,
   countRecordKey,
@@ -98,16 +97,16 @@ Deno.test("records: encode and decode", async (t) => {
   });
 });
 
-Deno.test("prefixDigests() computes the keys AnchorStore records and looks up", () => {
+Deno.test("AnchorStore.prefixKeys() gives the keys AnchorStore records and looks up", () => {
   const store = new AnchorStore();
   const model = "m\nnull";
   store.record(model, turn1, { promptTokens: 9, completionTokens: 4 });
   const keys = store.keys(model, turn2);
-  const digests = prefixDigests(model, turn2, 1);
+  const digests = new AnchorStore().prefixKeys(model, turn2, 1);
   deepStrictEqual(digests.map(([length]) => length), [1, 2, 3]);
   strictEqual(digests[2]![1], keys.full);
   deepStrictEqual(keys.prefixes[0], digests[0]);
-  deepStrictEqual(prefixDigests(model, turn2, 3), [digests[2]]);
+  deepStrictEqual(store.prefixKeys(model, turn2, 3), [digests[2]]);
 });
 
 Deno.test("SharedAnchorStore: an anchor recorded by one replica is found by another", async () => {
@@ -162,7 +161,7 @@ Deno.test("SharedAnchorStore.prefetch() ignores a record of another shape and co
   const server = new FakeStoreServer();
   await using shared = storeOn(server);
   await ready();
-  const digest = prefixDigests("m\nnull", turn1, 1)[0]![1];
+  const digest = new AnchorStore().keys("m\nnull", turn1).full;
   server.records.set(anchorRecordKey(digest), '{"v":1,"p":-3,"c":4,"n":1}');
   const store = new SharedAnchorStore({ shared });
   await store.prefetch({ model: "m", messages: turn2 });
