@@ -32,16 +32,17 @@ const BUDGETS: Readonly<Record<string, Budget>> = {
     rootReachable: 60_000,
     package: 1_600_000,
   },
-  // The engine: a chat-template interpreter over the library's parser, a
-  // tokenizer.json pipeline, tiktoken vocabularies (Kimi K2, Grok 2),
-  // transformers' tokenizer-class table, vLLM's rules, DeepSeek's encoders
-  // and Harmony. Its root entry loads the model host and the copy-and-compare
-  // the root package's worker client shares; templates, tokenizers and the
-  // renderers load on the first count.
+  // The engine: a chat-template interpreter over the library's parser (with
+  // the reuse of a grown conversation's loop items), a tokenizer.json
+  // pipeline, tiktoken vocabularies (Kimi K2, Grok 2), transformers'
+  // tokenizer-class table, vLLM's rules, DeepSeek's encoders and Harmony. Its
+  // root entry loads the model host and the copy-and-compare the root
+  // package's worker client shares; templates, tokenizers and the renderers
+  // load on the first count.
   "@incontext/engine": {
-    rootGraph: 80_000,
-    rootReachable: 460_000,
-    package: 510_000,
+    rootGraph: 84_000,
+    rootReachable: 480_000,
+    package: 530_000,
   },
 };
 

@@ -71,7 +71,7 @@ const END: unique symbol = Symbol("end");
  *
  * @example Tell a message edited in place
  * ```ts
- * import { PlainShapes } from "./plain_copy.ts";
+ * import { PlainShapes } from "@incontext/engine";
  * const message = { role: "user", content: "Hi" };
  * const shapes = new PlainShapes();
  * console.assert(shapes.push(message));
