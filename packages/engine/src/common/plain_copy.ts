@@ -112,8 +112,7 @@ export class PlainShapes {
    * order (a template may iterate them), equal primitives.
    */
   equalsAt(i: number, value: unknown): boolean {
-    const walk = new ShapeWalk(this.#flat, this.#starts[i]!);
-    return walk.equals(value) && walk.at === this.#starts[i + 1];
+    return walk(this.#flat, this.#starts[i]!, value) === this.#starts[i + 1];
   }
 
   /** Keeps the first `n` values only. */
@@ -161,42 +160,37 @@ function flatten(value: unknown, shape: unknown[], depth: number): boolean {
   return true;
 }
 
-/** A walk along a shape, from its first entry. */
-class ShapeWalk {
-  readonly #shape: readonly unknown[];
-  at: number;
-
-  constructor(shape: readonly unknown[], at: number) {
-    this.#shape = shape;
-    this.at = at;
-  }
-
-  equals(value: unknown): boolean {
-    const shape = this.#shape;
-    const mark = shape[this.at++];
-    if (mark === OBJECT) {
-      if (typeof value !== "object" || value === null || Array.isArray(value)) {
-        return false;
-      }
-      const prototype = Object.getPrototypeOf(value);
-      if (prototype !== Object.prototype && prototype !== null) return false;
-      // `for in` walks the keys in order without a list of them; the
-      // prototype holds none (any it held would not be in the shape).
-      for (const key in value) {
-        if (shape[this.at++] !== key) return false;
-        if (!this.equals((value as Record<string, unknown>)[key])) return false;
-      }
-      return shape[this.at++] === END;
+/**
+ * Walks `value` along `shape` from `at`: where its shape ends there, or -1
+ * where the value differs. Primitives are compared in place, without a call.
+ */
+function walk(shape: readonly unknown[], at: number, value: unknown): number {
+  const mark = shape[at++];
+  if (mark === OBJECT) {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return -1;
     }
-    if (mark === ARRAY) {
-      if (!Array.isArray(value) || value.length !== shape[this.at++]) {
-        return false;
-      }
-      for (let i = 0; i < value.length; i++) {
-        if (!this.equals(value[i])) return false;
-      }
-      return true;
+    const prototype = Object.getPrototypeOf(value);
+    if (prototype !== Object.prototype && prototype !== null) return -1;
+    // `for in` walks the keys in order without a list of them; the
+    // prototype holds none (any it held would not be in the shape).
+    for (const key in value) {
+      if (shape[at++] !== key) return -1;
+      const item = (value as Record<string, unknown>)[key];
+      const next = shape[at];
+      if (next !== OBJECT && next !== ARRAY) {
+        if (!Object.is(item, next)) return -1;
+        at++;
+      } else if ((at = walk(shape, at, item)) < 0) return -1;
     }
-    return Object.is(value, mark);
+    return shape[at] === END ? at + 1 : -1;
   }
+  if (mark === ARRAY) {
+    if (!Array.isArray(value) || value.length !== shape[at++]) return -1;
+    for (let i = 0; i < value.length; i++) {
+      if ((at = walk(shape, at, value[i])) < 0) return -1;
+    }
+    return at;
+  }
+  return Object.is(value, mark) ? at : -1;
 }

@@ -429,7 +429,10 @@ export class LoopRun {
     // The item before: the same, or none in both runs.
     if (!(j === 0 ? i === 0 : i > 0 && items[i - 1] === old[j - 1])) return 0;
     const start = i;
-    const windows = this.#windows.length > 0;
+    // The roots dirty here, and the next item where a window opens or
+    // closes (or a write changes them).
+    let dirty = this.#dirtyAt(i);
+    let until = this.#windowChange(i);
     // Read once: an item reused costs a few reads of arrays in order.
     const { roots: oldRoots, writes: oldWrites, outputs, entries } = run;
     const newEntries = this.#entries;
@@ -443,7 +446,10 @@ export class LoopRun {
         break;
       }
       const roots = oldRoots[j]!;
-      const dirty = windows ? this.#dirtyAt(i) : this.#unclean;
+      if (i >= until) {
+        dirty = this.#dirtyAt(i);
+        until = this.#windowChange(i);
+      }
       if (roots === -1 || (roots & dirty) !== 0) {
         const entry = entries[j];
         this.#loop.at = i;
@@ -456,6 +462,7 @@ export class LoopRun {
         this.#record(i, entries[j], output, roots, 1);
         // Both runs wrote the same: the key roots compare again.
         this.#follow(j, true);
+        until = i + 1;
         continue;
       }
       newEntries[i] = entries[j];
@@ -549,6 +556,16 @@ export class LoopRun {
       ) return false;
     }
     return true;
+  }
+
+  /** The first item after `i` where a window opens or closes. */
+  #windowChange(i: number): number {
+    let next = Infinity;
+    for (const { from, to } of this.#windows) {
+      if (from > i && from < next) next = from;
+      if (to > i && to < next) next = to;
+    }
+    return next;
   }
 
   /** The roots dirty at item `i`: windowed ones only within their windows. */
