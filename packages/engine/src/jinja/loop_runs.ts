@@ -303,10 +303,19 @@ function align(
   for (const run of runs) {
     const old = run.items;
     const m = old.length;
-    for (const offset of n === m ? [0] : [0, n - m]) {
-      let same = 0;
+    // The likelier offset first (the same last items: new ones before
+    // them), so that a run lining up whole is counted once.
+    const offsets = n === m
+      ? [0]
+      : items[n - 1] === old[m - 1]
+      ? [n - m, 0]
+      : [0, n - m];
+    for (const offset of offsets) {
+      const from = Math.max(0, offset);
       const end = Math.min(n, m + offset);
-      for (let i = Math.max(0, offset); i < end; i++) {
+      if (end - from <= most) continue;
+      let same = 0;
+      for (let i = from; i < end; i++) {
         if (items[i] === old[i - offset]) same++;
       }
       if (same > most) {
@@ -318,6 +327,8 @@ function align(
           fields: offset !== 0 ? INDEX_FIELDS : n === m ? [] : LENGTH_FIELDS,
         };
       }
+      // All of the run lines up: no other offset does better.
+      if (same === m) break;
     }
   }
   return best;
