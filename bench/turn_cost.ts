@@ -3,8 +3,8 @@
  * local backend over the Qwen3 files: one conversation per size (32k, 128k,
  * 512k and 1M tokens by default), each turn adding a user line, an
  * assistant tool call and a ~1,000-token tool result of fresh prose; the
- * request is built before the clock starts. 9 turns are timed near each
- * size, the sizes taking turns (one turn of each, then again), on the
+ * request is built before the clock starts. The 25 turns up to each size
+ * are timed, the sizes taking turns (one turn of each, then again), on the
  * calling thread (`cache: null`) and through the count worker (as
  * `incontext serve` counts), alternating: whatever slows the machine for a
  * while slows every size alike. The last line of each path states the
@@ -14,7 +14,7 @@
  *
  *     npx --yes deno@2.9.6 run --config tests/deno.json --allow-read --allow-env --allow-write=/tmp bench/turn_cost.ts
  *
- * `TURN_COST_SIZES=32768,131072` picks the sizes; `TURN_COST_TURNS` (9) the
+ * `TURN_COST_SIZES=32768,131072` picks the sizes; `TURN_COST_TURNS` (25) the
  * timed turns per size; `TURN_COST_PATHS=thread` one path (for a profile);
  * `TURN_COST_TRACE=1` prints each timed count; `TURN_COST_CHECK=0` skips
  * the cold backend's count (for a profile of the turns alone). Each
@@ -37,7 +37,7 @@ const DIR = dirname(
 );
 const SIZES = (Deno.env.get("TURN_COST_SIZES") ?? "32768,131072,524288,1048576")
   .split(",").map(Number);
-const TIMED = Number(Deno.env.get("TURN_COST_TURNS") ?? 9);
+const TIMED = Number(Deno.env.get("TURN_COST_TURNS") ?? 25);
 /** About 1,000 Qwen3 tokens of the generator's prose. */
 const RESULT_CHARS = 3400;
 const CONTEXT = 2_000_000;

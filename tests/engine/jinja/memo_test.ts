@@ -523,6 +523,37 @@ Deno.test("a grown list reuses the items it shares with the previous render with
       growing(8),
     );
   });
+  await t.step("long lists, whose blocks of items are reused at once", () => {
+    // Some items read a value that changes between renders, one moves
+    // a namespace key, and an index is compared with a key that moves:
+    // each block holding such an item is read item by item.
+    const pool = Array.from({ length: 400 }, (_, i) =>
+      toValue({
+        c: `m${i}`,
+        user: i % 97 === 0,
+        watch: i % 151 === 0,
+        bump: i % 233 === 0,
+      }));
+    // 192 and 256: a list ending where a block does.
+    const contexts = [120, 192, 256, 260, 263, 300, 399].flatMap((n, k) => [
+      { messages: pool.slice(0, n), x: k % 2 },
+      { messages: pool.slice(0, n + 1), x: k % 2 },
+    ]);
+    const edited = pool.slice(0, 399);
+    edited[200] = toValue({ c: "edited", user: true });
+    contexts.push({ messages: edited, x: 0 });
+    const stats = agree(
+      "{% set ns = namespace(last=-1, n=0) %}{% for m in messages[::-1] %}{% if ns.last < 0 and m.user %}{% set ns.last = messages|length - 1 - loop.index0 %}{% endif %}{% endfor %}" +
+        "{% for m in messages %}{% if loop.index0 > ns.last %}+{% endif %}{% if m.watch %}{{ x }}{% endif %}{% if m.bump %}{% set ns.n = ns.n + x + 1 %}{% endif %}{{ ns.n }}{% if messages[loop.index0 + 1] is defined and messages[loop.index0 + 1].c == 'edited' %}E{% endif %}{{ m.c }}{% if loop.last %}L{% endif %};{% endfor %}",
+      contexts,
+    );
+    ok(stats.skips > 2000, `${stats.skips} without checks`);
+    // A list that ended where a block does: its last item is last no more.
+    agree(
+      "{% for m in messages %}{{ m.c }}{% if loop.last %}L{% endif %};{% endfor %}",
+      [192, 193, 256, 257].map((n) => ({ messages: pool.slice(0, n) })),
+    );
+  });
   await t.step("conversations interleaved, each growing", () => {
     // Both start with the same system message: neither run displaces the
     // other's.

@@ -63,6 +63,11 @@ interface Run {
   readonly roots: Int32Array;
   /** ... and 1 where it wrote a namespace (or may have). */
   readonly writes: Uint8Array;
+  /**
+   * By block of {@linkcode BLOCK} items: the bits of every root its items
+   * read (`-1` as for one item), or `-1` too where one wrote.
+   */
+  readonly blocks: Int32Array;
   /** The value roots at the loop's start. */
   readonly start: ReadonlyMap<string, unknown>;
   /** After each item that wrote or may have written: the key roots. */
@@ -93,6 +98,8 @@ interface Mask {
 
 /** Roots a loop follows, one bit each: past it, an entry is never skipped. */
 const MAX_ROOTS = 30;
+/** Items summed up together: a block whose items read no dirty root is reused at once. */
+const BLOCK = 64;
 /** Runs kept per loop: a few conversations interleaved still align. */
 const RECENT_RUNS = 4;
 /** The largest `k` of a `list[loop.index0 + k]` root: a larger one is a read of the whole list. */
@@ -449,7 +456,25 @@ export class LoopRun {
     const newEntries = this.#entries;
     const newOutputs = this.#outputs;
     const newRoots = this.#roots;
+    // Every item of the previous run lines up: inside it, each has the same
+    // neighbours, and a whole block reading no dirty root is reused at once.
+    const whole = alignment.same === m;
     for (; j < m && i < n && items[i] === old[j]; i++, j++) {
+      if (whole && (j & (BLOCK - 1)) === 0 && j + BLOCK < m) {
+        const block = run.blocks[j / BLOCK]!;
+        if (block !== -1 && (block & this.#dirtyOver(i, i + BLOCK)) === 0) {
+          for (let k = 0; k < BLOCK; k++) {
+            const output = outputs[j + k]!;
+            if (output !== "") out.push(output);
+            newEntries[i + k] = entries[j + k];
+            newOutputs[i + k] = output;
+          }
+          newRoots.set(oldRoots.subarray(j, j + BLOCK), i);
+          i += BLOCK - 1;
+          j += BLOCK - 1;
+          continue;
+        }
+      }
       // The item after: the same, or none in both runs.
       if (
         j === m - 1 ? i !== n - 1 : i === n - 1 || items[i + 1] !== old[j + 1]
@@ -502,6 +527,17 @@ export class LoopRun {
 
   /** Keeps this run for the next: only a run that went through every item. */
   finish(): void {
+    const roots = this.#roots;
+    const writes = this.#writes;
+    const blocks = new Int32Array(Math.ceil(roots.length / BLOCK));
+    for (let b = 0; b < blocks.length; b++) {
+      let union = 0;
+      const end = Math.min(roots.length, (b + 1) * BLOCK);
+      for (let k = b * BLOCK; k < end && union !== -1; k++) {
+        union = roots[k] === -1 || writes[k] === 1 ? -1 : union | roots[k]!;
+      }
+      blocks[b] = union;
+    }
     const history = this.#history;
     // A run this one holds most of is kept no more; another conversation's,
     // sharing a few items, stays.
@@ -515,8 +551,9 @@ export class LoopRun {
         items: this.#items,
         entries: this.#entries,
         outputs: this.#outputs,
-        roots: this.#roots,
-        writes: this.#writes,
+        roots,
+        writes,
+        blocks,
         start: this.#start,
         after: this.#after,
       },
@@ -567,6 +604,20 @@ export class LoopRun {
       ) return false;
     }
     return true;
+  }
+
+  /** The roots dirty at any item from `from` to `to` (not included). */
+  #dirtyOver(from: number, to: number): number {
+    let dirty = this.#unclean;
+    const windows = this.#windows;
+    for (let w = 0; w < windows.length; w++) {
+      const window = windows[w]!;
+      const clean = window.inside
+        ? to <= window.from || from >= window.to
+        : from >= window.from && to <= window.to;
+      if (clean) dirty &= ~(1 << window.bit);
+    }
+    return dirty;
   }
 
   /** The first item after `i` where a window opens or closes. */
