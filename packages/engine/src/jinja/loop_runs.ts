@@ -321,6 +321,12 @@ function align(
       const from = Math.max(0, offset);
       const end = Math.min(n, m + offset);
       if (end - from <= most) continue;
+      // Another conversation shares its first item (a system message) at
+      // most: neither the last item nor the second lines up.
+      if (
+        items[end - 1] !== old[end - 1 - offset] &&
+        (end - from < 2 || items[from + 1] !== old[from + 1 - offset])
+      ) continue;
       let same = 0;
       for (let i = from; i < end; i++) {
         if (items[i] === old[i - offset]) same++;
