@@ -1,11 +1,11 @@
-// Covers: packages/engine/src/jinja/memo.ts, packages/engine/src/model/chat_render.ts
-// Loops that reuse item outputs between renders (packages/engine/src/jinja/memo.ts)
-// render exactly what a fresh render does: for the real templates of every
-// family over random conversations that grow, get edited, regenerate and
-// interleave; for templates written to break each rule the memo relies on;
-// and for random loop bodies over random context sequences. Each test also
-// checks that outputs were reused, so that a memo that never hits cannot
-// pass.
+// Covers: packages/engine/src/jinja/memo.ts, packages/engine/src/jinja/loop_runs.ts, packages/engine/src/jinja/never_raises.ts, packages/engine/src/model/chat_render.ts
+// Loops that reuse item outputs between renders (packages/engine/src/jinja/memo.ts,
+// and without a check of their own, loop_runs.ts) render exactly what a fresh
+// render does: for the real templates of every family over random
+// conversations that grow, get edited, regenerate and interleave; for
+// templates written to break each rule the reuse relies on; and for random
+// loop bodies over random context sequences. Each test also checks that
+// outputs were reused, so that a reuse that never happens cannot pass.
 import { localTokenizeBody } from "../../../src/backends/_shared/vllm_count.ts";
 import { ok, strictEqual } from "node:assert/strict";
 import { dirname } from "node:path";
