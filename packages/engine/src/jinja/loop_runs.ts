@@ -26,11 +26,13 @@
 // - `loop.field`, `loop`: clean as the runs align (`loop.index0` is the
 //   same when the shared items start both runs; `loop.revindex` when they
 //   end both).
-// An item whose previous entry reads only roots clean at that item reads
-// the same values again: its output and namespace writes are reused as
-// they are. Where a root is dirty, the entry's reads of it are checked
-// (still without the item's own scope); where that fails, memo.ts checks
-// or runs the item.
+// An item lines up when it is the previous run's item at the same place
+// (the shared items first, or last), with the same neighbours. One whose
+// previous entry reads only roots clean there reads the same values again:
+// its output and namespace writes are reused as they are, and a block of
+// 64 such items at once. Where a root is dirty, the entry's reads of it are
+// checked (still without the item's own scope); where that fails, memo.ts
+// checks or runs the item.
 import { isNamespace, type LoopFields } from "./loop_fields.ts";
 import {
   alike,
