@@ -33,22 +33,25 @@
 // 64 such items at once. Where a root is dirty, the entry's reads of it are
 // checked (still without the item's own scope); where that fails, memo.ts
 // checks or runs the item.
-import { isNamespace, type LoopFields } from "./loop_fields.ts";
+import type { LoopFields } from "./loop_fields.ts";
 import {
-  alike,
+  integerOf,
+  LIST_REACH,
+  LoopRoots,
+  type Mask,
+  same,
+  sharedItems,
+  valueOf,
+} from "./loop_roots.ts";
+import {
   type Entry,
-  IMPURE_GLOBALS,
   type LoopScopes,
   memoStats,
   raises,
-  type Read,
   readAgain,
   replayKeys,
-  staticInfo,
 } from "./memo.ts";
-import { DICT_ATTRIBUTES } from "./names.ts";
-import { typesRelied } from "./never_raises.ts";
-import { type Node, resolve, type Scope } from "./scope.ts";
+import type { Node, Scope } from "./scope.ts";
 import type { Value } from "./values.ts";
 
 /** One run of a loop: its items, the entry each used, the roots it saw. */
@@ -76,210 +79,22 @@ interface Run {
   readonly after: readonly (ReadonlyMap<string, unknown> | undefined)[];
 }
 
-/** A read and its roots, as bits of its loop's roots; `-1` when some root has no bit. */
-interface RootedRead {
-  readonly read: Read;
-  readonly roots: number;
-  /** Its `list[loop.index0 + k]` reads: the list root's bit, then `k`, for each. */
-  readonly lists: readonly number[];
-  /** The bits of those lists' roots. */
-  readonly listBits: number;
-}
-
-/** An entry's roots. */
-interface Mask {
-  /** Roots of the globals and namespaces it needs as they were. */
-  readonly fixed: number;
-  /** Its reads, checked where a root is dirty. */
-  readonly reads: readonly RootedRead[];
-  /** Its unchecked reads (memo.ts `dead`), evaluated where a root is dirty and they might raise. */
-  readonly dead: readonly RootedRead[];
-  /** All of them. */
-  readonly union: number;
-}
-
-/** Roots a loop follows, one bit each: past it, an entry is never skipped. */
-const MAX_ROOTS = 30;
 /** Items summed up together: a block whose items read no dirty root is reused at once. */
 const BLOCK = 64;
 /** Runs kept per loop: a few conversations interleaved still align. */
 const RECENT_RUNS = 4;
-/** The largest `k` of a `list[loop.index0 + k]` root: a larger one is a read of the whole list. */
-const LIST_REACH = 4;
-/** A root's value that compares equal to nothing: the read is checked. */
-const UNKNOWN: unique symbol = Symbol("unknown");
 /** Loop fields that differ when the shared items start both runs but the lengths differ. */
 const LENGTH_FIELDS = ["length", "revindex", "revindex0"];
 /** Loop fields that differ when the shared items end both runs, after new ones. */
 const INDEX_FIELDS = ["index", "index0", "length", "cycle"];
 
-/** What a loop's roots are, and its recent runs. */
+/** A loop's roots, and its recent runs. */
 class LoopHistory {
-  readonly bits = new Map<string, number>();
-  /** By bit: the largest `|k| + 1` of the `loop.index0 + k` a `>` root is compared with. */
-  readonly reach: number[] = [];
+  readonly roots = new LoopRoots();
   runs: Run[] = [];
-
-  /** The bit of a root, or -1 once the loop follows as many as it can. */
-  bit(root: string): number {
-    let bit = this.bits.get(root);
-    if (bit === undefined) {
-      if (this.bits.size >= MAX_ROOTS) return -1;
-      this.bits.set(root, bit = this.bits.size);
-    }
-    return bit;
-  }
-
-  /** The bits of roots; -1 if one has none. */
-  bitsOf(roots: Iterable<string>): number {
-    let bits = 0;
-    for (const root of roots) {
-      const bit = this.bit(root);
-      if (bit < 0) return -1;
-      bits |= 1 << bit;
-    }
-    return bits;
-  }
-
-  /**
-   * An entry's roots, as bits; computed once per entry (entries are per
-   * loop). `probe` judges whether its unchecked reads may raise.
-   */
-  maskOf(entry: Entry, itemName: string, probe: Scope): Mask {
-    let mask = entry.derived as Mask | undefined;
-    if (mask !== undefined) return mask;
-    const globals = this.bitsOf(entry.globals.map((name) => `=${name}`));
-    const namespaces = this.bitsOf(entry.namespaces.map((name) => `?${name}`));
-    const fixed = globals === -1 || namespaces === -1
-      ? -1
-      : globals | namespaces;
-    const reads = entry.reads.map((read) => {
-      const lists: number[] = [];
-      let listBits = 0;
-      for (const [name, offset] of staticInfo(read.node)!.indexed) {
-        const bit = this.bits.get(`[${name}`);
-        if (bit === undefined || Math.abs(offset) > LIST_REACH) continue;
-        lists.push(bit, offset);
-        listBits |= 1 << bit;
-      }
-      return {
-        read,
-        roots: this.bitsOf(this.#rootsOf(read.node, itemName)),
-        lists,
-        listBits,
-      };
-    });
-    const dead = entry.dead.map((read) => {
-      // A read that cannot raise whatever the values: only the types count.
-      const types = typesRelied(read.node, probe);
-      return {
-        read,
-        roots: this.bitsOf(
-          types?.map((name) => `:${name}`) ??
-            this.#rootsOf(read.node, itemName),
-        ),
-        lists: [],
-        listBits: 0,
-      };
-    });
-    let union = fixed;
-    for (const rooted of [...reads, ...dead]) {
-      union = union === -1 || rooted.roots === -1 ? -1 : union | rooted.roots;
-    }
-    mask = { fixed, reads, dead, union };
-    entry.derived = mask;
-    return mask;
-  }
-
-  /** The roots an expression reads, other than the loop's item (see above). */
-  #rootsOf(node: Node, itemName: string): string[] {
-    const info = staticInfo(node)!;
-    const roots: string[] = [];
-    for (const name of info.bare) {
-      if (name !== itemName) roots.push(name === "loop" ? "loop" : `=${name}`);
-    }
-    for (const [name, key] of info.keyUses) {
-      if (name === itemName || info.bare.has(name)) continue;
-      roots.push(name === "loop" ? `loop.${key}` : `.${name}.${key}`);
-    }
-    for (const [name, offset] of info.indexed) {
-      if (name === itemName || info.bare.has(name)) continue;
-      roots.push(Math.abs(offset) <= LIST_REACH ? `[${name}` : `=${name}`);
-    }
-    for (const [root, offset] of info.compared) {
-      const name = root.startsWith("=") ? root.slice(1) : root.split(".")[1]!;
-      if (name === itemName) continue;
-      const bit = this.bit(`>${root}`);
-      if (bit >= 0) {
-        this.reach[bit] = Math.max(this.reach[bit] ?? 0, Math.abs(offset) + 1);
-      }
-      roots.push(`>${root}`);
-    }
-    return roots;
-  }
 }
 
 const histories = new WeakMap<Node, LoopHistory>();
-
-/** What a value root holds now, seen from the loop's enclosing scope. */
-function valueOf(root: string, outer: Scope): unknown {
-  const kind = root[0];
-  if (kind === ">") return valueOf(root.slice(1), outer);
-  if (kind === "=" || kind === "[" || kind === "?" || kind === ":") {
-    const name = root.slice(1);
-    // The clock gives another value whenever it is read.
-    if (kind === "=" && IMPURE_GLOBALS.has(name)) return UNKNOWN;
-    const value = resolve(outer, name)?.variables.get(name);
-    return kind === "?"
-      ? isNamespace(value)
-      : kind === ":"
-      ? value?.type
-      : value;
-  }
-  const dot = root.indexOf(".", 1);
-  const name = root.slice(1, dot);
-  const key = root.slice(dot + 1);
-  const object = resolve(outer, name)?.variables.get(name);
-  const held = object?.value;
-  // A namespace's, a mapping's or an enclosing loop's entry; a dict's
-  // method or anything else is checked.
-  if (
-    !(held instanceof Map) || DICT_ATTRIBUTES.has(key) ||
-    object!.type === "IteratorValue" || object!.type.startsWith("dict_")
-  ) return UNKNOWN;
-  return held.get(key);
-}
-
-/** Whether two root values are alike (memo.ts `alike`), UNKNOWN never. */
-function same(a: unknown, b: unknown): boolean {
-  if (a === UNKNOWN || b === UNKNOWN) return false;
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || !a || !b) return false;
-  return alike(a as Value, b as Value);
-}
-
-/** How many first items two lists share (the same item values), or 0. */
-function sharedItems(a: unknown, b: unknown): number {
-  const x = (a as Value | undefined)?.value;
-  const y = (b as Value | undefined)?.value;
-  if (
-    (a as Value | undefined)?.type !== "ArrayValue" ||
-    (b as Value | undefined)?.type !== "ArrayValue" ||
-    !Array.isArray(x) || !Array.isArray(y)
-  ) return 0;
-  const n = Math.min(x.length, y.length);
-  let k = 0;
-  while (k < n && x[k] === y[k]) k++;
-  return k;
-}
-
-/** An integer value's number, or undefined. */
-function integerOf(value: unknown): number | undefined {
-  const v = value as Value | undefined;
-  return v?.type === "IntegerValue" && typeof v.value === "number"
-    ? v.value
-    : undefined;
-}
 
 /**
  * How the two runs line up: item `i` of this run against item `i - offset`
@@ -423,10 +238,10 @@ export class LoopRun {
     this.#loop = loop;
     this.#roots = new Int32Array(items.length);
     this.#writes = new Uint8Array(items.length);
-    for (const root of history.bits.keys()) {
+    for (const root of history.roots.bits.keys()) {
       if (!root.startsWith("loop")) this.#start.set(root, valueOf(root, outer));
     }
-    this.#known = history.bits.size;
+    this.#known = history.roots.bits.size;
     this.#alignment = align(history.runs, items);
   }
 
@@ -570,7 +385,7 @@ export class LoopRun {
   }
 
   #maskOf(entry: Entry): Mask {
-    return this.#history.maskOf(entry, this.#itemName, this.#probe.scope);
+    return this.#history.roots.maskOf(entry, this.#itemName, this.#probe.scope);
   }
 
   /** Whether an entry's reads of roots dirty at item `i` give alike values again. */
@@ -683,7 +498,7 @@ export class LoopRun {
     while (k >= 0 && run.writes[k] !== 1) k--;
     this.#previous = k < 0 ? run.start : run.after[k]!;
     let dirty = 0;
-    for (const [root, bit] of this.#history.bits) {
+    for (const [root, bit] of this.#history.roots.bits) {
       if (bit >= this.#known || !root.startsWith("loop")) continue;
       const field = root.slice(5);
       if (
@@ -706,7 +521,7 @@ export class LoopRun {
     const windows = this.#windows.filter((window) =>
       !keysOnly || !this.#isKey(window.bit)
     );
-    for (const [root, bit] of this.#history.bits) {
+    for (const [root, bit] of this.#history.roots.bits) {
       if (bit >= this.#known || root.startsWith("loop")) continue;
       if (keysOnly && !this.#isKey(bit)) continue;
       const flag = 1 << bit;
@@ -741,7 +556,7 @@ export class LoopRun {
         const a = integerOf(now);
         const b = integerOf(before);
         if (a === undefined || b === undefined) continue;
-        const reach = this.#history.reach[bit] ?? 1;
+        const reach = this.#history.roots.reach[bit] ?? 1;
         // `loop.index0 + k` compared with either value gives the same
         // answer, but between them.
         windows.push({
@@ -757,7 +572,7 @@ export class LoopRun {
   }
 
   #isKey(bit: number): boolean {
-    for (const [root, b] of this.#history.bits) {
+    for (const [root, b] of this.#history.roots.bits) {
       if (b === bit) return root.startsWith(".") || root.startsWith(">.");
     }
     return false;
@@ -766,7 +581,7 @@ export class LoopRun {
   /** The key roots' values now. */
   #keys(): Map<string, unknown> {
     const keys = new Map<string, unknown>();
-    for (const root of this.#history.bits.keys()) {
+    for (const root of this.#history.roots.bits.keys()) {
       if (root.startsWith(".") || root.startsWith(">.")) {
         keys.set(root, valueOf(root, this.#outer));
       }
