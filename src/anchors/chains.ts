@@ -38,9 +38,7 @@ export class HashChains {
     let shared = 0;
     for (const chain of this.#recent) {
       if (chain.model !== model || chain.shapes.length <= shared) continue;
-      const limit = Math.min(chain.shapes.length, messages.length);
-      let i = 0;
-      while (i < limit && chain.shapes.equalsAt(i, messages[i])) i++;
+      const i = chain.shapes.sharedPrefix(messages);
       if (i > shared) {
         shared = i;
         best = chain;

@@ -62,11 +62,7 @@ export class SentMessages {
       // Newest first: a growing conversation matches the newest list whole,
       // and no shorter list can share more.
       if (sent.count <= (best?.keep ?? 0)) continue;
-      const limit = Math.min(sent.count, messages.length);
-      let keep = 0;
-      while (keep < limit && sent.shapes.equalsAt(keep, messages[keep])) {
-        keep++;
-      }
+      const keep = sent.shapes.sharedPrefix(messages, sent.count);
       if (keep > (best?.keep ?? 0)) {
         best = { id: sent.id, keep };
         bestSent = sent;

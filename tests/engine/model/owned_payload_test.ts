@@ -193,4 +193,17 @@ Deno.test("PlainShapes tells a value from the one its shape was taken of by keys
   ok(first.equalsAt(0, { role: "system", content: "first" }));
   ok(first.push({ role: "user", content: "other" }));
   ok(!shapes.equalsAt(1, { role: "user", content: "other" }));
+  // The first values two lists share, up to a limit.
+  const system = { role: "system", content: "first" };
+  strictEqual(shapes.sharedPrefix([system, message]), 1);
+  // (`message` was edited in place after its shape was taken.)
+  strictEqual(
+    first.sharedPrefix([system, { role: "user", content: "other" }]),
+    2,
+  );
+  strictEqual(
+    first.sharedPrefix([system, { role: "user", content: "other" }], 1),
+    1,
+  );
+  strictEqual(first.sharedPrefix([]), 0);
 });

@@ -115,6 +115,20 @@ export class PlainShapes {
     return walk(this.#flat, this.#starts[i]!, value) === this.#starts[i + 1];
   }
 
+  /**
+   * How many first `values` equal this list's first values ({@linkcode equalsAt}),
+   * compared up to `limit` of this list's values.
+   */
+  sharedPrefix(
+    values: readonly unknown[],
+    limit: number = this.length,
+  ): number {
+    const n = Math.min(limit, this.length, values.length);
+    let i = 0;
+    while (i < n && this.equalsAt(i, values[i])) i++;
+    return i;
+  }
+
   /** Keeps the first `n` values only. */
   truncate(n: number): void {
     this.#starts.length = n + 1;

@@ -185,19 +185,20 @@ export function same(a: unknown, b: unknown): boolean {
   return alike(a as Value, b as Value);
 }
 
-/** How many first items two lists share (the same item values), or 0. */
-export function sharedItems(a: unknown, b: unknown): number {
-  const x = (a as Value | undefined)?.value;
-  const y = (b as Value | undefined)?.value;
-  if (
-    (a as Value | undefined)?.type !== "ArrayValue" ||
-    (b as Value | undefined)?.type !== "ArrayValue" ||
-    !Array.isArray(x) || !Array.isArray(y)
-  ) return 0;
+/** How many first items two lists share (the same item values). */
+export function sharedItems(
+  x: readonly Value[],
+  y: readonly Value[],
+): number {
   const n = Math.min(x.length, y.length);
   let k = 0;
   while (k < n && x[k] === y[k]) k++;
   return k;
+}
+
+/** Whether a root is a namespace key, which an item's write may change. */
+export function isKeyRoot(root: string): boolean {
+  return root.startsWith(".") || root.startsWith(">.");
 }
 
 /** An integer value's number, or undefined. */

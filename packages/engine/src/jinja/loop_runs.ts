@@ -36,6 +36,7 @@
 import type { LoopFields } from "./loop_fields.ts";
 import {
   integerOf,
+  isKeyRoot,
   LIST_REACH,
   LoopRoots,
   type Mask,
@@ -167,6 +168,8 @@ function align(
 /** A dirty root clean at some items only: within `[from, to)`, or outside it. */
 interface Window {
   readonly bit: number;
+  /** Whether its root is a namespace key: compared again after a write. */
+  readonly key: boolean;
   readonly from: number;
   readonly to: number;
   /** Whether the root is dirty inside the range (else, outside it). */
@@ -518,15 +521,14 @@ export class LoopRun {
   #compare(keysOnly: boolean): void {
     const alignment = this.#alignment!;
     let dirty = this.#dirty;
-    const windows = this.#windows.filter((window) =>
-      !keysOnly || !this.#isKey(window.bit)
-    );
+    const windows = this.#windows.filter((window) => !keysOnly || !window.key);
     for (const [root, bit] of this.#history.roots.bits) {
       if (bit >= this.#known || root.startsWith("loop")) continue;
-      if (keysOnly && !this.#isKey(bit)) continue;
+      const key = isKeyRoot(root);
+      if (keysOnly && !key) continue;
       const flag = 1 << bit;
       // Names hold one value for the whole loop; keys change after writes.
-      const previous = this.#isKey(bit) ? this.#previous : alignment.run.start;
+      const previous = key ? this.#previous : alignment.run.start;
       const now = valueOf(root, this.#outer);
       const before = previous.get(root);
       if (previous.has(root) && same(now, before)) {
@@ -548,8 +550,9 @@ export class LoopRun {
         // lists share: the same item.
         windows.push({
           bit,
+          key,
           from: LIST_REACH,
-          to: sharedItems(now, before) - LIST_REACH,
+          to: sharedItems(a.value, b.value) - LIST_REACH,
           inside: false,
         });
       } else if (root.startsWith(">")) {
@@ -561,6 +564,7 @@ export class LoopRun {
         // answer, but between them.
         windows.push({
           bit,
+          key,
           from: Math.min(a, b) - reach,
           to: Math.max(a, b) + reach + 1,
           inside: true,
@@ -571,20 +575,11 @@ export class LoopRun {
     this.#setDirty(dirty);
   }
 
-  #isKey(bit: number): boolean {
-    for (const [root, b] of this.#history.roots.bits) {
-      if (b === bit) return root.startsWith(".") || root.startsWith(">.");
-    }
-    return false;
-  }
-
   /** The key roots' values now. */
   #keys(): Map<string, unknown> {
     const keys = new Map<string, unknown>();
     for (const root of this.#history.roots.bits.keys()) {
-      if (root.startsWith(".") || root.startsWith(">.")) {
-        keys.set(root, valueOf(root, this.#outer));
-      }
+      if (isKeyRoot(root)) keys.set(root, valueOf(root, this.#outer));
     }
     return keys;
   }

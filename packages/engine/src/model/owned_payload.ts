@@ -35,11 +35,7 @@ class OwnedLists {
     for (const owned of this.#recent) {
       // No shorter list can share more.
       if (owned.shapes.length <= keep) continue;
-      const limit = Math.min(owned.shapes.length, list.length);
-      let shared = 0;
-      while (shared < limit && owned.shapes.equalsAt(shared, list[shared])) {
-        shared++;
-      }
+      const shared = owned.shapes.sharedPrefix(list);
       if (shared > keep) {
         keep = shared;
         best = owned;
