@@ -1,4 +1,4 @@
-// Covers: packages/engine/src/jinja/memo.ts, packages/engine/src/jinja/loop_runs.ts, packages/engine/src/jinja/never_raises.ts, packages/engine/src/model/chat_render.ts
+// Covers: packages/engine/src/jinja/memo.ts, packages/engine/src/jinja/loop_runs.ts, packages/engine/src/jinja/loop_table.ts, packages/engine/src/jinja/never_raises.ts, packages/engine/src/model/chat_render.ts
 // Loops that reuse item outputs between renders (packages/engine/src/jinja/memo.ts,
 // and without a check of their own, loop_runs.ts) render exactly what a fresh
 // render does: for the real templates of every family over random
@@ -146,20 +146,28 @@ function agree(
   clock: { now: Date } = { now: new Date(2026, 10, 30, 12, 0, 0) },
 ): { hits: number; misses: number; skips: number } {
   const template = compileChatTemplate(source, { now: () => clock.now });
-  return counted(() => {
-    contexts.forEach((context, i) => {
-      const plain = outcome(() => template.render(context));
-      const memo = outcome(() =>
+  const total = { hits: 0, misses: 0, skips: 0 };
+  contexts.forEach((context, i) => {
+    const plain = outcome(() => template.render(context));
+    let memo = "";
+    // Counted over the first render of each context only: the second,
+    // of the same context, reuses every item.
+    const stats = counted(() => {
+      memo = outcome(() =>
         template.renderParts(context, { memo: true }).join("")
       );
-      strictEqual(memo, plain, `render ${i} of ${source}`);
-      strictEqual(
-        outcome(() => template.render(context, { memo: true })),
-        plain,
-        `render ${i} of ${source}, whole`,
-      );
     });
+    total.hits += stats.hits;
+    total.misses += stats.misses;
+    total.skips += stats.skips;
+    strictEqual(memo, plain, `render ${i} of ${source}`);
+    strictEqual(
+      outcome(() => template.render(context, { memo: true })),
+      plain,
+      `render ${i} of ${source}, whole`,
+    );
   });
+  return total;
 }
 
 /** Items converted once and shared between contexts, as the count core keeps messages. */
@@ -435,25 +443,42 @@ function growing(n: number, extra: Record<string, unknown> = {}) {
 
 Deno.test("a grown list reuses the items it shares with the previous render without checking them one by one", async (t) => {
   await t.step("a loop over the list, and over it reversed", () => {
-    for (const list of ["messages", "messages[::-1]"]) {
-      const stats = agree(
+    // The fields of an item's place that stay as the list grows (counted
+    // from the start over the list, from the end over it reversed) are
+    // read without checks; the others are checked.
+    const stay = {
+      "messages": "{% if loop.first %}F{% endif %}{{ loop.index0 }}",
+      "messages[::-1]": "{% if loop.last %}L{% endif %}{{ loop.revindex }}",
+    };
+    for (const [list, fields] of Object.entries(stay)) {
+      agree(
         `{% for m in ${list} %}{{ m.c }}{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %}{{ loop.revindex }}{{ loop.index0 }};{% endfor %}`,
         growing(12),
       );
-      ok(stats.skips > 40, `${list}: ${stats.skips} without checks`);
+      const stats = agree(
+        `{% for m in ${list} %}{{ m.c }}${fields};{% endfor %}`,
+        growing(12),
+      );
+      ok(stats.skips > 55, `${list}: ${stats.skips} without checks`);
     }
   });
   await t.step("a first item that changes every render", () => {
     // A system prompt holding the time: the items after it still line up.
     const pool = Array.from({ length: 12 }, (_, i) => toValue({ c: `m${i}` }));
-    for (const list of ["messages", "messages[::-1]"]) {
+    const stay = {
+      "messages":
+        "{{ loop.index }}{% if loop.first %}F{% endif %}{{ loop.previtem.c if loop.previtem is defined }}",
+      "messages[::-1]":
+        "{{ loop.revindex }}{% if loop.last %}L{% endif %}{{ loop.nextitem.c if loop.nextitem is defined }}",
+    };
+    for (const [list, fields] of Object.entries(stay)) {
       const stats = agree(
-        `{% for m in ${list} %}{{ m.c }}{{ loop.index }}{% if loop.first %}F{% endif %}{{ loop.previtem.c if loop.previtem is defined }};{% endfor %}`,
+        `{% for m in ${list} %}{{ m.c }}${fields};{% endfor %}`,
         pool.map((_, i) => ({
           messages: [toValue({ c: `system ${i}` }), ...pool.slice(0, i)],
         })),
       );
-      ok(stats.skips > 30, `${list}: ${stats.skips} without checks`);
+      ok(stats.skips > 28, `${list}: ${stats.skips} without checks`);
     }
   });
   await t.step("the list read at the items around the current one", () => {
@@ -463,7 +488,7 @@ Deno.test("a grown list reuses the items it shares with the previous render with
       "{% for m in messages %}{% if loop.first or messages[loop.index0 - 1].c != 'm3' %}<{% endif %}{{ messages[loop.index0 - 1].c }}{{ m.c }}{% if loop.last or messages[loop.index0 + 1].c == 'edited' %}>{% endif %}{{ messages[loop.index0 + 2].c if messages[loop.index0 + 2] is defined }}{{ messages[loop.index0 + 6].c if messages[loop.index0 + 6] is defined }}|{% endfor %}",
       growing(12),
     );
-    ok(stats.skips > 20);
+    ok(stats.skips > 32);
   });
   await t.step(
     "an index compared with a value that moves between renders",
@@ -547,13 +572,44 @@ Deno.test("a grown list reuses the items it shares with the previous render with
         "{% for m in messages %}{% if loop.index0 > ns.last %}+{% endif %}{% if m.watch %}{{ x }}{% endif %}{% if m.bump %}{% set ns.n = ns.n + x + 1 %}{% endif %}{{ ns.n }}{% if messages[loop.index0 + 1] is defined and messages[loop.index0 + 1].c == 'edited' %}E{% endif %}{{ m.c }}{% if loop.last %}L{% endif %};{% endfor %}",
       contexts,
     );
-    ok(stats.skips > 2000, `${stats.skips} without checks`);
+    ok(stats.skips > 4500, `${stats.skips} without checks`);
     // A list that ended where a block does: its last item is last no more.
     agree(
       "{% for m in messages %}{{ m.c }}{% if loop.last %}L{% endif %};{% endfor %}",
       [192, 193, 256, 257].map((n) => ({ messages: pool.slice(0, n) })),
+    ); // Blocks whose outputs are all empty, all filled, or some of each.
+    const mixed = agree(
+      "{% for m in messages %}{% if m.user or m.watch %}{{ m.c }};{% endif %}{% endfor %}" +
+        "{% for m in messages[::-1] %}{% if loop.index0 < 70 or m.bump %}{{ m.c }};{% endif %}{% endfor %}",
+      [130, 131, 260, 261, 262, 399, 400].map((n) => ({
+        messages: pool.slice(0, n),
+      })),
     );
+    ok(mixed.skips > 2200, `${mixed.skips} without checks`);
   });
+  await t.step(
+    "a render that raises leaves the previous render's items as they were",
+    () => {
+      // The raising render takes the previous render's items over and runs
+      // the last one again, no longer last: the next render of the same list
+      // still finds it last.
+      const pool = Array.from(
+        { length: 200 },
+        (_, i) => toValue({ c: `m${i}` }),
+      );
+      const bad = toValue({ c: "bad" });
+      const stats = agree(
+        "{% for m in messages %}{% if m.c == 'bad' %}{{ raise_exception('bad item') }}{% endif %}{{ m.c }}{% if loop.last %}L{% endif %};{% endfor %}",
+        [
+          { messages: pool },
+          { messages: [...pool, bad] },
+          { messages: pool },
+          { messages: [...pool, toValue({ c: "next" })] },
+        ],
+      );
+      ok(stats.skips > 480, `${stats.skips} without checks`);
+    },
+  );
   await t.step("conversations interleaved, each growing", () => {
     // Both start with the same system message: neither run displaces the
     // other's.
@@ -563,12 +619,21 @@ Deno.test("a grown list reuses the items it shares with the previous render with
         messages: [system, ...context.messages as unknown[]],
       }))
     );
-    const stats = agree(
-      "{% for m in messages %}{{ loop.index }}{{ m.c }}{% endfor %}",
-      a!.flatMap((context, i) => [context, b![i]!]),
-    );
-    // Half of them by the second render of each context, the same list.
-    ok(stats.skips > 250, `${stats.skips} without checks`);
+    // Over the list reversed, the shared items end both runs: the index
+    // from the end is the same.
+    for (
+      const [list, field] of [["messages", "index"], [
+        "messages[::-1]",
+        "revindex",
+      ]]
+    ) {
+      const stats = agree(
+        `{% for m in ${list} %}{{ loop.${field} }}{{ m.c }}{% endfor %}`,
+        a!.flatMap((context, i) => [context, b![i]!]),
+      );
+      // Half of them by the second render of each context, the same list.
+      ok(stats.skips > 90, `${list}: ${stats.skips} without checks`);
+    }
   });
 });
 

@@ -192,7 +192,7 @@ export function sharedItems(
 ): number {
   const n = Math.min(x.length, y.length);
   let k = 0;
-  while (k < n && x[k] === y[k]) k++;
+  while (k < n && Object.is(x[k], y[k])) k++;
   return k;
 }
 

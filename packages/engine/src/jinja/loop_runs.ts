@@ -33,7 +33,12 @@
 // 64 such items at once. Where a root is dirty, the entry's reads of it are
 // checked (still without the item's own scope); where that fails, memo.ts
 // checks or runs the item.
+//
+// Items, and the parts of a render, are told the same with `Object.is`:
+// `===` reads each object or string (its type) before it compares, and at
+// a million tokens these are most often out of the processor's caches.
 import type { LoopFields } from "./loop_fields.ts";
+import { BLOCK, FILLED, ItemTable, MIXED } from "./loop_table.ts";
 import {
   integerOf,
   isKeyRoot,
@@ -55,33 +60,15 @@ import {
 import type { Node, Scope } from "./scope.ts";
 import type { Value } from "./values.ts";
 
-/** One run of a loop: its items, the entry each used, the roots it saw. */
+/** One run of a loop: its items, what each used, the roots it saw. */
 interface Run {
   readonly items: readonly Value[];
-  /** The entry each item reused or recorded; undefined where none. */
-  readonly entries: readonly (Entry | undefined)[];
-  /**
-   * By item, in arrays read in order (all a reuse without checks reads of
-   * an item, never reaching its entry): the entry's output, ...
-   */
-  readonly outputs: readonly string[];
-  /** ... the bits of every root it read (`-1`: no entry, or a root without a bit), ... */
-  readonly roots: Int32Array;
-  /** ... and 1 where it wrote a namespace (or may have). */
-  readonly writes: Uint8Array;
-  /**
-   * By block of {@linkcode BLOCK} items: the bits of every root its items
-   * read (`-1` as for one item), or `-1` too where one wrote.
-   */
-  readonly blocks: Int32Array;
+  /** What each item used, the roots it read; by block too. */
+  readonly table: ItemTable;
   /** The value roots at the loop's start. */
   readonly start: ReadonlyMap<string, unknown>;
-  /** After each item that wrote or may have written: the key roots. */
-  readonly after: readonly (ReadonlyMap<string, unknown> | undefined)[];
 }
 
-/** Items summed up together: a block whose items read no dirty root is reused at once. */
-const BLOCK = 64;
 /** Runs kept per loop: a few conversations interleaved still align. */
 const RECENT_RUNS = 4;
 /** Loop fields that differ when the shared items start both runs but the lengths differ. */
@@ -132,7 +119,7 @@ function align(
     // them), so that a run lining up whole is counted once.
     const offsets = n === m
       ? [0]
-      : items[n - 1] === old[m - 1]
+      : Object.is(items[n - 1], old[m - 1])
       ? [n - m, 0]
       : [0, n - m];
     for (const offset of offsets) {
@@ -140,14 +127,16 @@ function align(
       const end = Math.min(n, m + offset);
       if (end - from <= most) continue;
       // Another conversation shares its first item (a system message) at
-      // most: neither the last item nor the second lines up.
+      // most, first in `messages`, last in `messages[::-1]`: a run that
+      // lines up has two neighbouring items lined up at one end.
+      const lines = (i: number) => Object.is(items[i], old[i - offset]);
       if (
-        items[end - 1] !== old[end - 1 - offset] &&
-        (end - from < 2 || items[from + 1] !== old[from + 1 - offset])
+        end - from < 2 ? !lines(from) : !(lines(from) && lines(from + 1)) &&
+          !(lines(end - 2) && lines(end - 1))
       ) continue;
       let same = 0;
       for (let i = from; i < end; i++) {
-        if (items[i] === old[i - offset]) same++;
+        if (Object.is(items[i], old[i - offset])) same++;
       }
       if (same > most) {
         most = same;
@@ -189,13 +178,21 @@ export class LoopRun {
   readonly #probe: LoopScopes;
   /** The loop's fields, set to an item's index while its reads are checked. */
   readonly #loop: LoopFields;
-  readonly #entries: (Entry | undefined)[] = [];
-  readonly #outputs: string[] = [];
-  readonly #roots: Int32Array;
-  readonly #writes: Uint8Array;
   readonly #start = new Map<string, unknown>();
-  readonly #after: (ReadonlyMap<string, unknown> | undefined)[] = [];
   readonly #alignment: Alignment | null;
+  /**
+   * Whether this run takes the previous run's table over: it holds every
+   * previous item, at the same index. Only the items from `#base` on are
+   * then kept apart, in `#tail`; the previous run's table is left as it is
+   * until this run finishes (a render that raises keeps it).
+   */
+  readonly #takeover: boolean;
+  /** While taking over: whether every item so far was reused as it was, at `#base`. */
+  #open: boolean;
+  /** The first item kept in `#tail`. */
+  #base = 0;
+  /** What the items from `#base` on used. */
+  readonly #tail: ItemTable;
   /** Roots with a bit when the run started; later ones count as dirty. */
   readonly #known: number;
   /** Roots that may differ from the previous run's at the current item. */
@@ -239,13 +236,14 @@ export class LoopRun {
     this.#itemName = itemName;
     this.#probe = probe;
     this.#loop = loop;
-    this.#roots = new Int32Array(items.length);
-    this.#writes = new Uint8Array(items.length);
     for (const root of history.roots.bits.keys()) {
       if (!root.startsWith("loop")) this.#start.set(root, valueOf(root, outer));
     }
     this.#known = history.roots.bits.size;
-    this.#alignment = align(history.runs, items);
+    const alignment = this.#alignment = align(history.runs, items);
+    this.#takeover = this.#open = alignment !== null &&
+      alignment.offset === 0 && alignment.same === alignment.run.items.length;
+    this.#tail = new ItemTable(this.#takeover ? BLOCK : items.length);
   }
 
   /**
@@ -271,31 +269,37 @@ export class LoopRun {
     if (j < 0 || j >= m) return 0;
     if (!this.#started) this.#begin(alignment, j);
     // The item before: the same, or none in both runs.
-    if (!(j === 0 ? i === 0 : i > 0 && items[i - 1] === old[j - 1])) return 0;
+    if (!(j === 0 ? i === 0 : i > 0 && Object.is(items[i - 1], old[j - 1]))) {
+      return 0;
+    }
     const start = i;
     // The roots dirty here, and the next item where a window opens or
     // closes (or a write changes them).
     let dirty = this.#dirtyAt(i);
     let until = this.#windowChange(i);
     // Read once: an item reused costs a few reads of arrays in order.
-    const { roots: oldRoots, writes: oldWrites, outputs, entries } = run;
-    const newEntries = this.#entries;
-    const newOutputs = this.#outputs;
-    const newRoots = this.#roots;
+    const table = run.table;
+    const { roots: oldRoots, writes: oldWrites, filled, outputs, entries } =
+      table;
     // Every item of the previous run lines up: inside it, each has the same
     // neighbours, and a whole block reading no dirty root is reused at once.
     const whole = alignment.same === m;
-    for (; j < m && i < n && items[i] === old[j]; i++, j++) {
+    for (; j < m && i < n && Object.is(items[i], old[j]); i++, j++) {
       if (whole && (j & (BLOCK - 1)) === 0 && j + BLOCK < m) {
-        const block = run.blocks[j / BLOCK]!;
+        const b = j / BLOCK;
+        const block = table.blocks[b]!;
         if (block !== -1 && (block & this.#dirtyOver(i, i + BLOCK)) === 0) {
-          for (let k = 0; k < BLOCK; k++) {
-            const output = outputs[j + k]!;
-            if (output !== "") out.push(output);
-            newEntries[i + k] = entries[j + k];
-            newOutputs[i + k] = output;
+          // Empty outputs are not pushed, and not read.
+          const fill = table.fills[b];
+          if (fill === FILLED) {
+            for (let k = 0; k < BLOCK; k++) out.push(outputs[j + k]!);
+          } else if (fill === MIXED) {
+            for (let k = 0; k < BLOCK; k++) {
+              if (filled[j + k] === 1) out.push(outputs[j + k]!);
+            }
           }
-          newRoots.set(oldRoots.subarray(j, j + BLOCK), i);
+          if (this.#open) this.#base += BLOCK;
+          else this.#tail.copy(table, j, BLOCK, i - this.#base);
           i += BLOCK - 1;
           j += BLOCK - 1;
           continue;
@@ -303,7 +307,9 @@ export class LoopRun {
       }
       // The item after: the same, or none in both runs.
       if (
-        j === m - 1 ? i !== n - 1 : i === n - 1 || items[i + 1] !== old[j + 1]
+        j === m - 1
+          ? i !== n - 1
+          : i === n - 1 || !Object.is(items[i + 1], old[j + 1])
       ) {
         break;
       }
@@ -318,7 +324,7 @@ export class LoopRun {
         if (entry === undefined || !this.#holds(entry, i, dirty)) break;
       }
       const output = outputs[j]!;
-      if (output !== "") out.push(output);
+      if (filled[j] === 1) out.push(output);
       if (oldWrites[j] === 1) {
         replayKeys(entries[j]!, this.#outer);
         this.#record(i, entries[j], output, roots, 1);
@@ -327,9 +333,15 @@ export class LoopRun {
         until = i + 1;
         continue;
       }
-      newEntries[i] = entries[j];
-      newOutputs[i] = output;
-      newRoots[i] = roots;
+      if (this.#open) this.#base++;
+      else {this.#tail.set(
+          i - this.#base,
+          entries[j],
+          output,
+          roots,
+          0,
+          undefined,
+        );}
     }
     memoStats.hits += i - start;
     memoStats.skips += i - start;
@@ -353,17 +365,6 @@ export class LoopRun {
 
   /** Keeps this run for the next: only a run that went through every item. */
   finish(): void {
-    const roots = this.#roots;
-    const writes = this.#writes;
-    const blocks = new Int32Array(Math.ceil(roots.length / BLOCK));
-    for (let b = 0; b < blocks.length; b++) {
-      let union = 0;
-      const end = Math.min(roots.length, (b + 1) * BLOCK);
-      for (let k = b * BLOCK; k < end && union !== -1; k++) {
-        union = roots[k] === -1 || writes[k] === 1 ? -1 : union | roots[k]!;
-      }
-      blocks[b] = union;
-    }
     const history = this.#history;
     // A run this one holds most of is kept no more; another conversation's,
     // sharing a few items, stays.
@@ -372,17 +373,14 @@ export class LoopRun {
         alignment.same * 2 > alignment.run.items.length
       ? alignment.run
       : undefined;
+    let table = this.#tail;
+    if (this.#takeover) {
+      table = alignment!.run.table;
+      table.splice(this.#base, this.#tail);
+    }
+    table.summarize(this.#base);
     history.runs = [
-      {
-        items: this.#items,
-        entries: this.#entries,
-        outputs: this.#outputs,
-        roots,
-        writes,
-        blocks,
-        start: this.#start,
-        after: this.#after,
-      },
+      { items: this.#items, table, start: this.#start },
       ...history.runs.filter((run) => run !== replaced),
     ].slice(0, RECENT_RUNS);
   }
@@ -426,7 +424,7 @@ export class LoopRun {
       const at = i + lists[l + 1]!;
       if (
         pair === undefined || at < 0 || at >= pair[0].length ||
-        at >= pair[1].length || pair[0][at] !== pair[1][at]
+        at >= pair[1].length || !Object.is(pair[0][at], pair[1][at])
       ) return false;
     }
     return true;
@@ -476,18 +474,22 @@ export class LoopRun {
     roots: number,
     wrote: number,
   ): void {
-    this.#entries[i] = entry;
-    this.#outputs[i] = output;
-    this.#roots[i] = roots;
-    this.#writes[i] = wrote;
-    if (wrote === 1) this.#after[i] = this.#keys();
+    this.#open = false;
+    this.#tail.set(
+      i - this.#base,
+      entry,
+      output,
+      roots,
+      wrote,
+      wrote === 1 ? this.#keys() : undefined,
+    );
   }
 
   /** After the shared item `j`: compares the key roots again where either run wrote. */
   #follow(j: number, wrote: boolean): void {
-    const run = this.#alignment!.run;
-    if (run.writes[j] === 1) this.#previous = run.after[j]!;
-    if (wrote || run.writes[j] === 1) this.#compare(true);
+    const { writes, after } = this.#alignment!.run.table;
+    if (writes[j] === 1) this.#previous = after[j]!;
+    if (wrote || writes[j] === 1) this.#compare(true);
   }
 
   /**
@@ -497,9 +499,10 @@ export class LoopRun {
   #begin(alignment: Alignment, j: number): void {
     this.#started = true;
     const run = alignment.run;
+    const { writes, after } = run.table;
     let k = j - 1;
-    while (k >= 0 && run.writes[k] !== 1) k--;
-    this.#previous = k < 0 ? run.start : run.after[k]!;
+    while (k >= 0 && writes[k] !== 1) k--;
+    this.#previous = k < 0 ? run.start : after[k]!;
     let dirty = 0;
     for (const [root, bit] of this.#history.roots.bits) {
       if (bit >= this.#known || !root.startsWith("loop")) continue;

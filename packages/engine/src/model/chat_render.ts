@@ -272,7 +272,8 @@ function reuseFor(
     for (const render of memo.recent) {
       const n = Math.min(render.messages.length, raw.length);
       let i = 0;
-      while (i < n && render.messages[i] === raw[i]) i++;
+      // `Object.is` tells the same object without reading it, as `===` would.
+      while (i < n && Object.is(render.messages[i], raw[i])) i++;
       if (i > shared) {
         shared = i;
         before = render;

@@ -90,7 +90,8 @@ function commonPrefixOfParts(
   const a = render.parts;
   const n = Math.min(a.length, parts.length);
   let i = 0;
-  while (i < n && a[i] === parts[i]) i++;
+  // `Object.is` tells the same string without reading it, as `===` would.
+  while (i < n && Object.is(a[i], parts[i])) i++;
   const length = i === 0 ? 0 : render.partEnds[i - 1]!;
   return {
     length: i < n ? length + commonPrefixLength(a[i]!, parts[i]!) : length,
