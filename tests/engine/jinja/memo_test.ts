@@ -587,6 +587,25 @@ Deno.test("a grown list reuses the items it shares with the previous render with
     );
     ok(mixed.skips > 2200, `${mixed.skips} without checks`);
   });
+  await t.step("blocks summed up again as their items come", () => {
+    // The first items print nothing and read nothing that changes: a block
+    // that held only such items, then more, must not be reused as it was.
+    const pool = Array.from(
+      { length: 300 },
+      (_, i) =>
+        toValue({ c: `m${i}`, late: i >= 150, watch: i >= 150 && i % 7 === 0 }),
+    );
+    for (const list of ["messages", "messages[::-1]"]) {
+      const stats = agree(
+        `{% for m in ${list} %}{% if m.late %}{{ m.c }}{% if m.watch %}{{ x }}{% endif %};{% endif %}{% endfor %}`,
+        Array.from({ length: 200 }, (_, k) => ({
+          messages: pool.slice(0, 101 + k),
+          x: k % 3,
+        })),
+      );
+      ok(stats.skips > 15000, `${list}: ${stats.skips} without checks`);
+    }
+  });
   await t.step(
     "a render that raises leaves the previous render's items as they were",
     () => {

@@ -69,6 +69,16 @@ interface Run {
   readonly start: ReadonlyMap<string, unknown>;
 }
 
+/** An item a run recorded, written over the table it takes over. */
+interface Recorded {
+  readonly i: number;
+  readonly entry: Entry | undefined;
+  readonly output: string;
+  readonly roots: number;
+  readonly wrote: number;
+  readonly after: ReadonlyMap<string, unknown> | undefined;
+}
+
 /** Runs kept per loop: a few conversations interleaved still align. */
 const RECENT_RUNS = 4;
 /** Loop fields that differ when the shared items start both runs but the lengths differ. */
@@ -181,18 +191,17 @@ export class LoopRun {
   readonly #start = new Map<string, unknown>();
   readonly #alignment: Alignment | null;
   /**
-   * Whether this run takes the previous run's table over: it holds every
-   * previous item, at the same index. Only the items from `#base` on are
-   * then kept apart, in `#tail`; the previous run's table is left as it is
-   * until this run finishes (a render that raises keeps it).
+   * Whether this run takes the previous run's table over (it holds every
+   * previous item): the items it records are kept in `#journal`, and
+   * written over that table when it finishes (a render that raises leaves
+   * the table as it was); the items it reuses as they were stay in their
+   * slots.
    */
   readonly #takeover: boolean;
-  /** While taking over: whether every item so far was reused as it was, at `#base`. */
-  #open: boolean;
-  /** The first item kept in `#tail`. */
-  #base = 0;
-  /** What the items from `#base` on used. */
-  readonly #tail: ItemTable;
+  /** Taking over: the items recorded, in order. */
+  readonly #journal: Recorded[] = [];
+  /** Otherwise: this run's own table. */
+  readonly #fresh: ItemTable | null;
   /** Roots with a bit when the run started; later ones count as dirty. */
   readonly #known: number;
   /** Roots that may differ from the previous run's at the current item. */
@@ -241,9 +250,9 @@ export class LoopRun {
     }
     this.#known = history.roots.bits.size;
     const alignment = this.#alignment = align(history.runs, items);
-    this.#takeover = this.#open = alignment !== null &&
-      alignment.offset === 0 && alignment.same === alignment.run.items.length;
-    this.#tail = new ItemTable(this.#takeover ? BLOCK : items.length);
+    this.#takeover = alignment !== null &&
+      alignment.same === alignment.run.items.length;
+    this.#fresh = this.#takeover ? null : new ItemTable(items.length);
   }
 
   /**
@@ -281,25 +290,29 @@ export class LoopRun {
     const table = run.table;
     const { roots: oldRoots, writes: oldWrites, filled, outputs, entries } =
       table;
+    // The previous run's item `j` is in slot `f + j`; this run's own table's
+    // item `i` in slot `g + i`.
+    const f = table.front;
+    const fresh = this.#fresh;
+    const g = fresh?.front ?? 0;
     // Every item of the previous run lines up: inside it, each has the same
     // neighbours, and a whole block reading no dirty root is reused at once.
     const whole = alignment.same === m;
     for (; j < m && i < n && Object.is(items[i], old[j]); i++, j++) {
-      if (whole && (j & (BLOCK - 1)) === 0 && j + BLOCK < m) {
-        const b = j / BLOCK;
+      if (whole && ((f + j) & (BLOCK - 1)) === 0 && j + BLOCK < m) {
+        const b = (f + j) / BLOCK;
         const block = table.blocks[b]!;
         if (block !== -1 && (block & this.#dirtyOver(i, i + BLOCK)) === 0) {
           // Empty outputs are not pushed, and not read.
           const fill = table.fills[b];
           if (fill === FILLED) {
-            for (let k = 0; k < BLOCK; k++) out.push(outputs[j + k]!);
+            for (let k = f + j; k < f + j + BLOCK; k++) out.push(outputs[k]!);
           } else if (fill === MIXED) {
-            for (let k = 0; k < BLOCK; k++) {
-              if (filled[j + k] === 1) out.push(outputs[j + k]!);
+            for (let k = f + j; k < f + j + BLOCK; k++) {
+              if (filled[k] === 1) out.push(outputs[k]!);
             }
           }
-          if (this.#open) this.#base += BLOCK;
-          else this.#tail.copy(table, j, BLOCK, i - this.#base);
+          fresh?.copy(table, f + j, BLOCK, g + i);
           i += BLOCK - 1;
           j += BLOCK - 1;
           continue;
@@ -313,35 +326,27 @@ export class LoopRun {
       ) {
         break;
       }
-      const roots = oldRoots[j]!;
+      const roots = oldRoots[f + j]!;
       if (i >= until) {
         dirty = this.#dirtyAt(i);
         until = this.#windowChange(i);
       }
+      const entry = entries[f + j];
       if (roots === -1 || (roots & dirty) !== 0) {
-        const entry = entries[j];
         this.#loop.at = i;
         if (entry === undefined || !this.#holds(entry, i, dirty)) break;
       }
-      const output = outputs[j]!;
-      if (filled[j] === 1) out.push(output);
-      if (oldWrites[j] === 1) {
-        replayKeys(entries[j]!, this.#outer);
-        this.#record(i, entries[j], output, roots, 1);
+      const output = outputs[f + j]!;
+      if (filled[f + j] === 1) out.push(output);
+      if (oldWrites[f + j] === 1) {
+        replayKeys(entry!, this.#outer);
+        this.#record(i, entry, output, roots, 1);
         // Both runs wrote the same: the key roots compare again.
         this.#follow(j, true);
         until = i + 1;
         continue;
       }
-      if (this.#open) this.#base++;
-      else {this.#tail.set(
-          i - this.#base,
-          entries[j],
-          output,
-          roots,
-          0,
-          undefined,
-        );}
+      fresh?.set(g + i, entry, output, roots, 0, undefined);
     }
     memoStats.hits += i - start;
     memoStats.skips += i - start;
@@ -373,12 +378,27 @@ export class LoopRun {
         alignment.same * 2 > alignment.run.items.length
       ? alignment.run
       : undefined;
-    let table = this.#tail;
-    if (this.#takeover) {
+    let table = this.#fresh;
+    if (table !== null) {
+      table.summarize(table.front, table.front + table.length);
+    } else {
       table = alignment!.run.table;
-      table.splice(this.#base, this.#tail);
+      const moved = table.hold(alignment!.offset, this.#items.length);
+      for (const { i, entry, output, roots, wrote, after } of this.#journal) {
+        table.set(table.front + i, entry, output, roots, wrote, after);
+      }
+      if (moved) table.summarize(table.front, table.front + table.length);
+      else {
+        // Only the blocks of the items recorded changed.
+        let summed = -1;
+        for (const { i } of this.#journal) {
+          const block = Math.floor((table.front + i) / BLOCK);
+          if (block === summed) continue;
+          table.summarize(block * BLOCK, (block + 1) * BLOCK);
+          summed = block;
+        }
+      }
     }
-    table.summarize(this.#base);
     history.runs = [
       { items: this.#items, table, start: this.#start },
       ...history.runs.filter((run) => run !== replaced),
@@ -474,22 +494,18 @@ export class LoopRun {
     roots: number,
     wrote: number,
   ): void {
-    this.#open = false;
-    this.#tail.set(
-      i - this.#base,
-      entry,
-      output,
-      roots,
-      wrote,
-      wrote === 1 ? this.#keys() : undefined,
-    );
+    const after = wrote === 1 ? this.#keys() : undefined;
+    const fresh = this.#fresh;
+    if (fresh !== null) {
+      fresh.set(fresh.front + i, entry, output, roots, wrote, after);
+    } else this.#journal.push({ i, entry, output, roots, wrote, after });
   }
 
   /** After the shared item `j`: compares the key roots again where either run wrote. */
   #follow(j: number, wrote: boolean): void {
-    const { writes, after } = this.#alignment!.run.table;
-    if (writes[j] === 1) this.#previous = after[j]!;
-    if (wrote || writes[j] === 1) this.#compare(true);
+    const { writes, after, front } = this.#alignment!.run.table;
+    if (writes[front + j] === 1) this.#previous = after[front + j]!;
+    if (wrote || writes[front + j] === 1) this.#compare(true);
   }
 
   /**
@@ -499,10 +515,10 @@ export class LoopRun {
   #begin(alignment: Alignment, j: number): void {
     this.#started = true;
     const run = alignment.run;
-    const { writes, after } = run.table;
+    const { writes, after, front } = run.table;
     let k = j - 1;
-    while (k >= 0 && writes[k] !== 1) k--;
-    this.#previous = k < 0 ? run.start : after[k]!;
+    while (k >= 0 && writes[front + k] !== 1) k--;
+    this.#previous = k < 0 ? run.start : after[front + k]!;
     let dirty = 0;
     for (const [root, bit] of this.#history.roots.bits) {
       if (bit >= this.#known || !root.startsWith("loop")) continue;

@@ -1,12 +1,14 @@
 // What a loop's run keeps of each item for the next run (see loop_runs.ts),
 // in arrays read in order: a reuse without checks reads only these, never
-// the item's entry. A run that holds the previous one whole, at the same
-// indices, takes the previous run's table over and writes only from the
-// first item it changed: a grown conversation's loop costs its new items,
-// not a copy of every earlier one.
+// the item's entry. Item `i` is kept in slot `front + i`, with room before
+// the first and after the last: a run that holds the previous one whole
+// takes its table over, the items both hold staying in their slots (the new
+// items come after them over `messages`, before them over
+// `messages[::-1]`), and writes only the items it recorded. A grown
+// conversation's loop costs its new items, not a copy of every earlier one.
 import type { Entry } from "./memo.ts";
 
-/** Items summed up together: a block whose items read no dirty root is reused at once. */
+/** Slots summed up together: a block whose items read no dirty root is reused at once. */
 export const BLOCK = 64;
 /** A block whose outputs are all empty. */
 export const EMPTY = 0;
@@ -17,27 +19,30 @@ export const MIXED = 2;
 
 /**
  * Per item: the entry used, its output, the bits of its roots, whether it
- * wrote; per block, its roots and whether its outputs are empty. Whether an
- * output is empty is kept apart, so that a block is reused without reading
- * its strings (out of the processor's caches at a million tokens).
+ * wrote; per block of slots, its roots and whether its outputs are empty.
+ * Whether an output is empty is kept apart, so that a block is reused
+ * without reading its strings (out of the processor's caches at a million
+ * tokens).
  */
 export class ItemTable {
+  /** The slot of item 0. */
+  front = 0;
   /** How many items. */
   length = 0;
   /** The entry each item reused or recorded; undefined where none. */
-  readonly entries: (Entry | undefined)[] = [];
+  entries: (Entry | undefined)[] = [];
   /** Each item's output. */
-  readonly outputs: string[] = [];
-  /** The bits of every root it read (`-1`: no entry, or a root without a bit). Longer than `length`: room to grow. */
-  roots: Int32Array;
-  /** 1 where it wrote a namespace (or may have). Longer than `length`, as `roots`. */
-  writes: Uint8Array;
-  /** 1 where its output is not empty. Longer than `length`, as `roots`. */
-  filled: Uint8Array;
+  outputs: string[] = [];
   /** After each item that wrote: the key roots. */
-  readonly after: (ReadonlyMap<string, unknown> | undefined)[] = [];
+  after: (ReadonlyMap<string, unknown> | undefined)[] = [];
+  /** The bits of every root it read (`-1`: no entry, or a root without a bit). */
+  roots: Int32Array = new Int32Array(0);
+  /** 1 where it wrote a namespace (or may have). */
+  writes: Uint8Array = new Uint8Array(0);
+  /** 1 where its output is not empty. */
+  filled: Uint8Array = new Uint8Array(0);
   /**
-   * By block of {@linkcode BLOCK} items: the bits of every root its items
+   * By block of {@linkcode BLOCK} slots: the bits of every root its items
    * read (`-1` as for one item), or `-1` too where one wrote. Set by
    * {@linkcode summarize}.
    */
@@ -45,38 +50,36 @@ export class ItemTable {
   /** By block: {@linkcode EMPTY}, {@linkcode FILLED} or {@linkcode MIXED}. */
   fills: Uint8Array = new Uint8Array(0);
 
-  /** @param capacity The items it holds before growing. */
-  constructor(capacity: number) {
-    this.roots = new Int32Array(capacity);
-    this.writes = new Uint8Array(capacity);
-    this.filled = new Uint8Array(capacity);
+  /** A table for `length` items, to be set in order. */
+  constructor(length: number) {
+    this.#move(length);
+    this.length = length;
   }
 
-  /** Sets item `i` (at most `length`: items come in order). */
+  /** How many slots. */
+  get capacity(): number {
+    return this.roots.length;
+  }
+
+  /** Sets the item in `slot`. */
   set(
-    i: number,
+    slot: number,
     entry: Entry | undefined,
     output: string,
     roots: number,
     wrote: number,
     after: ReadonlyMap<string, unknown> | undefined,
   ): void {
-    if (i >= this.roots.length) this.#grow(i + 1);
-    this.entries[i] = entry;
-    this.outputs[i] = output;
-    this.roots[i] = roots;
-    this.writes[i] = wrote;
-    this.filled[i] = output === "" ? 0 : 1;
-    this.after[i] = after;
-    if (i >= this.length) this.length = i + 1;
+    this.entries[slot] = entry;
+    this.outputs[slot] = output;
+    this.after[slot] = after;
+    this.roots[slot] = roots;
+    this.writes[slot] = wrote;
+    this.filled[slot] = output === "" ? 0 : 1;
   }
 
-  /**
-   * Sets items `at` to `at + count` (from `length` on: items come in
-   * order) to `source`'s from `from`, none of which wrote.
-   */
+  /** Sets `count` items from slot `at` to `source`'s from slot `from`, none of which wrote. */
   copy(source: ItemTable, from: number, count: number, at: number): void {
-    if (at + count > this.roots.length) this.#grow(at + count);
     const { entries, outputs } = this;
     for (let k = 0; k < count; k++) {
       entries[at + k] = source.entries[from + k];
@@ -85,45 +88,41 @@ export class ItemTable {
     this.roots.set(source.roots.subarray(from, from + count), at);
     this.writes.fill(0, at, at + count);
     this.filled.set(source.filled.subarray(from, from + count), at);
-    if (at + count > this.length) this.length = at + count;
   }
 
-  /** Keeps the first `n` items, then `tail`'s. */
-  splice(n: number, tail: ItemTable): void {
-    const length = n + tail.length;
-    if (length > this.roots.length) this.#grow(length);
-    this.entries.length = n;
-    this.outputs.length = n;
-    this.after.length = n;
-    for (let k = 0; k < tail.length; k++) {
-      this.entries.push(tail.entries[k]);
-      this.outputs.push(tail.outputs[k]!);
-      this.after.push(tail.after[k]);
+  /**
+   * Holds `length` items from now on, its item `offset` the first one
+   * held so far: the items held stay in their slots. Items move only when
+   * the slots run out before or after them (and every block is summed up
+   * again).
+   *
+   * @returns Whether the items moved.
+   */
+  hold(offset: number, length: number): boolean {
+    const front = this.front - offset;
+    if (front >= 0 && front + length <= this.capacity) {
+      this.front = front;
+      this.length = length;
+      return false;
     }
-    this.roots.set(tail.roots.subarray(0, tail.length), n);
-    this.writes.set(tail.writes.subarray(0, tail.length), n);
-    this.filled.set(tail.filled.subarray(0, tail.length), n);
+    this.#move(length, offset);
     this.length = length;
+    return true;
   }
 
-  /** Sums up the blocks from the one holding item `from` on; those before are as they were. */
-  summarize(from: number): void {
-    const count = Math.ceil(this.length / BLOCK);
-    if (count > this.blocks.length) {
-      const capacity = count + (count >> 2) + 1;
-      const blocks = new Int32Array(capacity);
-      blocks.set(this.blocks);
-      this.blocks = blocks;
-      const fills = new Uint8Array(capacity);
-      fills.set(this.fills);
-      this.fills = fills;
-    }
+  /**
+   * Sums up the blocks of the slots from `from` to `to` (not included), the
+   * items' slots only.
+   */
+  summarize(from: number, to: number): void {
     const { roots, writes, filled } = this;
-    for (let b = Math.floor(from / BLOCK); b < count; b++) {
+    const first = this.front;
+    const last = this.front + this.length;
+    for (let b = Math.floor(from / BLOCK); b * BLOCK < to; b++) {
       let union = 0;
       let some = 0;
-      const start = b * BLOCK;
-      const end = Math.min(this.length, start + BLOCK);
+      const start = Math.max(first, b * BLOCK);
+      const end = Math.min(last, (b + 1) * BLOCK);
       for (let k = start; k < end; k++) {
         union = union === -1 || roots[k] === -1 || writes[k] === 1
           ? -1
@@ -139,17 +138,42 @@ export class ItemTable {
     }
   }
 
-  /** Room for at least `n` items, and a quarter more. */
-  #grow(n: number): void {
-    const capacity = n + (n >> 2) + BLOCK;
+  /**
+   * New slots for `length` items, a quarter more on each side; the items
+   * held so far go to the slots from `offset` on.
+   */
+  #move(length: number, offset = 0): void {
+    const room = (length >> 2) + BLOCK;
+    const capacity = length + 2 * room;
+    const at = room + offset;
+    const from = this.front;
+    const held = this.length;
+    const entries: (Entry | undefined)[] = [];
+    const outputs: string[] = [];
+    const after: (ReadonlyMap<string, unknown> | undefined)[] = [];
+    // Filled in order, so that the arrays hold no holes.
+    for (let slot = 0; slot < capacity; slot++) {
+      const i = slot - at;
+      const inside = i >= 0 && i < held;
+      entries.push(inside ? this.entries[from + i] : undefined);
+      outputs.push(inside ? this.outputs[from + i]! : "");
+      after.push(inside ? this.after[from + i] : undefined);
+    }
     const roots = new Int32Array(capacity);
-    roots.set(this.roots.subarray(0, this.length));
-    this.roots = roots;
+    roots.set(this.roots.subarray(from, from + held), at);
     const writes = new Uint8Array(capacity);
-    writes.set(this.writes.subarray(0, this.length));
-    this.writes = writes;
+    writes.set(this.writes.subarray(from, from + held), at);
     const filled = new Uint8Array(capacity);
-    filled.set(this.filled.subarray(0, this.length));
+    filled.set(this.filled.subarray(from, from + held), at);
+    this.entries = entries;
+    this.outputs = outputs;
+    this.after = after;
+    this.roots = roots;
+    this.writes = writes;
     this.filled = filled;
+    const blocks = Math.ceil(capacity / BLOCK);
+    this.blocks = new Int32Array(blocks);
+    this.fills = new Uint8Array(blocks);
+    this.front = room;
   }
 }
