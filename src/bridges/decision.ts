@@ -17,6 +17,7 @@ import { holdsUnsafeNumber, numbersSurviveRewrite } from "./number_safety.ts";
 import { getLogger } from "@logtape/logtape";
 import { jsonText } from "../_internal/json_bytes.ts";
 import { parseJson, stringifyJson } from "@incontext/engine/vllm";
+import type { GrownBodies } from "./grown_bodies.ts";
 import { errorType } from "../core/error_type.ts";
 
 const logger = getLogger(["incontext", "bridge"]);
@@ -69,6 +70,13 @@ export interface DecideOptions {
    * @default a new id, no URL, no headers
    */
   readonly request?: DecisionRequest;
+  /**
+   * Recent bodies' parses, for a body that grew from one of them to parse
+   * its new text only.
+   *
+   * @default none: each body is parsed whole
+   */
+  readonly bodies?: GrownBodies;
 }
 
 /**
@@ -88,7 +96,10 @@ export async function decide(
   if (decoded === undefined) return malformed("the body is not valid UTF-8");
   let read: ReadBody;
   try {
-    read = { ...decoded, ...parseJson(decoded.text) };
+    read = {
+      ...decoded,
+      ...(options.bodies?.parse(decoded.text) ?? parseJson(decoded.text)),
+    };
   } catch {
     return malformed("the body is not valid JSON");
   }
@@ -101,7 +112,7 @@ export async function decide(
   });
   const decision = exhaust(parsed, result, bridge);
   const final = decision.kind === "send"
-    ? serialized(decision, parsed, read)
+    ? serialized(decision, parsed, read, options.bodies)
     : decision;
   try {
     bridge.onDecision?.(
@@ -189,6 +200,7 @@ function serialized(
   decision: Sending,
   request: JsonObject,
   read: ReadBody,
+  bodies: GrownBodies | undefined,
 ): Sending {
   const { result, sent } = decision;
   // The caller's cap was the budget already, or nothing was written: the
@@ -201,7 +213,10 @@ function serialized(
       "the body spells surrogates alone in its bytes, which a JavaScript string can join",
     );
   }
-  if (holdsUnsafeNumber(request) && !numbersSurviveRewrite(read.text)) {
+  const unsafe = bodies === undefined
+    ? holdsUnsafeNumber(request)
+    : bodies.holdsUnsafeNumber(request);
+  if (unsafe && !numbersSurviveRewrite(read.text)) {
     return keepBytes(
       request,
       result,

@@ -212,6 +212,7 @@ async function budgeted(
       url: request.url,
       headers: request.headers,
     },
+    bodies: state.bodies,
   });
   if (request.signal.aborted) {
     // The client went away while its prompt was counted: nothing to send,

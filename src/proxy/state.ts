@@ -7,6 +7,7 @@ import type { RequestKind } from "../core/backend.ts";
 import type { BudgetResult } from "../core/budget.ts";
 import { Counter, Histogram } from "../_internal/metrics.ts";
 import type { AnchorStore } from "../anchors/store.ts";
+import { GrownBodies } from "../bridges/grown_bodies.ts";
 import type { ProxyOptions, ProxySettings } from "./options.ts";
 import type { BridgeOptions } from "../bridges/options.ts";
 import type { TimedBackend } from "./timed_backend.ts";
@@ -112,6 +113,8 @@ export class ProxyState {
   /** Exact counts checked against their response's usage. */
   readonly verification = new CountVerification();
   readonly anchors: AnchorStore;
+  /** Recent bodies' parses: a grown conversation's body parses its new text only. */
+  readonly bodies: GrownBodies = new GrownBodies();
   /** Each decision with its time in ms: written out only when shown. */
   readonly #recent: [number, Omit<DecisionRecord, "time">][] = [];
   readonly #keep: number;
