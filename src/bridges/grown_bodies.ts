@@ -26,10 +26,12 @@ interface Kept {
   readonly messages: readonly unknown[];
   /** How many first messages hold no number JavaScript cannot hold exactly. */
   safe: number;
-  /** Where the `[` of the messages array is. */
-  readonly start: number;
-  /** Just after each message's text. */
-  readonly ends: readonly number[];
+  /**
+   * Where its messages are; found the first time a body grows from it (a
+   * body whose conversation does not come back costs no scan), null where
+   * they cannot be.
+   */
+  layout: Layout | null | undefined;
 }
 
 /** The parses of recent bodies. */
@@ -63,10 +65,17 @@ export class GrownBodies {
       }
     }
     if (best === undefined) return undefined;
+    if (best.layout === undefined) {
+      const layout = topLevelMessages(best.text);
+      best.layout = layout?.ends.length === best.messages.length
+        ? layout
+        : null;
+    }
+    if (best.layout === null) return undefined;
+    const { start, ends } = best.layout;
     // The messages whose whole text is shared.
-    const shared = countAtMost(best.ends, common);
+    const shared = countAtMost(ends, common);
     if (shared === 0) return undefined;
-    const { start, ends } = best;
     // Each shared message stands as a 0 while the rest is parsed.
     const rest = text.slice(ends[shared - 1]!);
     let value: unknown;
@@ -88,7 +97,7 @@ export class GrownBodies {
       messages[i] = best.messages[i];
     }
     // A body this one holds whole is kept no more; one it branched off stays.
-    const superseded = shared === best.ends.length ? best : undefined;
+    const superseded = shared === ends.length ? best : undefined;
     this.#keep(text, value, layout, superseded, Math.min(shared, best.safe));
     return value;
   }
@@ -109,20 +118,18 @@ export class GrownBodies {
     return false;
   }
 
-  /** Keeps a body whose messages can be found, in place of one it holds whole. */
+  /** Keeps a body with a list of messages, in place of one it holds whole. */
   #keep(
     text: string,
     value: unknown,
-    known: Layout | undefined,
+    layout: Layout | undefined,
     superseded?: Kept,
     safe = 0,
   ): void {
     if (typeof value !== "object" || value === null) return;
     const messages = (value as Record<string, unknown>).messages;
     if (!Array.isArray(messages)) return;
-    const layout = known ?? topLevelMessages(text);
-    if (layout === undefined || layout.ends.length !== messages.length) return;
-    const kept = { text, value, messages, safe, ...layout };
+    const kept = { text, value, messages, safe, layout };
     this.#recent = [
       kept,
       ...this.#recent.filter((other) => other !== superseded),

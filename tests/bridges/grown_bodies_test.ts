@@ -145,6 +145,21 @@ Deno.test("a body its scan cannot follow is parsed whole", async (t) => {
       }
     });
   }
+  await t.step(
+    "a body after one whose second messages key JSON.parse kept",
+    () => {
+      // The first body's first list spells the next body's first messages,
+      // but its value holds the second list.
+      const bodies = new GrownBodies();
+      const other = Array.from({ length: 80 }, (_, n) => message(random, n));
+      const first = `{"messages": ${JSON.stringify(messages)}, "messages": ${
+        JSON.stringify(other)
+      }}`;
+      deepStrictEqual(bodies.parse(first), parseJson(first));
+      const next = `{"messages": ${JSON.stringify(grown)}}`;
+      deepStrictEqual(bodies.parse(next), parseJson(next));
+    },
+  );
   await t.step("the escaped key still takes the messages over", () => {
     const bodies = new GrownBodies();
     const first = bodies.parse(cases["the key escaped"]!(messages));
