@@ -48,6 +48,7 @@ export {
   folderSpec,
 } from "./src/model/chat_render.ts";
 export { PlainShapes } from "./src/common/plain_copy.ts";
+export { commonPrefixLength } from "./src/common/common_prefix.ts";
 export type { ContentFormat } from "./src/jinja/content_format.ts";
 export type { PieceStore } from "./src/model/prefix.ts";
 export {

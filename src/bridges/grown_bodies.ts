@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { commonPrefixLength } from "@incontext/engine";
 import { type ParsedJson, parseJson } from "@incontext/engine/vllm";
 import { holdsUnsafeNumber } from "./number_safety.ts";
 
@@ -16,8 +17,6 @@ import { holdsUnsafeNumber } from "./number_safety.ts";
 const MIN_LENGTH = 65536;
 /** Bodies kept: a few conversations interleaved still find theirs. */
 const RECENT = 4;
-/** The first span compared; then halves, around the first difference. */
-const CHUNK = 65536;
 
 /** A body kept: its text, its value, where its messages start and end. */
 interface Kept {
@@ -153,18 +152,6 @@ function countAtMost(ends: readonly number[], limit: number): number {
     else high = middle;
   }
   return low;
-}
-
-/** The length of the common prefix of two strings, compared natively in halving spans. */
-export function commonPrefixLength(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  for (let size = CHUNK; size >= 1; size >>= 1) {
-    while (i + size <= n && a.slice(i, i + size) === b.slice(i, i + size)) {
-      i += size;
-    }
-  }
-  return i;
 }
 
 /**

@@ -16,6 +16,7 @@ import { createHash } from "node:crypto";
 import type { LocalTokenizer } from "../tokenizer/tokenizer.ts";
 import { splitterFor } from "./segments.ts";
 import { lineChunkEnds } from "./line_chunks.ts";
+import { commonPrefixLength } from "../common/common_prefix.ts";
 
 /** Where piece counts are kept, by key. */
 export interface PieceStore {
@@ -56,24 +57,6 @@ const RECENT_RENDERS = 4;
  * template renders differently in the last message (a few pieces each).
  */
 const GROWN_DROPS = 64;
-/** The first chunk compared; then halves until the first difference is found. */
-const CHUNK = 65536;
-
-/**
- * The length of the common prefix of two strings. Compares native chunks,
- * halving their size around the first difference, so that the native string
- * comparison does the work instead of a loop over code units.
- */
-export function commonPrefixLength(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  for (let size = CHUNK; size >= 1; size >>= 1) {
-    while (i + size <= n && a.slice(i, i + size) === b.slice(i, i + size)) {
-      i += size;
-    }
-  }
-  return i;
-}
 
 /**
  * The length of the common prefix of a remembered render's text and a
