@@ -12,6 +12,7 @@ import { dirname } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import {
   compileChatTemplate,
+  listValue,
   toValue,
 } from "../../../packages/engine/src/jinja/chat_template.ts";
 import { memoStats } from "../../../packages/engine/src/jinja/memo.ts";
@@ -629,6 +630,67 @@ Deno.test("a grown list reuses the items it shares with the previous render with
       ok(stats.skips > 480, `${stats.skips} without checks`);
     },
   );
+  await t.step("a loop run within an item of the same loop", () => {
+    // A macro calling itself: the inner run lines up with the run the outer
+    // one took, and reads its table while the outer one runs; one breaks
+    // off, and the table it read stays read.
+    const [a, b, c, d] = Array.from(
+      { length: 4 },
+      (_, i) => toValue({ c: `o${i}` }),
+    );
+    const x = listValue([a, b, c]);
+    const y = listValue([a, b, c, d]);
+    const trees = [
+      [a, b, c],
+      [a, b, c, x],
+      [a, b, c, x],
+      [a, b, c],
+      [a, b, c, y],
+      [a, b, c, x, y],
+      [x],
+      [a, b],
+      [a, b, c, x],
+    ];
+    for (const stop of ["", "{% if c.c == 'o3' %}{% break %}{% endif %}"]) {
+      const stats = agree(
+        `{% macro walk(node) %}{% for c in node %}${stop}{% if c is mapping %}{{ c.c }}{{ loop.index }}{% if loop.last %}L{% endif %};{% else %}[{{ walk(c) }}]{% endif %}{% endfor %}{% endmacro %}{{ walk(tree) }}`,
+        [...trees, ...trees, ...trees].map((tree) => ({ tree })),
+      );
+      ok(stats.skips > 20, `${stats.skips} without checks`);
+    }
+  });
+  await t.step("loops run within items of the same loop, at random", () => {
+    const source =
+      "{% macro walk(node) %}{% for c in node %}{% if c is mapping %}{{ c.c }}{{ loop.index }}{% if loop.last %}L{% endif %}{% if loop.first %}F{% endif %};{% else %}[{{ walk(c) }}]{% endif %}{% endfor %}{% endmacro %}{{ walk(tree) }}";
+    let skips = 0;
+    for (let seed = 1; seed <= 40; seed++) {
+      const random = mulberry32(seed);
+      const objects = Array.from(
+        { length: 5 },
+        (_, i) => toValue({ c: `o${i}` }),
+      );
+      const lists = Array.from(
+        { length: 4 },
+        () => listValue(objects.slice(0, 1 + Math.floor(random() * 5))),
+      );
+      const pool: unknown[] = [...objects, ...lists];
+      const contexts = Array.from({ length: 30 }, () => {
+        const n = 1 + Math.floor(random() * 6);
+        const tree: unknown[] = random() < 0.5
+          ? [
+            ...objects.slice(0, Math.min(5, n)),
+            ...(n > 5 ? [lists[Math.floor(random() * 4)]] : []),
+          ]
+          : Array.from(
+            { length: n },
+            () => pool[Math.floor(random() * pool.length)],
+          );
+        return { tree };
+      });
+      skips += agree(source, contexts).skips;
+    }
+    ok(skips > 1000, `${skips} without checks`);
+  });
   await t.step("conversations interleaved, each growing", () => {
     // Both start with the same system message: neither run displaces the
     // other's.

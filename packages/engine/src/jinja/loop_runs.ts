@@ -67,6 +67,13 @@ interface Run {
   readonly table: ItemTable;
   /** The value roots at the loop's start. */
   readonly start: ReadonlyMap<string, unknown>;
+  /**
+   * Runs of the loop lined up with this one and not finished: a loop within
+   * an item of the same loop (a macro calling itself) runs while the outer
+   * one does. Only a run that is the one reader as it starts takes the
+   * table over (one that broke off stays a reader).
+   */
+  readers: number;
 }
 
 /** An item a run recorded, written over the table it takes over. */
@@ -191,17 +198,15 @@ export class LoopRun {
   readonly #start = new Map<string, unknown>();
   readonly #alignment: Alignment | null;
   /**
-   * Whether this run takes the previous run's table over (it holds every
-   * previous item): the items it records are kept in `#journal`, and
-   * written over that table when it finishes (a render that raises leaves
-   * the table as it was); the items it reuses as they were stay in their
-   * slots.
+   * This run's own table; null where it takes the previous run's table over
+   * (it holds every previous item): the items it records are then kept in
+   * `#journal`, and written over that table when it finishes (a render that
+   * raises leaves the table as it was); the items it reuses as they were
+   * stay in their slots.
    */
-  readonly #takeover: boolean;
+  readonly #fresh: ItemTable | null;
   /** Taking over: the items recorded, in order. */
   readonly #journal: Recorded[] = [];
-  /** Otherwise: this run's own table. */
-  readonly #fresh: ItemTable | null;
   /** Roots with a bit when the run started; later ones count as dirty. */
   readonly #known: number;
   /** Roots that may differ from the previous run's at the current item. */
@@ -250,9 +255,10 @@ export class LoopRun {
     }
     this.#known = history.roots.bits.size;
     const alignment = this.#alignment = align(history.runs, items);
-    this.#takeover = alignment !== null &&
+    if (alignment !== null) alignment.run.readers++;
+    const whole = alignment !== null && alignment.run.readers === 1 &&
       alignment.same === alignment.run.items.length;
-    this.#fresh = this.#takeover ? null : new ItemTable(items.length);
+    this.#fresh = whole ? null : new ItemTable(items.length);
   }
 
   /**
@@ -378,10 +384,13 @@ export class LoopRun {
         alignment.same * 2 > alignment.run.items.length
       ? alignment.run
       : undefined;
+    if (alignment !== null) alignment.run.readers--;
     let table = this.#fresh;
     if (table !== null) {
       table.summarize(table.front, table.front + table.length);
     } else {
+      // No run that started before this one reads the table (it was the
+      // only reader then); those since ran within its items, and are done.
       table = alignment!.run.table;
       const moved = table.hold(alignment!.offset, this.#items.length);
       for (const { i, entry, output, roots, wrote, after } of this.#journal) {
@@ -400,7 +409,7 @@ export class LoopRun {
       }
     }
     history.runs = [
-      { items: this.#items, table, start: this.#start },
+      { items: this.#items, table, start: this.#start, readers: 0 },
       ...history.runs.filter((run) => run !== replaced),
     ].slice(0, RECENT_RUNS);
   }
