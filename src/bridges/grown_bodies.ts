@@ -184,20 +184,21 @@ function topLevelMessages(text: string): Layout | undefined {
 }
 
 /**
- * The layout of the messages array at `start`, whose first ends are known;
- * the rest of the text is checked to hold no other `messages` key at the
- * top level. Undefined where the text is not so.
+ * The layout of the messages array at `start`, whose first `ends` are
+ * known (the list is extended, not copied); the rest of the text is checked
+ * to hold no other `messages` key at the top level. Undefined where the
+ * text is not so.
  */
 function messagesLayout(
   text: string,
   start: number,
-  known: readonly number[],
+  ends: number[],
 ): Layout | undefined {
   const scan = new Scanner(text);
-  const ends = [...known];
-  let at = known.length === 0 ? start + 1 : known[known.length - 1]!;
+  const known = ends.length;
+  let at = known === 0 ? start + 1 : ends[known - 1]!;
   at = scan.skipSpace(at);
-  if (known.length > 0) {
+  if (known > 0) {
     if (text[at] === ",") at = scan.skipSpace(at + 1);
     else if (text[at] !== "]") return undefined;
   }
